@@ -1,0 +1,590 @@
+//===- NNOps.cpp - dsnn op verifiers and folders ---------------------------===//
+#include "dsnn/NNOps.h"
+#include "ds/Support/ShapeCheck.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+using namespace mlir::ds;
+using namespace mlir::ds::nn;
+
+static RankedTensorType rankedType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// All named values must share one element type.
+static LogicalResult
+verifySameElementType(Operation *op,
+                      ArrayRef<std::pair<StringRef, Value>> values) {
+  if (values.empty())
+    return success();
+  Type expected = getElementTypeOrSelf(values.front().second.getType());
+  for (auto [name, v] : values.drop_front()) {
+    Type got = getElementTypeOrSelf(v.getType());
+    if (got != expected)
+      return op->emitOpError()
+             << name << " element type " << got << " does not match "
+             << values.front().first << " element type " << expected;
+  }
+  return success();
+}
+
+static LogicalResult verifyResultShape(Operation *op, RankedTensorType result,
+                                       ArrayRef<int64_t> expected,
+                                       StringRef from) {
+  if (!shapesCompatible(result.getShape(), expected))
+    return op->emitOpError()
+           << "result shape " << formatShape(result.getShape())
+           << " does not match the expected " << formatShape(expected)
+           << " (from " << from << ")";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::verify() {
+  auto in = rankedType(getInput()), w = rankedType(getWeight());
+  if (in.getRank() < 1)
+    return emitOpError("input must have rank >= 1, got a scalar");
+  if (w.getRank() != 2)
+    return emitOpError() << "weight must be rank 2 [out, in], got rank "
+                         << w.getRank();
+  if (!dimsCompatible(in.getShape().back(), w.getDimSize(1)))
+    return emitOpError() << "weight dim 1 (in) is " << w.getDimSize(1)
+                         << " but input's last dim is "
+                         << in.getShape().back();
+  SmallVector<std::pair<StringRef, Value>> typed = {{"input", getInput()},
+                                                    {"weight", getWeight()},
+                                                    {"result", getResult()}};
+  if (Value b = getBias()) {
+    auto bt = rankedType(b);
+    if (bt.getRank() != 1 || !dimsCompatible(bt.getDimSize(0), w.getDimSize(0)))
+      return emitOpError() << "bias shape " << formatShape(bt.getShape())
+                           << " but expected [" << w.getDimSize(0)
+                           << "] (weight dim 0)";
+    typed.push_back({"bias", b});
+  }
+  if (failed(verifySameElementType(*this, typed)))
+    return failure();
+  SmallVector<int64_t> expected(in.getShape().drop_back());
+  expected.push_back(w.getDimSize(0));
+  return verifyResultShape(*this, getResult().getType(), expected,
+                           "input [..., in] and weight [out, in]");
+}
+
+//===----------------------------------------------------------------------===//
+// MatmulOp / BatchMatmulOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyMatmul(Operation *op, Value lhs, Value rhs,
+                                  Value result, bool ta, bool tb,
+                                  bool batched) {
+  auto a = rankedType(lhs), b = rankedType(rhs);
+  if (!batched && (a.getRank() != 2 || b.getRank() != 2))
+    return op->emitOpError() << "operands must be rank 2, got lhs rank "
+                             << a.getRank() << " and rhs rank " << b.getRank();
+  if (batched) {
+    if (a.getRank() < 3 || a.getRank() != b.getRank())
+      return op->emitOpError()
+             << "operands must have the same rank >= 3, got lhs rank "
+             << a.getRank() << " and rhs rank " << b.getRank();
+    for (int64_t i = 0; i < a.getRank() - 2; ++i)
+      if (!dimsCompatible(a.getDimSize(i), b.getDimSize(i)))
+        return op->emitOpError()
+               << "batch dim " << i << " differs: lhs " << a.getDimSize(i)
+               << " vs rhs " << b.getDimSize(i);
+  }
+  int64_t r = a.getRank();
+  int64_t m = a.getDimSize(ta ? r - 1 : r - 2);
+  int64_t ka = a.getDimSize(ta ? r - 2 : r - 1);
+  int64_t kb = b.getDimSize(tb ? r - 1 : r - 2);
+  int64_t n = b.getDimSize(tb ? r - 2 : r - 1);
+  if (!dimsCompatible(ka, kb))
+    return op->emitOpError() << "contraction dims differ: lhs K = " << ka
+                             << ", rhs K = " << kb;
+  if (failed(verifySameElementType(
+          op, {{"lhs", lhs}, {"rhs", rhs}, {"result", result}})))
+    return failure();
+  SmallVector<int64_t> expected(a.getShape().drop_back(2));
+  expected.append({m, n});
+  return verifyResultShape(op, rankedType(result), expected, "lhs x rhs");
+}
+
+LogicalResult MatmulOp::verify() {
+  return verifyMatmul(*this, getLhs(), getRhs(), getResult(), getTransposeA(),
+                      getTransposeB(), /*batched=*/false);
+}
+
+LogicalResult BatchMatmulOp::verify() {
+  return verifyMatmul(*this, getLhs(), getRhs(), getResult(), getTransposeA(),
+                      getTransposeB(), /*batched=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp, norms, softmax, attention, dropout
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  auto table = rankedType(getTable());
+  if (table.getRank() != 2)
+    return emitOpError() << "table must be rank 2 [vocab, dim], got rank "
+                         << table.getRank();
+  if (failed(verifySameElementType(
+          *this, {{"table", getTable()}, {"result", getResult()}})))
+    return failure();
+  SmallVector<int64_t> expected(getIndices().getType().getShape());
+  expected.push_back(table.getDimSize(1));
+  return verifyResultShape(*this, getResult().getType(), expected,
+                           "indices shape + [table dim 1]");
+}
+
+static LogicalResult verifyNorm(Operation *op, Value input,
+                                ArrayRef<std::pair<StringRef, Value>> affine,
+                                Value result, double eps) {
+  auto in = rankedType(input);
+  if (in.getRank() < 1)
+    return op->emitOpError("input must have rank >= 1, got a scalar");
+  for (auto [name, v] : affine) {
+    auto t = rankedType(v);
+    if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), in.getShape().back()))
+      return op->emitOpError()
+             << name << " shape " << formatShape(t.getShape())
+             << " but expected [" << in.getShape().back()
+             << "] (input's last dim)";
+  }
+  if (!(eps > 0))
+    return op->emitOpError() << "epsilon is " << formatNumber(eps) << " but must be > 0";
+  SmallVector<std::pair<StringRef, Value>> typed = {{"input", input}};
+  typed.append(affine.begin(), affine.end());
+  return verifySameElementType(op, typed);
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getInput(),
+                    {{"weight", getWeight()}, {"bias", getBias()}},
+                    getResult(), getEpsilon().convertToDouble());
+}
+
+LogicalResult RMSNormOp::verify() {
+  return verifyNorm(*this, getInput(), {{"weight", getWeight()}}, getResult(),
+                    getEpsilon().convertToDouble());
+}
+
+static LogicalResult verifyDimAttr(Operation *op, int64_t dim, int64_t rank) {
+  if (!normalizeDim(dim, rank))
+    return op->emitOpError() << "dim " << dim << " is out of range for rank "
+                             << rank << " (allowed " << -rank << ".."
+                             << rank - 1 << ")";
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyDimAttr(*this, getDim(), getType().getRank());
+}
+
+LogicalResult LogSoftmaxOp::verify() {
+  return verifyDimAttr(*this, getDim(), getType().getRank());
+}
+
+LogicalResult AttentionOp::verify() {
+  auto q = rankedType(getQuery()), k = rankedType(getKey()),
+       v = rankedType(getValue());
+  int64_t r = q.getRank();
+  if (r < 2 || k.getRank() != r || v.getRank() != r)
+    return emitOpError() << "query, key and value must have the same rank >= "
+                            "2, got "
+                         << r << ", " << k.getRank() << ", " << v.getRank();
+  for (int64_t i = 0; i < r - 2; ++i)
+    if (!dimsCompatible(q.getDimSize(i), k.getDimSize(i)) ||
+        !dimsCompatible(q.getDimSize(i), v.getDimSize(i)))
+      return emitOpError() << "leading dim " << i << " differs: query "
+                           << q.getDimSize(i) << ", key " << k.getDimSize(i)
+                           << ", value " << v.getDimSize(i);
+  if (!dimsCompatible(q.getDimSize(r - 1), k.getDimSize(r - 1)))
+    return emitOpError() << "key head dim is " << k.getDimSize(r - 1)
+                         << " but query head dim is " << q.getDimSize(r - 1);
+  if (!dimsCompatible(k.getDimSize(r - 2), v.getDimSize(r - 2)))
+    return emitOpError() << "value length is " << v.getDimSize(r - 2)
+                         << " but key length is " << k.getDimSize(r - 2);
+  if (getCausal() && !dimsCompatible(q.getDimSize(r - 2), k.getDimSize(r - 2)))
+    return emitOpError() << "causal attention needs query length == key "
+                            "length, got "
+                         << q.getDimSize(r - 2) << " and "
+                         << k.getDimSize(r - 2);
+  if (auto s = getScale(); s && !(s->convertToDouble() > 0))
+    return emitOpError() << "scale is " << formatNumber(s->convertToDouble())
+                         << " but must be > 0";
+  if (failed(verifySameElementType(*this, {{"query", getQuery()},
+                                           {"key", getKey()},
+                                           {"value", getValue()},
+                                           {"result", getResult()}})))
+    return failure();
+  SmallVector<int64_t> expected(q.getShape().drop_back());
+  expected.push_back(v.getDimSize(r - 1));
+  return verifyResultShape(*this, getResult().getType(), expected,
+                           "query [..., Tq, D] and value [..., Tk, Dv]");
+}
+
+LogicalResult DropoutOp::verify() {
+  double p = getP().convertToDouble();
+  if (!(p >= 0 && p < 1))
+    return emitOpError() << "p is " << formatNumber(p) << " but must be in [0, 1)";
+  return success();
+}
+
+OpFoldResult DropoutOp::fold(FoldAdaptor) {
+  if (getP().isZero())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Binary elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyBinary(Operation *op, Value lhs, Value rhs,
+                                  Value result) {
+  if (failed(verifySameElementType(
+          op, {{"lhs", lhs}, {"rhs", rhs}, {"result", result}})))
+    return failure();
+  auto a = rankedType(lhs), b = rankedType(rhs);
+  auto shape = broadcastShapes(a.getShape(), b.getShape());
+  if (!shape)
+    return op->emitOpError() << "operand shapes " << formatShape(a.getShape())
+                             << " and " << formatShape(b.getShape())
+                             << " do not broadcast";
+  return verifyResultShape(op, rankedType(result), *shape,
+                           "broadcasting lhs and rhs");
+}
+
+LogicalResult AddOp::verify() {
+  return verifyBinary(*this, getLhs(), getRhs(), getResult());
+}
+LogicalResult SubOp::verify() {
+  return verifyBinary(*this, getLhs(), getRhs(), getResult());
+}
+LogicalResult MulOp::verify() {
+  return verifyBinary(*this, getLhs(), getRhs(), getResult());
+}
+LogicalResult DivOp::verify() {
+  return verifyBinary(*this, getLhs(), getRhs(), getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Shape and dtype ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError() << "result element type " << out.getElementType()
+                         << " differs from input element type "
+                         << in.getElementType() << "; use dsnn.cast";
+  if (in.hasStaticShape() && out.hasStaticShape() &&
+      in.getNumElements() != out.getNumElements())
+    return emitOpError() << "input " << formatShape(in.getShape()) << " has "
+                         << in.getNumElements() << " elements but result "
+                         << formatShape(out.getShape()) << " has "
+                         << out.getNumElements();
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  // reshape(reshape(x)) is one reshape of x.
+  if (auto prev = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(prev.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult TransposeOp::verify() {
+  auto in = getInput().getType();
+  ArrayRef<int64_t> perm = getPermutation();
+  if (static_cast<int64_t>(perm.size()) != in.getRank())
+    return emitOpError() << "permutation has " << perm.size()
+                         << " entries but the input has rank " << in.getRank();
+  llvm::SmallSet<int64_t, 8> seen;
+  for (int64_t p : perm)
+    if (p < 0 || p >= in.getRank() || !seen.insert(p).second)
+      return emitOpError() << "permutation [" << llvm::make_range(perm.begin(), perm.end())
+                           << "] is not a permutation of 0.." << in.getRank() - 1;
+  if (in.getElementType() != getResult().getType().getElementType())
+    return emitOpError("result element type differs from the input's");
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm)
+    expected.push_back(in.getDimSize(p));
+  return verifyResultShape(*this, getResult().getType(), expected,
+                           "permuting the input");
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  ArrayRef<int64_t> perm = getPermutation();
+  if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
+    return getInput();
+  // transpose(transpose(x, p1), p2) = transpose(x, p1 ∘ p2).
+  if (auto prev = getInput().getDefiningOp<TransposeOp>()) {
+    ArrayRef<int64_t> inner = prev.getPermutation();
+    SmallVector<int64_t> composed;
+    for (int64_t p : perm)
+      composed.push_back(inner[p]);
+    if (llvm::equal(composed, llvm::seq<int64_t>(0, composed.size())))
+      return prev.getInput();
+    getInputMutable().assign(prev.getInput());
+    setPermutation(composed);
+    return getResult();
+  }
+  return {};
+}
+
+LogicalResult SplitOp::verify() {
+  auto in = getInput().getType();
+  auto dim = normalizeDim(getDim(), in.getRank());
+  if (!dim)
+    return verifyDimAttr(*this, getDim(), in.getRank());
+  if (getResults().empty())
+    return emitOpError("needs at least one result");
+  int64_t total = 0;
+  bool dynamic = false;
+  for (auto [i, v] : llvm::enumerate(getResults())) {
+    auto t = rankedType(v);
+    if (t.getRank() != in.getRank() || t.getElementType() != in.getElementType())
+      return emitOpError() << "result " << i << " type " << t
+                           << " must have the input's rank and element type";
+    for (int64_t d = 0; d < in.getRank(); ++d)
+      if (d != *dim && !dimsCompatible(t.getDimSize(d), in.getDimSize(d)))
+        return emitOpError() << "result " << i << " dim " << d << " is "
+                             << t.getDimSize(d) << " but the input's is "
+                             << in.getDimSize(d);
+    dynamic |= t.isDynamicDim(*dim);
+    total += t.getDimSize(*dim);
+  }
+  if (!dynamic && !in.isDynamicDim(*dim) && total != in.getDimSize(*dim))
+    return emitOpError() << "result sizes along dim " << *dim << " add up to "
+                         << total << " but the input has "
+                         << in.getDimSize(*dim);
+  return success();
+}
+
+LogicalResult SplitOp::fold(FoldAdaptor, SmallVectorImpl<OpFoldResult> &out) {
+  if (getNumResults() == 1 && getResult(0).getType() == getInput().getType()) {
+    out.push_back(getInput());
+    return success();
+  }
+  return failure();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  auto out = getResult().getType();
+  auto dim = normalizeDim(getDim(), out.getRank());
+  if (!dim)
+    return verifyDimAttr(*this, getDim(), out.getRank());
+  int64_t total = 0;
+  bool dynamic = false;
+  for (auto [i, v] : llvm::enumerate(getInputs())) {
+    auto t = rankedType(v);
+    if (t.getRank() != out.getRank() ||
+        t.getElementType() != out.getElementType())
+      return emitOpError() << "input " << i << " type " << t
+                           << " must have the result's rank and element type";
+    for (int64_t d = 0; d < out.getRank(); ++d)
+      if (d != *dim && !dimsCompatible(t.getDimSize(d), out.getDimSize(d)))
+        return emitOpError() << "input " << i << " dim " << d << " is "
+                             << t.getDimSize(d) << " but the result's is "
+                             << out.getDimSize(d);
+    dynamic |= t.isDynamicDim(*dim);
+    total += t.getDimSize(*dim);
+  }
+  if (!dynamic && !out.isDynamicDim(*dim) && total != out.getDimSize(*dim))
+    return emitOpError() << "input sizes along dim " << *dim << " add up to "
+                         << total << " but the result has "
+                         << out.getDimSize(*dim);
+  return success();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor) {
+  if (getInputs().size() == 1 &&
+      getInputs().front().getType() == getResult().getType())
+    return getInputs().front();
+  return {};
+}
+
+LogicalResult CastOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (!shapesCompatible(in.getShape(), out.getShape()))
+    return emitOpError() << "result shape " << formatShape(out.getShape())
+                         << " differs from input shape "
+                         << formatShape(in.getShape())
+                         << "; a cast changes only the element type";
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and losses
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyReduce(Operation *op, Value input, Value result,
+                                  ArrayRef<int64_t> dims, bool keepDims) {
+  auto in = rankedType(input);
+  llvm::SmallSet<int64_t, 8> reduced;
+  for (int64_t d : dims) {
+    auto nd = normalizeDim(d, in.getRank());
+    if (!nd)
+      return verifyDimAttr(op, d, in.getRank());
+    if (!reduced.insert(*nd).second)
+      return op->emitOpError() << "dim " << d << " is listed twice";
+  }
+  if (failed(verifySameElementType(op, {{"input", input}, {"result", result}})))
+    return failure();
+  SmallVector<int64_t> expected;
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    if (!reduced.contains(d))
+      expected.push_back(in.getDimSize(d));
+    else if (keepDims)
+      expected.push_back(1);
+  }
+  return verifyResultShape(op, rankedType(result), expected,
+                           keepDims ? "reducing dims, keeping them as 1"
+                                    : "removing the reduced dims");
+}
+
+LogicalResult ReduceSumOp::verify() {
+  return verifyReduce(*this, getInput(), getResult(), getDims(),
+                      getKeepDims());
+}
+
+LogicalResult ReduceMeanOp::verify() {
+  return verifyReduce(*this, getInput(), getResult(), getDims(),
+                      getKeepDims());
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  auto logits = getLogits().getType(), targets = getTargets().getType();
+  if (logits.getRank() < 1)
+    return emitOpError("logits must have rank >= 1 [..., vocab]");
+  if (!shapesCompatible(targets.getShape(), logits.getShape().drop_back()))
+    return emitOpError() << "targets shape " << formatShape(targets.getShape())
+                         << " must equal the logits shape without its last "
+                            "dim, "
+                         << formatShape(logits.getShape().drop_back());
+  return success();
+}
+
+LogicalResult MSELossOp::verify() {
+  if (getInput().getType() != getTarget().getType())
+    return emitOpError() << "target type " << getTarget().getType()
+                         << " must equal the input type "
+                         << getInput().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LayerOp, MoEOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyYield(Operation *op, Block &block,
+                                 TypeRange expected, StringRef what) {
+  auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
+  if (!yield)
+    return op->emitOpError("region must end with dsnn.yield");
+  if (yield.getValues().getTypes() != expected) {
+    std::string got, want;
+    llvm::raw_string_ostream g(got), w(want);
+    llvm::interleaveComma(yield.getValues().getTypes(), g);
+    llvm::interleaveComma(expected, w);
+    return op->emitOpError() << "region yields (" << got << ") but " << what
+                             << " (" << want << ")";
+  }
+  return success();
+}
+
+LogicalResult LayerOp::verifyRegions() {
+  if (getLayerName().empty())
+    return emitOpError("layer_name must not be empty");
+  if (getBody().front().getNumArguments() != 0)
+    return emitOpError("body takes no block arguments; it reads values "
+                       "defined above");
+  return verifyYield(*this, getBody().front(), getResultTypes(),
+                     "the layer's results are");
+}
+
+LogicalResult MoEOp::verify() {
+  // I64Attr getters are unsigned; read the signed values for range checks.
+  int64_t e = getNumExpertsAttr().getInt(), k = getKAttr().getInt();
+  int64_t minCapacity = getMinCapacityAttr().getInt();
+  if (e < 1)
+    return emitOpError() << "num_experts is " << e << " but must be >= 1";
+  if (k < 1 || k > e)
+    return emitOpError() << "k is " << k << " but must be in [1, "
+                         << e << "] (num_experts)";
+  if (!(getCapacityFactor().convertToDouble() > 0) ||
+      !(getEvalCapacityFactor().convertToDouble() > 0))
+    return emitOpError("capacity_factor and eval_capacity_factor must be > 0");
+  if (minCapacity < 0)
+    return emitOpError() << "min_capacity is " << minCapacity
+                         << " but must be >= 0";
+  auto in = getInput().getType(), gate = getGateWeight().getType();
+  if (in.getRank() < 1)
+    return emitOpError("input must have rank >= 1 [..., C]");
+  int64_t c = in.getShape().back();
+  if (gate.getRank() != 2 || !dimsCompatible(gate.getDimSize(0), e) ||
+      !dimsCompatible(gate.getDimSize(1), c))
+    return emitOpError() << "gate_weight shape "
+                         << formatShape(gate.getShape()) << " but expected ["
+                         << e << ", " << c << "] (num_experts, input dim)";
+  if (getResult().getType() != in)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal the input type " << in;
+  for (auto [i, p] : llvm::enumerate(getExpertParams())) {
+    auto t = rankedType(p);
+    if (t.getRank() < 1 || !dimsCompatible(t.getDimSize(0), e))
+      return emitOpError() << "expert_params #" << i << " shape "
+                           << formatShape(t.getShape())
+                           << " must lead with num_experts = " << e;
+  }
+  return success();
+}
+
+LogicalResult MoEOp::verifyRegions() {
+  Block &body = getExperts().front();
+  size_t nParams = getExpertParams().size();
+  if (body.getNumArguments() != nParams + 1)
+    return emitOpError() << "expert region takes " << body.getNumArguments()
+                         << " arguments but needs " << nParams + 1
+                         << " (dispatched tokens + one per expert param)";
+  auto tokens = dyn_cast<RankedTensorType>(body.getArgument(0).getType());
+  int64_t c = getInput().getType().getShape().back();
+  if (!tokens || tokens.getRank() != 3 ||
+      !dimsCompatible(tokens.getDimSize(0), getNumExperts()) ||
+      !dimsCompatible(tokens.getDimSize(2), c))
+    return emitOpError() << "expert region argument 0 has type "
+                         << body.getArgument(0).getType()
+                         << " but must be [" << getNumExperts()
+                         << ", capacity, " << c << "]";
+  for (auto [i, p] : llvm::enumerate(getExpertParams()))
+    if (body.getArgument(i + 1).getType() != p.getType())
+      return emitOpError() << "expert region argument " << i + 1
+                           << " has type " << body.getArgument(i + 1).getType()
+                           << " but expert_params #" << i << " is "
+                           << p.getType();
+  return verifyYield(*this, body, TypeRange{tokens},
+                     "the experts must yield the dispatched tokens' type");
+}
+
+#define GET_OP_CLASSES
+#include "dsnn/NNOps.cpp.inc"

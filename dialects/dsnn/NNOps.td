@@ -1,0 +1,425 @@
+//===- NNOps.td - dsnn operations --------------------------*- tablegen -*-===//
+#ifndef DSNN_OPS
+#define DSNN_OPS
+
+include "dsnn/NNBase.td"
+include "dsnn/NNAttrs.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+def NN_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def NN_IntTensor : RankedTensorOf<[AnySignlessInteger]>;
+def NN_ScalarTensor : 0DTensorOf<[AnyFloat]>;
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def NN_LinearOp : NN_Op<"linear", [Pure]> {
+  let summary = "Affine map y = x·Wᵀ + b, weight in nn.Linear layout [out, in]";
+  let description = [{
+    `input` is `[..., in]`, `weight` is `[out, in]`, the optional `bias` is
+    `[out]`; the result is `[..., out]`.
+
+      %y = dsnn.linear %x, %w, %b : (tensor<8x16xf32>, tensor<64x16xf32>,
+                                      tensor<64xf32>) -> tensor<8x64xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       Optional<NN_FloatTensor>:$bias);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class NN_MatmulLike<string mnemonic, string shapes> : NN_Op<mnemonic, [Pure]> {
+  let description = shapes # [{
+    `transpose_a` / `transpose_b` use the operand transposed in its last two
+    dims (e.g. attention scores Q·Kᵀ without a separate transpose).
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MatmulOp : NN_MatmulLike<"matmul", [{
+    Matrix product of two rank-2 tensors: `[M, K] x [K, N] -> [M, N]`.
+  }]> {
+  let summary = "Matrix product of two rank-2 tensors";
+}
+
+def NN_BatchMatmulOp : NN_MatmulLike<"batch_matmul", [{
+    Batched matrix product: `[..., M, K] x [..., K, N] -> [..., M, N]`; both
+    operands have the same rank (≥ 3) and the same leading batch dims.
+  }]> {
+  let summary = "Batched matrix product over identical leading dims";
+}
+
+//===----------------------------------------------------------------------===//
+// Embedding, normalization, activations
+//===----------------------------------------------------------------------===//
+
+def NN_EmbeddingOp : NN_Op<"embedding", [Pure]> {
+  let summary = "Row gather: table[indices]";
+  let description = [{
+    `indices` of any shape `S` select rows of `table` `[V, C]`; the result is
+    `S + [C]`.
+
+      %e = dsnn.embedding %ids, %wte : tensor<2x8xi64>, tensor<50x16xf32> -> tensor<2x8x16xf32>
+  }];
+  let arguments = (ins NN_IntTensor:$indices, NN_FloatTensor:$table);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $table attr-dict `:` type($indices) `,` type($table) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_LayerNormOp : NN_Op<"layer_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "LayerNorm over the last dim with affine weight and bias";
+  let description = [{
+    y = (x - mean) / sqrt(var + eps) * weight + bias, statistics over the last
+    dim (biased variance), `weight` and `bias` of shape `[C]`.
+
+      %y = dsnn.layer_norm %x, %g, %b eps 1.0e-05 : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       NN_FloatTensor:$bias, F64Attr:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias `eps` $epsilon attr-dict `:` type($input) `,`
+    type($weight) `,` type($bias)
+  }];
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "::mlir::Value":$weight,
+                                 "::mlir::Value":$bias, "double":$epsilon), [{
+    build($_builder, $_state, input.getType(), input, weight, bias,
+          $_builder.getF64FloatAttr(epsilon));
+  }]>];
+  let hasVerifier = 1;
+}
+
+def NN_RMSNormOp : NN_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "RMSNorm over the last dim: x / sqrt(mean(x²) + eps) * weight";
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       F64Attr:$epsilon);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `eps` $epsilon attr-dict `:` type($input) `,` type($weight)
+  }];
+  let hasVerifier = 1;
+}
+
+class NN_UnaryOp<string mnemonic, string sum, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat([Pure, SameOperandsAndResultType], traits)> {
+  let summary = sum;
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def NN_GeluOp : NN_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "GELU, exact (erf) or the tanh approximation";
+  let description = [{
+    `approximate = none` (the default, PyTorch's `gelu`) is
+    x·½(1 + erf(x/√2)); `tanh` (GPT-2's `gelu_new`) is
+    x·½(1 + tanh(√(2/π)(x + 0.044715x³))).
+
+      %y = dsnn.gelu %x approximate tanh : tensor<8x64xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input,
+      DefaultValuedAttr<NN_GeluApproximation,
+                        "::mlir::ds::nn::GeluApproximation::none">:$approximate);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`approximate` $approximate^)? attr-dict `:` type($result)
+  }];
+}
+
+def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)">;
+def NN_SiluOp : NN_UnaryOp<"silu", "x·sigmoid(x)">;
+def NN_TanhOp : NN_UnaryOp<"tanh", "Hyperbolic tangent">;
+def NN_ExpOp : NN_UnaryOp<"exp", "Natural exponential">;
+def NN_NegOp : NN_UnaryOp<"neg", "Negation">;
+
+class NN_SoftmaxLike<string mnemonic, string sum>
+    : NN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = sum;
+  let description = [{
+    Normalizes along `dim` (negative values count from the back).
+
+      %p = dsnn.}] # mnemonic # [{ %x dim -1 : tensor<2x4x8x8xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `dim` as a non-negative index.
+    int64_t getNormalizedDim() {
+      int64_t d = getDim();
+      return d < 0 ? d + getType().getRank() : d;
+    }
+  }];
+}
+
+def NN_SoftmaxOp : NN_SoftmaxLike<"softmax", "Softmax along one dim">;
+def NN_LogSoftmaxOp : NN_SoftmaxLike<"log_softmax", "Log-softmax along one dim">;
+
+def NN_AttentionOp : NN_Op<"attention", [Pure]> {
+  let summary = "Scaled dot-product attention, optionally causal";
+  let description = [{
+    softmax(Q·Kᵀ·scale + mask)·V over `[..., T, D]` operands: `query`
+    `[..., Tq, D]`, `key` `[..., Tk, D]`, `value` `[..., Tk, Dv]`, result
+    `[..., Tq, Dv]`. `scale` defaults to 1/√D. `causal` masks position j > i
+    (requires Tq = Tk).
+
+      %o = dsnn.attention %q, %k, %v {causal} : tensor<2x4x8x4xf32>,
+             tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$query, NN_FloatTensor:$key,
+                       NN_FloatTensor:$value, UnitAttr:$causal,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` type($query) `,` type($key) `,`
+    type($value) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_DropoutOp : NN_Op<"dropout", [SameOperandsAndResultType]> {
+  let summary = "Inverted dropout with probability p (identity when p = 0)";
+  let description = [{
+    Zeroes each element with probability `p` and scales the rest by 1/(1-p).
+    The random stream is drawn from the step's RNG state when lowered; with
+    `p = 0` the op folds away.
+  }];
+  let arguments = (ins NN_FloatTensor:$input, F64Attr:$p);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input `p` $p attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic (NumPy broadcasting)
+//===----------------------------------------------------------------------===//
+
+class NN_BinaryOp<string mnemonic, string sum, list<Trait> traits = []>
+    : NN_Op<mnemonic, !listconcat([Pure], traits)> {
+  let summary = sum;
+  let description = [{
+    Elementwise with NumPy broadcasting: shapes are aligned from the back and
+    each pair of dims must be equal or 1; the result has the broadcast shape
+    and the operands' element type.
+
+      %z = dsnn.}] # mnemonic # [{ %x, %b : tensor<8x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$lhs, NN_FloatTensor:$rhs);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_AddOp : NN_BinaryOp<"add", "Elementwise sum", [Commutative]>;
+def NN_SubOp : NN_BinaryOp<"sub", "Elementwise difference">;
+def NN_MulOp : NN_BinaryOp<"mul", "Elementwise product", [Commutative]>;
+def NN_DivOp : NN_BinaryOp<"div", "Elementwise quotient">;
+
+//===----------------------------------------------------------------------===//
+// Shape and dtype
+//===----------------------------------------------------------------------===//
+
+def NN_ReshapeOp : NN_Op<"reshape", [Pure]> {
+  let summary = "Same elements, new shape (row-major)";
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_TransposeOp : NN_Op<"transpose", [Pure]> {
+  let summary = "Permutes dims: result dim i is input dim permutation[i]";
+  let arguments = (ins AnyRankedTensor:$input,
+                       DenseI64ArrayAttr:$permutation);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `perm` $permutation attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_SplitOp : NN_Op<"split", [Pure]> {
+  let summary = "Splits along one dim into consecutive pieces";
+  let description = [{
+    The results' sizes along `dim` add up to the input's; all other dims are
+    unchanged. Used for q/k/v out of a fused `c_attn` projection.
+
+      %q, %k, %v = dsnn.split %qkv dim 2 : tensor<2x8x48xf32> -> tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$dim);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $input `dim` $dim attr-dict `:` type($input) `->` type($results)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_ConcatOp : NN_Op<"concat", [Pure]> {
+  let summary = "Concatenates along one dim";
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_CastOp : NN_Op<"cast", [Pure]> {
+  let summary = "Converts the float element type (mixed precision casts)";
+  let arguments = (ins NN_FloatTensor:$input);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and losses
+//===----------------------------------------------------------------------===//
+
+class NN_ReduceOp<string mnemonic, string sum> : NN_Op<mnemonic, [Pure]> {
+  let summary = sum;
+  let description = [{
+    Reduces over `dims` (distinct, in range); with `keep_dims` the reduced
+    dims stay as size 1.
+
+      %s = dsnn.}] # mnemonic # [{ %x dims [0, 1] : tensor<2x8x16xf32> -> tensor<16xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, DenseI64ArrayAttr:$dims,
+                       UnitAttr:$keep_dims);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `dims` $dims attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "Sum over dims">;
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "Mean over dims">;
+
+def NN_CrossEntropyOp : NN_Op<"cross_entropy", [Pure]> {
+  let summary = "Mean softmax cross-entropy over all positions";
+  let description = [{
+    `logits` `[..., V]`, integer `targets` `[...]` (same leading dims); the
+    result is the scalar mean of -log softmax(logits)[target] over the
+    positions whose target is not `ignore_index` (default -100, as PyTorch).
+
+      %loss = dsnn.cross_entropy %logits, %t : tensor<2x8x50xf32>, tensor<2x8xi64> -> tensor<f32>
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$targets,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs NN_ScalarTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MSELossOp : NN_Op<"mse_loss", [Pure]> {
+  let summary = "Mean squared error over all elements";
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$target);
+  let results = (outs NN_ScalarTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $target attr-dict `:` type($input) `,` type($target) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Structure: layers and mixture of experts
+//===----------------------------------------------------------------------===//
+
+def NN_LayerOp : NN_Op<"layer", [SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "A named block of the model (a transformer block, the head…)";
+  let description = [{
+    Groups the ops of one model block. `layer_name` is the module path
+    (`h.0`), `layer_type` the class name (`GPT2Block`) matched by pipeline
+    partitioning `type:REGEX`. The body reads values from above (parameters,
+    activations) and yields the layer's results.
+
+      %h1 = dsnn.layer "h.0" ("GPT2Block") -> tensor<2x8x16xf32> {
+        ...
+        dsnn.yield %out : tensor<2x8x16xf32>
+      }
+  }];
+  let arguments = (ins StrAttr:$layer_name, StrAttr:$layer_type);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $layer_name `(` $layer_type `)` (`->` type($results)^)? attr-dict-with-keyword $body
+  }];
+  let hasRegionVerifier = 1;
+}
+
+def NN_MoEOp : NN_Op<"moe", [SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "Top-k gated mixture of experts with an expert region";
+  let description = [{
+    Routes each token of `input` `[..., C]` to its top-`k` experts by
+    softmax(input·gate_weightᵀ) (`gate_weight` is `[E, C]`), with per-expert
+    capacity max(min_capacity, ceil(k·N/E·capacity_factor)) for N tokens
+    (tokens over capacity are dropped when `drop_tokens`). The region is
+    the batched computation of all experts: its arguments are the dispatched
+    tokens `[E, capacity, C]` followed by one argument per `expert_params`
+    operand (each with leading dim E), and it yields `[E, capacity, C]`.
+    Results: the combined output (input's type) and the scalar load-balancing
+    auxiliary loss.
+
+      %y, %aux = dsnn.moe %x, %wg experts(%w1, %w2 : tensor<4x64x16xf32>, tensor<4x16x64xf32>)
+          {num_experts = 4 : i64, k = 1 : i64, ...}
+          : tensor<16x16xf32>, tensor<4x16xf32> -> tensor<16x16xf32>, tensor<f32> {
+        ^bb0(%tok: tensor<4x8x16xf32>, %a: tensor<4x64x16xf32>, %b: tensor<4x16x64xf32>):
+          ...
+          dsnn.yield %out : tensor<4x8x16xf32>
+      }
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$gate_weight,
+                       Variadic<NN_FloatTensor>:$expert_params,
+                       I64Attr:$num_experts, I64Attr:$k,
+                       F64Attr:$capacity_factor,
+                       DefaultValuedAttr<F64Attr, "1.0">:$eval_capacity_factor,
+                       DefaultValuedAttr<I64Attr, "4">:$min_capacity,
+                       DefaultValuedAttr<BoolAttr, "true">:$drop_tokens);
+  let results = (outs NN_FloatTensor:$result, NN_ScalarTensor:$aux_loss);
+  let regions = (region SizedRegion<1>:$experts);
+  let assemblyFormat = [{
+    $input `,` $gate_weight (`experts` `(` $expert_params^ `:` type($expert_params) `)`)?
+    attr-dict `:` type($input) `,` type($gate_weight) `->` type($result) `,`
+    type($aux_loss) $experts
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def NN_YieldOp : NN_Op<"yield", [Pure, Terminator, ReturnLike,
+                                 ParentOneOf<["LayerOp", "MoEOp"]>]> {
+  let summary = "Ends a layer or expert region, yielding its results";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+}
+
+#endif // DSNN_OPS

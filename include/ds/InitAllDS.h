@@ -1,0 +1,24 @@
+//===- InitAllDS.h - Register every ds dialect and pass ----------*- C++ -*-===//
+//
+// One place that knows the full list, so ds-opt, ds-train and the tests
+// cannot disagree about what exists.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_INITALLDS_H
+#define DS_INITALLDS_H
+
+#include "dsnn/NNDialect.h"
+#include "ds/Transforms/Passes.h"
+#include "mlir/IR/DialectRegistry.h"
+
+namespace mlir::ds {
+
+inline void registerAllDSDialects(DialectRegistry &registry) {
+  registry.insert<nn::NNDialect>();
+}
+
+inline void registerAllDSPasses() { registerDSPasses(); }
+
+} // namespace mlir::ds
+
+#endif // DS_INITALLDS_H

@@ -1,0 +1,29 @@
+# -*- Python -*-
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "ds"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".json"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.ds_obj_root, "test")
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%ds_src", config.ds_src_root))
+llvm_config.use_default_substitutions()
+
+# ds tools first, then LLVM's FileCheck/not/split-file.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.ds_tools_dir, append_path=True)
+tools = ["ds-opt", "ds-report"]
+llvm_config.add_tool_substitutions(tools, [config.ds_tools_dir])
+
+# Integration tests say REQUIRES: mpi | cuda | torch.
+if config.ds_have_mpi:
+    config.available_features.add("mpi")
+if config.ds_have_cuda_device:
+    config.available_features.add("cuda")
+if config.ds_have_torch:
+    config.available_features.add("torch")
