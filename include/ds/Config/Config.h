@@ -1,0 +1,214 @@
+//===- Config.h - The typed ds_config.json ----------------------*- C++ -*-===//
+//
+// One resolved view of a DeepSpeed-style ds_config.json, shared by every ds
+// tool. Parsing fills every default, derives the batch triangle for a given
+// world size and checks the sections against each other, so a tool that holds
+// a Config never has to ask "was this set?" again. docs/config.md lists every
+// key, its default and where ds differs from DeepSpeed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef DS_CONFIG_CONFIG_H
+#define DS_CONFIG_CONFIG_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ds::config {
+
+/// What the config is resolved against: the batch triangle and the
+/// data-parallel size depend on how many ranks run.
+struct ResolveOptions {
+  int64_t worldSize = 1;
+};
+
+/// zero_optimization. Sizes are element counts, as in DeepSpeed.
+struct ZeroConfig {
+  int64_t stage = 0;
+  bool contiguousGradients = true;
+  bool reduceScatter = true;
+  int64_t reduceBucketSize = 500000000;
+  bool allgatherPartitions = true;
+  int64_t allgatherBucketSize = 500000000;
+  /// DeepSpeed's default depends on the stage: true for 3, false otherwise.
+  bool overlapComm = false;
+  int64_t prefetchBucketSize = 50000000;
+  int64_t paramPersistenceThreshold = 100000;
+  int64_t maxLiveParameters = 1000000000;
+  int64_t maxReuseDistance = 1000000000;
+};
+
+/// fp16 mixed precision with (by default dynamic) loss scaling.
+struct Fp16Config {
+  bool enabled = false;
+  /// 0 selects dynamic loss scaling; any other value is a static scale.
+  double lossScale = 0;
+  int64_t initialScalePower = 16;
+  int64_t lossScaleWindow = 1000;
+  int64_t hysteresis = 2;
+  bool consecutiveHysteresis = false;
+  double minLossScale = 1;
+};
+
+struct Bf16Config {
+  bool enabled = false;
+};
+
+enum class OptimizerType { Adam, AdamW, Lamb, SGD };
+
+/// The optimizer and its parameters. One flat struct: each type reads the
+/// fields DeepSpeed gives it and toJson prints only those.
+struct OptimizerConfig {
+  OptimizerType type = OptimizerType::Adam;
+  double lr = 1e-3;
+  std::array<double, 2> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weightDecay = 0;
+  bool biasCorrection = true;
+  /// Adam: decoupled weight decay (AdamW) unless set false. Always true for
+  /// AdamW.
+  bool adamWMode = true;
+  // Lamb: bounds of the trust ratio.
+  double maxCoeff = 10.0;
+  double minCoeff = 0.01;
+  // SGD.
+  double momentum = 0;
+  double dampening = 0;
+  bool nesterov = false;
+};
+
+enum class SchedulerType {
+  None,
+  WarmupLR,
+  WarmupDecayLR,
+  WarmupCosineLR,
+  OneCycle
+};
+
+enum class WarmupType { Log, Linear };
+
+struct SchedulerConfig {
+  SchedulerType type = SchedulerType::None;
+  // WarmupLR / WarmupDecayLR.
+  double warmupMinLr = 0;
+  /// Defaults to the optimizer's lr.
+  double warmupMaxLr = 1e-3;
+  int64_t warmupNumSteps = 1000;
+  WarmupType warmupType = WarmupType::Log;
+  /// WarmupDecayLR and WarmupCosineLR; required there.
+  int64_t totalNumSteps = 0;
+  // WarmupCosineLR.
+  double warmupMinRatio = 0;
+  double cosMinRatio = 0.0001;
+  // OneCycle. cycle_min_lr and cycle_max_lr are required.
+  double cycleMinLr = 0;
+  double cycleMaxLr = 0;
+  double decayLrRate = 0;
+  int64_t cycleFirstStepSize = 2000;
+  /// Defaults to cycleFirstStepSize.
+  int64_t cycleSecondStepSize = 2000;
+  int64_t cycleFirstStairCount = 0;
+  /// Defaults to cycleFirstStairCount.
+  int64_t cycleSecondStairCount = 0;
+  int64_t decayStepSize = 0;
+  bool cycleMomentum = true;
+  double cycleMinMom = 0.8;
+  double cycleMaxMom = 0.9;
+  double decayMomRate = 0;
+};
+
+enum class PartitionMethod { Parameters, Uniform, Type };
+
+struct PipelineConfig {
+  int64_t stages = 1;
+  PartitionMethod partitionMethod = PartitionMethod::Parameters;
+  /// The regex of "type:REGEX" (matched case-insensitively against layer
+  /// type names); empty otherwise.
+  std::string partitionTypeRegex;
+  int64_t activationCheckpointInterval = 0;
+  /// Micro-batches per step; always gradient_accumulation_steps.
+  int64_t microBatches = 1;
+};
+
+struct MoEConfig {
+  /// True when the config has a "moe" section.
+  bool enabled = false;
+  int64_t numExperts = 1;
+  int64_t epSize = 1;
+  int64_t k = 1;
+  double capacityFactor = 1.0;
+  double evalCapacityFactor = 1.0;
+  int64_t minCapacity = 4;
+  bool dropTokens = true;
+  double auxLossCoef = 0.01;
+};
+
+struct TensorParallelConfig {
+  int64_t autotpSize = 1;
+};
+
+/// A fully resolved ds_config.json.
+struct Config {
+  // The batch triangle, always all three resolved:
+  // trainBatchSize = microBatchPerGpu * gradAccumSteps * dpSize.
+  int64_t trainBatchSize = 0;
+  int64_t trainMicroBatchSizePerGpu = 0;
+  int64_t gradientAccumulationSteps = 1;
+  int64_t worldSize = 1;
+  /// worldSize / (pipeline stages * tensor-parallel size).
+  int64_t dpSize = 1;
+
+  double gradientClipping = 0;
+  int64_t stepsPerPrint = 10;
+  bool wallClockBreakdown = false;
+
+  ZeroConfig zero;
+  Fp16Config fp16;
+  Bf16Config bf16;
+  OptimizerConfig optimizer;
+  /// False when the config has no optimizer section (Adam defaults apply).
+  bool optimizerGiven = false;
+  SchedulerConfig scheduler;
+  PipelineConfig pipeline;
+  MoEConfig moe;
+  TensorParallelConfig tensorParallel;
+
+  /// Key paths that were accepted but do not change training (monitoring,
+  /// profiling, switched-off features), sorted.
+  std::vector<std::string> ignoredKeys;
+};
+
+/// Parses and resolves ds_config.json text. Never throws: every problem comes
+/// back as one error whose message names the key path, e.g.
+/// `zero_optimization.stgae: unknown key; did you mean "stage"?`.
+llvm::Expected<Config> parseConfig(llvm::StringRef jsonText,
+                                   const ResolveOptions &options);
+
+/// Reads the file at `path` and parses it; a missing or unreadable file is an
+/// error naming the path.
+llvm::Expected<Config> loadConfig(llvm::StringRef path,
+                                  const ResolveOptions &options);
+
+/// The resolved config as JSON: every default filled in, the derived batch
+/// values, world_size, dp_size and ignored_keys.
+nlohmann::json toJson(const Config &config);
+
+/// A few human-readable lines (what ds-report prints without --json).
+std::string summarize(const Config &config);
+
+llvm::StringRef stringifyOptimizerType(OptimizerType type);
+llvm::StringRef stringifySchedulerType(SchedulerType type);
+llvm::StringRef stringifyWarmupType(WarmupType type);
+/// "parameters", "uniform" or "type:REGEX".
+std::string stringifyPartitionMethod(const PipelineConfig &pipeline);
+
+} // namespace ds::config
+
+#endif // DS_CONFIG_CONFIG_H
