@@ -12,6 +12,7 @@ config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%ds_src", config.ds_src_root))
+config.substitutions.append(("%ds_obj", config.ds_obj_root))
 llvm_config.use_default_substitutions()
 
 # ds tools first, then LLVM's FileCheck/not/split-file.

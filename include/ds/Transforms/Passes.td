@@ -28,6 +28,8 @@ def VerifyModelContract : Pass<"ds-verify-model-contract", "mlir::ModuleOp"> {
   let options = [
     Option<"entry", "entry", "std::string", "\"forward\"",
            "name of the forward function">,
+    Option<"summary", "summary", "bool", "false",
+           "emit a remark with the parameter, element and layer counts">,
   ];
   let statistics = [
     Statistic<"numParams", "params", "parameters found">,

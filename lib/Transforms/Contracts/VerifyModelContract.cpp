@@ -38,8 +38,19 @@ struct VerifyModelContractPass
     bool ok = checkSignature(fn);
     ok &= checkBody(fn);
     if (!ok)
-      signalPassFailure();
+      return signalPassFailure();
+    numParams = params;
+    numParamElements = paramElements;
+    numLayers = layers;
+    // Statistics are compiled out of release LLVM builds; the remark is how
+    // a user sees the model size.
+    if (summary)
+      emitRemark(fn.getLoc()) << "model contract: " << params << " parameters, "
+                      << paramElements << " elements, " << layers
+                      << " layers";
   }
+
+  int64_t params = 0, paramElements = 0, layers = 0;
 
   bool checkSignature(func::FuncOp fn) {
     bool ok = true;
@@ -74,8 +85,8 @@ struct VerifyModelContractPass
                        << "; parameters are statically shaped float tensors";
         ok = false;
       } else {
-        ++numParams;
-        numParamElements += tensor.getNumElements();
+        ++params;
+        paramElements += tensor.getNumElements();
       }
       auto [it, inserted] = byName.try_emplace(param.getName(), i);
       if (!inserted) {
@@ -117,7 +128,7 @@ struct VerifyModelContractPass
       if (op->getDialect() && isa<nn::NNDialect, arith::ArithDialect,
                                   tensor::TensorDialect>(op->getDialect())) {
         if (isa<nn::LayerOp>(op))
-          ++numLayers;
+          ++layers;
         return;
       }
       if (isa<func::ReturnOp>(op))
