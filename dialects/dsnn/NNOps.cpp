@@ -191,41 +191,55 @@ LogicalResult LogSoftmaxOp::verify() {
   return verifyDimAttr(*this, getDim(), getType().getRank());
 }
 
-LogicalResult AttentionOp::verify() {
-  auto q = rankedType(getQuery()), k = rankedType(getKey()),
-       v = rankedType(getValue());
+/// Checks q/k/v against each other and returns the output shape
+/// [..., Tq, Dv] in `outShape`.
+static LogicalResult verifyAttentionOperands(Operation *op, Value query,
+                                             Value key, Value value,
+                                             bool causal,
+                                             std::optional<APFloat> scale,
+                                             SmallVectorImpl<int64_t> &outShape) {
+  auto q = rankedType(query), k = rankedType(key), v = rankedType(value);
   int64_t r = q.getRank();
   if (r < 2 || k.getRank() != r || v.getRank() != r)
-    return emitOpError() << "query, key and value must have the same rank >= "
-                            "2, got "
-                         << r << ", " << k.getRank() << ", " << v.getRank();
+    return op->emitOpError()
+           << "query, key and value must have the same rank >= 2, got " << r
+           << ", " << k.getRank() << ", " << v.getRank();
   for (int64_t i = 0; i < r - 2; ++i)
     if (!dimsCompatible(q.getDimSize(i), k.getDimSize(i)) ||
         !dimsCompatible(q.getDimSize(i), v.getDimSize(i)))
-      return emitOpError() << "leading dim " << i << " differs: query "
-                           << q.getDimSize(i) << ", key " << k.getDimSize(i)
-                           << ", value " << v.getDimSize(i);
+      return op->emitOpError()
+             << "leading dim " << i << " differs: query " << q.getDimSize(i)
+             << ", key " << k.getDimSize(i) << ", value " << v.getDimSize(i);
   if (!dimsCompatible(q.getDimSize(r - 1), k.getDimSize(r - 1)))
-    return emitOpError() << "key head dim is " << k.getDimSize(r - 1)
-                         << " but query head dim is " << q.getDimSize(r - 1);
+    return op->emitOpError() << "key head dim is " << k.getDimSize(r - 1)
+                             << " but query head dim is "
+                             << q.getDimSize(r - 1);
   if (!dimsCompatible(k.getDimSize(r - 2), v.getDimSize(r - 2)))
-    return emitOpError() << "value length is " << v.getDimSize(r - 2)
-                         << " but key length is " << k.getDimSize(r - 2);
-  if (getCausal() && !dimsCompatible(q.getDimSize(r - 2), k.getDimSize(r - 2)))
-    return emitOpError() << "causal attention needs query length == key "
-                            "length, got "
-                         << q.getDimSize(r - 2) << " and "
-                         << k.getDimSize(r - 2);
-  if (auto s = getScale(); s && !(s->convertToDouble() > 0))
-    return emitOpError() << "scale is " << formatNumber(s->convertToDouble())
-                         << " but must be > 0";
-  if (failed(verifySameElementType(*this, {{"query", getQuery()},
-                                           {"key", getKey()},
-                                           {"value", getValue()},
-                                           {"result", getResult()}})))
+    return op->emitOpError() << "value length is " << v.getDimSize(r - 2)
+                             << " but key length is " << k.getDimSize(r - 2);
+  if (causal && !dimsCompatible(q.getDimSize(r - 2), k.getDimSize(r - 2)))
+    return op->emitOpError()
+           << "causal attention needs query length == key length, got "
+           << q.getDimSize(r - 2) << " and " << k.getDimSize(r - 2);
+  if (scale && !(scale->convertToDouble() > 0))
+    return op->emitOpError()
+           << "scale is " << formatNumber(scale->convertToDouble())
+           << " but must be > 0";
+  if (failed(verifySameElementType(
+          op, {{"query", query}, {"key", key}, {"value", value}})))
     return failure();
-  SmallVector<int64_t> expected(q.getShape().drop_back());
-  expected.push_back(v.getDimSize(r - 1));
+  outShape.assign(q.getShape().begin(), q.getShape().end() - 1);
+  outShape.push_back(v.getDimSize(r - 1));
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  SmallVector<int64_t> expected;
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getCausal(), getScale(), expected)) ||
+      failed(verifySameElementType(
+          *this, {{"query", getQuery()}, {"result", getResult()}})))
+    return failure();
   return verifyResultShape(*this, getResult().getType(), expected,
                            "query [..., Tq, D] and value [..., Tk, Dv]");
 }
@@ -584,6 +598,74 @@ LogicalResult MoEOp::verifyRegions() {
                            << p.getType();
   return verifyYield(*this, body, TypeRange{tokens},
                      "the experts must yield the dispatched tokens' type");
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyDimAttr(*this, getDim(), getType().getRank());
+}
+
+LogicalResult LogSoftmaxGradOp::verify() {
+  return verifyDimAttr(*this, getDim(), getType().getRank());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  return verifyNorm(*this, getInput(), {{"weight", getWeight()}},
+                    getInputGrad(), getEpsilon().convertToDouble());
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  return verifyNorm(*this, getInput(), {{"weight", getWeight()}},
+                    getInputGrad(), getEpsilon().convertToDouble());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  SmallVector<int64_t> expected;
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getCausal(), getScale(), expected)))
+    return failure();
+  auto g = getGrad().getType();
+  if (!shapesCompatible(g.getShape(), expected) ||
+      g.getElementType() != getQuery().getType().getElementType())
+    return emitOpError() << "grad type " << g << " must be the attention "
+                         << "output's: shape " << formatShape(expected)
+                         << ", element type "
+                         << getQuery().getType().getElementType();
+  return success();
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  auto logits = getLogits().getType(), targets = getTargets().getType();
+  if (logits.getRank() < 1)
+    return emitOpError("logits must have rank >= 1 [..., vocab]");
+  if (!shapesCompatible(targets.getShape(), logits.getShape().drop_back()))
+    return emitOpError() << "targets shape " << formatShape(targets.getShape())
+                         << " must equal the logits shape without its last "
+                            "dim, "
+                         << formatShape(logits.getShape().drop_back());
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  auto table = getResult().getType();
+  if (table.getRank() != 2)
+    return emitOpError() << "result must be the rank-2 table [vocab, dim], "
+                            "got rank "
+                         << table.getRank();
+  if (failed(verifySameElementType(
+          *this, {{"grad", getGrad()}, {"result", getResult()}})))
+    return failure();
+  SmallVector<int64_t> expected(getIndices().getType().getShape());
+  expected.push_back(table.getDimSize(1));
+  if (!shapesCompatible(getGrad().getType().getShape(), expected))
+    return emitOpError() << "grad shape "
+                         << formatShape(getGrad().getType().getShape())
+                         << " must be indices shape + [table dim 1] = "
+                         << formatShape(expected);
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -422,4 +422,6 @@ def NN_YieldOp : NN_Op<"yield", [Pure, Terminator, ReturnLike,
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
 }
 
+include "dsnn/NNGradOps.td"
+
 #endif // DSNN_OPS
