@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(cmake ninja-build ccache g++ make lld-22 python3
       llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libopenblas-dev libopenmpi-dev openmpi-bin)
+      libopenblas-dev libopenmpi-dev openmpi-bin
+      libtorch-dev python3-torch)
 
 missing=()
 for p in "${pkgs[@]}"; do
