@@ -9,12 +9,14 @@
 
 #include "dsnn/NNDialect.h"
 #include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Training.h"
 #include "mlir/IR/DialectRegistry.h"
 
 namespace mlir::ds {
 
 inline void registerAllDSDialects(DialectRegistry &registry) {
   registry.insert<nn::NNDialect>();
+  registerDifferentiableOpInterfaceExternalModels(registry);
 }
 
 inline void registerAllDSPasses() { registerDSPasses(); }

@@ -1,0 +1,51 @@
+//===- Training.h - Autodiff and the step contract ---------------*- C++
+//-*-===//
+//
+// What the training passes share: the VJP registration, the gradient
+// function builder, and the attribute names of the step contract
+// (docs/architecture.md), so producers and the verifier spell them alike.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_TRANSFORMS_TRAINING_H
+#define DS_TRANSFORMS_TRAINING_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlir::ds {
+
+/// Attaches DifferentiableOpInterface to the forward dsnn ops (external
+/// models, lib/Transforms/Training/VJPs.cpp).
+void registerDifferentiableOpInterfaceExternalModels(DialectRegistry &registry);
+
+/// What buildForwardBackward emitted, for pass statistics and remarks.
+struct AutodiffStats {
+  int64_t vjps = 0;
+  int64_t backwardLayers = 0;
+};
+
+/// Builds, next to `forward` (a model-contract function), the function
+/// `name`(same arguments) -> (loss, one gradient per parameter). Reports
+/// errors at the offending op and returns failure.
+FailureOr<func::FuncOp> buildForwardBackward(func::FuncOp forward,
+                                             StringRef name,
+                                             AutodiffStats *stats = nullptr);
+
+/// Unit attribute on a `dsnn.layer` that holds the backward of the layer of
+/// the same type whose name is this one's minus the ".backward" suffix.
+inline constexpr StringLiteral kBackwardAttrName = "backward";
+inline constexpr StringLiteral kBackwardSuffix = ".backward";
+
+/// @train_step argument attributes: `{param = "<name>", kind = "<kind>"}` on
+/// optimizer state, unit on the 1-based step counter.
+inline constexpr StringLiteral kStateAttrName = "dstrain.state";
+inline constexpr StringLiteral kStepAttrName = "dstrain.step";
+/// @train_step function attribute: the micro-batches per step, which is the
+/// leading dim of every batch argument.
+inline constexpr StringLiteral kAccumStepsAttrName =
+    "dstrain.gradient_accumulation_steps";
+
+} // namespace mlir::ds
+
+#endif // DS_TRANSFORMS_TRAINING_H

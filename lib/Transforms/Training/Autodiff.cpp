@@ -1,0 +1,361 @@
+//===- Autodiff.cpp - Reverse-mode autodiff of the model contract
+//----------===//
+//
+// Builds @forward_backward from @forward: the forward ops, then each op's VJP
+// in reverse program order. Only values that depend on a parameter
+// ("varied") get cotangents, so batch inputs and constants cost nothing.
+// A `dsnn.layer` gets its backward in its own `dsnn.layer "<name>.backward"`
+// right where the reverse sweep reaches it; the forward activations that
+// backward reads become extra results of the forward layer (the saved
+// activations), which keeps each layer a self-contained unit that pipeline
+// splitting and activation checkpointing can move or recompute.
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Training.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::ds {
+#define GEN_PASS_DEF_AUTODIFF
+#include "ds/Transforms/Passes.h.inc"
+} // namespace mlir::ds
+
+using namespace mlir;
+using namespace mlir::ds;
+using namespace mlir::ds::nn;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+/// Values defined outside `layer` that its body reads, in order of first use.
+llvm::SetVector<Value> capturedValues(LayerOp layer) {
+  llvm::SetVector<Value> captured;
+  Region &body = layer.getBody();
+  body.walk([&](Operation *op) {
+    for (Value v : op->getOperands())
+      if (!body.isAncestor(v.getParentRegion()))
+        captured.insert(v);
+  });
+  return captured;
+}
+
+class ReverseSweep {
+public:
+  explicit ReverseSweep(OpBuilder &builder) : b(builder) {}
+
+  /// Marks every float value that depends on one of `roots`.
+  void computeVaried(ArrayRef<Value> roots, Block &block) {
+    varied.insert(roots.begin(), roots.end());
+    markVaried(block);
+  }
+
+  /// Appends the VJPs of `block`'s ops, last op first, at the builder's
+  /// insertion point; `grads` holds the seeds and receives the cotangents.
+  LogicalResult differentiate(Block &block, DenseMap<Value, Value> &grads) {
+    for (Operation &op : llvm::reverse(block.without_terminator())) {
+      SmallVector<Value> resultGrads;
+      for (Value r : op.getResults())
+        resultGrads.push_back(grads.lookup(r));
+      if (llvm::all_of(resultGrads, [](Value g) { return !g; }))
+        continue;
+      if (auto layer = dyn_cast<LayerOp>(op)) {
+        if (failed(differentiateLayer(layer, resultGrads, grads)))
+          return failure();
+        continue;
+      }
+      if (llvm::none_of(op.getOperands(),
+                        [&](Value v) { return varied.contains(v); }))
+        continue;
+      auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+      if (!differentiable)
+        return op.emitOpError()
+               << "is not differentiable: it has no DifferentiableOpInterface "
+                  "(no VJP), yet a parameter's gradient flows through it";
+      SmallVector<Value> operandGrads;
+      if (failed(differentiable.buildVJP(b, resultGrads, operandGrads)))
+        return failure();
+      if (operandGrads.size() != op.getNumOperands())
+        return op.emitOpError()
+               << "VJP returned " << operandGrads.size() << " cotangents for "
+               << op.getNumOperands() << " operands";
+      for (auto [i, operand] : llvm::enumerate(op.getOperands())) {
+        Value g = operandGrads[i];
+        if (!g || !varied.contains(operand) ||
+            !differentiable.isOperandDifferentiable(i))
+          continue;
+        if (g.getType() != operand.getType())
+          return op.emitOpError()
+                 << "VJP produced a cotangent of type " << g.getType()
+                 << " for operand #" << i << " of type " << operand.getType();
+        accumulate(grads, operand, g);
+      }
+      ++numVJPs;
+    }
+    return success();
+  }
+
+  /// Adds `g` to the cotangent of `v` (a value used several times gets the
+  /// sum, e.g. a tied embedding).
+  void accumulate(DenseMap<Value, Value> &grads, Value v, Value g) {
+    Value &slot = grads[v];
+    slot = slot ? AddOp::create(b, g.getLoc(), v.getType(), slot, g) : g;
+  }
+
+  bool isVaried(Value v) const { return varied.contains(v); }
+
+  int64_t numVJPs = 0;
+  int64_t numLayers = 0;
+
+private:
+  void markVaried(Block &block) {
+    for (Operation &op : block) {
+      bool any = llvm::any_of(op.getOperands(),
+                              [&](Value v) { return varied.contains(v); });
+      // Region arguments (an expert region's tokens) follow the operands.
+      for (Region &region : op.getRegions())
+        for (Block &inner : region) {
+          if (any)
+            for (BlockArgument arg : inner.getArguments())
+              if (isFloatTensor(arg))
+                varied.insert(arg);
+          markVaried(inner);
+        }
+      if (auto layer = dyn_cast<LayerOp>(op)) {
+        auto yield = cast<YieldOp>(layer.getBody().front().getTerminator());
+        for (auto [result, value] :
+             llvm::zip(layer.getResults(), yield.getValues()))
+          if (varied.contains(value) && isFloatTensor(result))
+            varied.insert(result);
+        continue;
+      }
+      if (op.getNumRegions())
+        any |= llvm::any_of(capturedOf(op),
+                            [&](Value v) { return varied.contains(v); });
+      if (any)
+        for (Value r : op.getResults())
+          if (isFloatTensor(r))
+            varied.insert(r);
+    }
+  }
+
+  static SmallVector<Value> capturedOf(Operation &op) {
+    SmallVector<Value> out;
+    op.walk([&](Operation *inner) {
+      for (Value v : inner->getOperands())
+        if (!op.isAncestor(v.getParentRegion()->getParentOp()))
+          out.push_back(v);
+    });
+    return out;
+  }
+
+  /// Emits `dsnn.layer "<name>.backward"`: its body is the reverse sweep of
+  /// the forward layer's body, its results the cotangents of the varied
+  /// values the forward layer reads from above.
+  LogicalResult differentiateLayer(LayerOp layer, ArrayRef<Value> resultGrads,
+                                   DenseMap<Value, Value> &outer) {
+    Block &body = layer.getBody().front();
+    auto yield = cast<YieldOp>(body.getTerminator());
+    OpBuilder::InsertPoint outerPoint = b.saveInsertionPoint();
+    auto backwardBody = std::make_unique<Block>();
+    b.setInsertionPointToEnd(backwardBody.get());
+
+    DenseMap<Value, Value> inner;
+    for (auto [value, g] : llvm::zip(yield.getValues(), resultGrads))
+      if (g && varied.contains(value))
+        accumulate(inner, value, g);
+    if (failed(differentiate(body, inner)))
+      return failure();
+
+    SmallVector<Value> targets, cotangents;
+    for (Value v : capturedValues(layer))
+      if (Value g = inner.lookup(v); g && varied.contains(v)) {
+        targets.push_back(v);
+        cotangents.push_back(g);
+      }
+    YieldOp::create(b, layer.getLoc(), cotangents);
+
+    b.restoreInsertionPoint(outerPoint);
+    auto backward = LayerOp::create(
+        b, layer.getLoc(), ValueRange(cotangents).getTypes(),
+        (layer.getLayerName() + kBackwardSuffix).str(), layer.getLayerType());
+    backward->setAttr(kBackwardAttrName, b.getUnitAttr());
+    backward.getBody().push_back(backwardBody.release());
+    for (auto [target, g] : llvm::zip(targets, backward.getResults()))
+      accumulate(outer, target, g);
+    ++numLayers;
+    return success();
+  }
+
+  OpBuilder &b;
+  DenseSet<Value> varied;
+};
+
+} // namespace
+
+/// Values computed inside a forward layer and read by its backward (or any
+/// later op) leave the layer as extra results: the saved activations.
+/// Innermost layers go first, so an outer layer exports what an inner one
+/// already exported to it.
+static LogicalResult exportSavedActivations(func::FuncOp fn) {
+  SmallVector<LayerOp> layers;
+  fn.walk([&](LayerOp layer) {
+    if (!layer->hasAttr(kBackwardAttrName))
+      layers.push_back(layer);
+  });
+  for (LayerOp layer : layers) {
+    Block &body = layer.getBody().front();
+    llvm::SetVector<Value> escaping;
+    for (Operation &op : body.without_terminator())
+      for (Value r : op.getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *user) {
+              return !layer->isAncestor(user);
+            }))
+          escaping.insert(r);
+    // Anything defined deeper than the body (not a layer) cannot be yielded.
+    bool nested = false;
+    layer.getBody().walk([&](Operation *op) {
+      if (op->getBlock() == &body)
+        return;
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (!layer->isAncestor(user)) {
+            op->emitOpError()
+                << "is read by the backward pass but is nested "
+                   "in a region of layer \""
+                << layer.getLayerName() << "\"; autodiff cannot save it";
+            nested = true;
+          }
+    });
+    if (nested)
+      return failure();
+    if (escaping.empty())
+      continue;
+
+    SmallVector<Type> types(layer.getResultTypes());
+    for (Value v : escaping)
+      types.push_back(v.getType());
+    OpBuilder b(layer);
+    auto exported =
+        LayerOp::create(b, layer.getLoc(), types, layer.getLayerNameAttr(),
+                        layer.getLayerTypeAttr());
+    exported->setDiscardableAttrs(layer->getDiscardableAttrDictionary());
+    exported.getBody().takeBody(layer.getBody());
+    auto yield = cast<YieldOp>(exported.getBody().front().getTerminator());
+    unsigned first = yield->getNumOperands();
+    yield->insertOperands(first, escaping.getArrayRef());
+    for (auto [i, saved] : llvm::enumerate(escaping))
+      Value(saved).replaceUsesWithIf(
+          exported.getResult(first + i), [&](OpOperand &use) {
+            return !exported->isAncestor(use.getOwner());
+          });
+    layer.replaceAllUsesWith(exported.getResults().take_front(first));
+    layer.erase();
+  }
+  return success();
+}
+
+FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
+                                                       StringRef name,
+                                                       AutodiffStats *stats) {
+  if (forward.isExternal() || forward.getNumResults() != 1 ||
+      !isa<RankedTensorType>(forward.getResultTypes()[0]) ||
+      cast<RankedTensorType>(forward.getResultTypes()[0]).getRank() != 0 ||
+      !isFloatTensor(forward.getBody().front().getTerminator()->getOperand(0)))
+    return forward.emitError()
+           << "autodiff: @" << forward.getName()
+           << " must have a body and return one scalar float loss (the model "
+              "contract; run ds-verify-model-contract)";
+  auto module = forward->getParentOfType<ModuleOp>();
+  if (module.lookupSymbol(name))
+    return forward.emitError() << "autodiff: @" << name
+                               << " already exists; pick another name "
+                                  "(option result=NAME) or remove it";
+
+  OpBuilder moduleBuilder(forward->getContext());
+  moduleBuilder.setInsertionPointAfter(forward);
+  auto fn = cast<func::FuncOp>(moduleBuilder.clone(*forward));
+  fn.setName(name);
+
+  SmallVector<Value> params;
+  for (BlockArgument arg : fn.getArguments())
+    if (fn.getArgAttr(arg.getArgNumber(), kParamAttrName))
+      params.push_back(arg);
+
+  Block &entry = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  Value loss = ret.getOperand(0);
+  OpBuilder b(ret);
+  ReverseSweep sweep(b);
+  sweep.computeVaried(params, entry);
+
+  DenseMap<Value, Value> grads;
+  auto lossType = cast<RankedTensorType>(loss.getType());
+  auto one = DenseElementsAttr::get(
+      lossType,
+      ArrayRef<Attribute>{FloatAttr::get(lossType.getElementType(), 1.0)});
+  grads[loss] = arith::ConstantOp::create(b, loss.getLoc(), one);
+  if (failed(sweep.differentiate(entry, grads))) {
+    fn.erase();
+    return failure();
+  }
+
+  // A parameter that does not reach the loss gets zeros, so every
+  // parameter has its gradient at a fixed result position.
+  SmallVector<Value> results = {loss};
+  for (Value p : params) {
+    Value g = grads.lookup(p);
+    if (!g)
+      g = arith::ConstantOp::create(
+          b, p.getLoc(), cast<TypedAttr>(b.getZeroAttr(p.getType())));
+    results.push_back(g);
+  }
+  func::ReturnOp::create(b, ret.getLoc(), results);
+  ret.erase();
+  fn.setFunctionType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(),
+                                       ValueRange(results).getTypes()));
+
+  if (failed(exportSavedActivations(fn))) {
+    fn.erase();
+    return failure();
+  }
+  // VJPs emit cotangents for every operand; drop those nobody needed.
+  IRRewriter rewriter(fn.getContext());
+  (void)runRegionDCE(rewriter, fn.getBody());
+  if (stats) {
+    stats->vjps = sweep.numVJPs;
+    stats->backwardLayers = sweep.numLayers;
+  }
+  return fn;
+}
+
+namespace {
+struct AutodiffPass : ds::impl::AutodiffBase<AutodiffPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>(entry);
+    if (!forward) {
+      module.emitError() << "autodiff: no func.func @" << entry
+                         << " (the model contract; pass entry=NAME)";
+      return signalPassFailure();
+    }
+    AutodiffStats stats;
+    if (failed(buildForwardBackward(forward, result, &stats)))
+      return signalPassFailure();
+    numVJPs = stats.vjps;
+    numBackwardLayers = stats.backwardLayers;
+  }
+};
+} // namespace
