@@ -7,7 +7,9 @@
 #ifndef DS_INITALLDS_H
 #define DS_INITALLDS_H
 
+#include "dsdist/DistDialect.h"
 #include "dsnn/NNDialect.h"
+#include "dstrain/TrainDialect.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -15,7 +17,7 @@
 namespace mlir::ds {
 
 inline void registerAllDSDialects(DialectRegistry &registry) {
-  registry.insert<nn::NNDialect>();
+  registry.insert<nn::NNDialect, dist::DistDialect, train::TrainDialect>();
   registerDifferentiableOpInterfaceExternalModels(registry);
 }
 

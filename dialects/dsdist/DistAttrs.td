@@ -1,0 +1,87 @@
+//===- DistAttrs.td - dsdist attributes and enums ----------*- tablegen -*-===//
+#ifndef DSDIST_ATTRS
+#define DSDIST_ATTRS
+
+include "dsdist/DistBase.td"
+
+def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how a collective combines the values of a group", [
+  I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"avg", 1>,
+  I32EnumAttrCase<"max", 2>, I32EnumAttrCase<"min", 3>
+]> {
+  let cppNamespace = "::mlir::ds::dist";
+  let genSpecializedAttr = 0;
+}
+def Dist_ReductionKindAttr
+    : EnumAttr<Dist_Dialect, Dist_ReductionKind, "reduction">;
+
+def Dist_GridAttr : Dist_Attr<"Grid", "grid"> {
+  let summary = "The device grid: named axes and their sizes";
+  let description = [{
+    Axes come from `pp` (pipeline stages), `dp` (data parallel, the ZeRO
+    axis), `ep` (expert parallel) and `tp` (tensor parallel), each at most
+    once, each of size ≥ 1; an absent axis has size 1. The order is the
+    rank layout: the last axis varies fastest, as in DeepSpeed's process
+    topology (`pp = 2, dp = 4` puts ranks 0-3 on stage 0).
+
+      module attributes {dsdist.grid = #dsdist.grid<pp = 2, dp = 4, ep = 1, tp = 1>}
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"::mlir::StringAttr", "axis names">:$axes,
+    ArrayRefParameter<"int64_t", "axis sizes">:$sizes);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Size of axis `name`, or nullopt when the grid does not have it.
+    std::optional<int64_t> getAxisSize(::llvm::StringRef name) const;
+    /// Number of ranks in the whole grid.
+    int64_t getNumRanks() const;
+    /// "pp, dp" for diagnostics.
+    std::string formatAxes() const;
+  }];
+}
+
+def Dist_PipeInstrKind : I32EnumAttr<"PipeInstrKind",
+    "a pipeline instruction (DeepSpeed TrainSchedule)", [
+  I32EnumAttrCase<"load_micro_batch", 0>, I32EnumAttrCase<"forward", 1>,
+  I32EnumAttrCase<"backward", 2>, I32EnumAttrCase<"send_activation", 3>,
+  I32EnumAttrCase<"recv_activation", 4>, I32EnumAttrCase<"send_grad", 5>,
+  I32EnumAttrCase<"recv_grad", 6>, I32EnumAttrCase<"reduce_tied_grads", 7>,
+  I32EnumAttrCase<"reduce_grads", 8>, I32EnumAttrCase<"optimizer_step", 9>
+]> {
+  let cppNamespace = "::mlir::ds::dist";
+  let genSpecializedAttr = 0;
+}
+
+def Dist_PipeInstrAttr : Dist_Attr<"PipeInstr", "instr"> {
+  let summary = "One instruction of a pipeline stage's stream";
+  let description = [{
+    The per-micro-batch instructions (`load_micro_batch`, `forward`,
+    `backward`, `send_activation`, `recv_activation`, `send_grad`,
+    `recv_grad`) name the micro-batch `mb` and the activation buffer `buf`
+    they work on; the end-of-batch ones (`reduce_tied_grads`,
+    `reduce_grads`, `optimizer_step`) name neither.
+
+      #dsdist.instr<forward(mb = 1, buf = 1)>
+      #dsdist.instr<optimizer_step>
+  }];
+  let parameters = (ins
+    EnumParameter<Dist_PipeInstrKind>:$kind,
+    OptionalParameter<"std::optional<int64_t>", "micro-batch id">:$micro_batch,
+    OptionalParameter<"std::optional<int64_t>", "buffer id">:$buffer);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether instructions of `kind` name a micro-batch and a buffer.
+    static bool isPerMicroBatch(PipeInstrKind kind) {
+      return kind != PipeInstrKind::reduce_tied_grads &&
+             kind != PipeInstrKind::reduce_grads &&
+             kind != PipeInstrKind::optimizer_step;
+    }
+    /// The instruction without the `<` `>` around it: `forward(mb = 0, buf = 0)`.
+    static ::mlir::FailureOr<PipeInstrAttr> parseBody(::mlir::AsmParser &parser);
+    void printBody(::mlir::AsmPrinter &printer) const;
+  }];
+}
+
+#endif // DSDIST_ATTRS

@@ -1,0 +1,49 @@
+//===- DistBase.td - dsdist dialect definition -------------*- tablegen -*-===//
+#ifndef DSDIST_BASE
+#define DSDIST_BASE
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+
+def Dist_Dialect : Dialect {
+  let name = "dsdist";
+  let cppNamespace = "::mlir::ds::dist";
+  let summary = "Distribution: device grid, collectives, p2p, pipeline schedule, MoE";
+  let description = [{
+    `dsdist` is the level of the *SPMD contract*: one program per pipeline
+    stage, run by every rank of the device grid, with every communication
+    explicit. The module carries the grid as a `dsdist.grid` attribute:
+
+      module attributes {dsdist.grid = #dsdist.grid<pp = 2, dp = 4>} { ... }
+
+    A process group is a list of grid axes (`["dp"]`, `["dp", "ep"]`): the
+    ranks that differ only along those axes. Each collective names its group
+    and is verified against the grid of its nearest enclosing op that has a
+    `dsdist.grid` attribute. Collectives exist in a synchronous form and as
+    `*_start` returning a `!dsdist.handle`, completed by `dsdist.wait`, so
+    communication can be overlapped with compute.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// The module attribute that holds the device grid.
+    static constexpr ::llvm::StringLiteral kGridAttrName = "dsdist.grid";
+  }];
+}
+
+class Dist_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Dist_Dialect, mnemonic, traits>;
+
+class Dist_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Dist_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+class Dist_Type<string name, string typeMnemonic, list<Trait> traits = []>
+    : TypeDef<Dist_Dialect, name, traits> {
+  let mnemonic = typeMnemonic;
+}
+
+#endif // DSDIST_BASE

@@ -1,0 +1,209 @@
+//===- DistDialect.cpp - dsdist dialect, attributes, types ----------------===//
+#include "dsdist/DistDialect.h"
+#include "dsdist/DistOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::ds::dist;
+
+#include "dsdist/DistDialect.cpp.inc"
+#include "dsdist/DistEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dsdist/DistAttrs.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "dsdist/DistTypes.cpp.inc"
+
+void DistDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dsdist/DistAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "dsdist/DistTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "dsdist/DistOps.cpp.inc"
+      >();
+}
+
+// Rejecting unknown names catches misspellings such as `dsdist.gird`, which
+// would otherwise leave collectives without a grid and fail far away.
+LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != kGridAttrName)
+    return op->emitError() << "unknown attribute '" << attr.getName().getValue()
+                           << "'; the dsdist dialect defines only '"
+                           << kGridAttrName << "'";
+  if (!isa<GridAttr>(attr.getValue()))
+    return op->emitError() << "'" << kGridAttrName
+                           << "' must be a #dsdist.grid<...>, got "
+                           << attr.getValue();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GridAttr
+//===----------------------------------------------------------------------===//
+
+static constexpr llvm::StringLiteral kKnownAxes[] = {"pp", "dp", "ep", "tp"};
+
+Attribute GridAttr::parse(AsmParser &parser, Type) {
+  SMLoc loc = parser.getCurrentLocation();
+  SmallVector<StringAttr> axes;
+  SmallVector<int64_t> sizes;
+  auto parseAxis = [&]() -> ParseResult {
+    StringRef name;
+    int64_t size;
+    if (parser.parseKeyword(&name) || parser.parseEqual() ||
+        parser.parseInteger(size))
+      return failure();
+    axes.push_back(StringAttr::get(parser.getContext(), name));
+    sizes.push_back(size);
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::LessGreater,
+                                     parseAxis))
+    return {};
+  return getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
+                    axes, sizes);
+}
+
+void GridAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  llvm::interleaveComma(
+      llvm::zip_equal(getAxes(), getSizes()), printer, [&](auto axis) {
+        printer << std::get<0>(axis).getValue() << " = " << std::get<1>(axis);
+      });
+  printer << ">";
+}
+
+LogicalResult GridAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<StringAttr> axes,
+                               ArrayRef<int64_t> sizes) {
+  assert(axes.size() == sizes.size() && "one size per axis");
+  if (axes.empty())
+    return emitError() << "#dsdist.grid needs at least one axis, e.g. "
+                          "#dsdist.grid<dp = 1>";
+  llvm::SmallSet<StringRef, 4> seen;
+  for (auto [axis, size] : llvm::zip_equal(axes, sizes)) {
+    StringRef name = axis.getValue();
+    if (!llvm::is_contained(kKnownAxes, name))
+      return emitError() << "#dsdist.grid: unknown axis \"" << name
+                         << "\"; axes are pp, dp, ep and tp";
+    if (!seen.insert(name).second)
+      return emitError() << "#dsdist.grid: axis \"" << name
+                         << "\" appears twice";
+    if (size < 1)
+      return emitError() << "#dsdist.grid: axis \"" << name << "\" has size "
+                         << size << " but must be >= 1";
+  }
+  return success();
+}
+
+std::optional<int64_t> GridAttr::getAxisSize(StringRef name) const {
+  for (auto [axis, size] : llvm::zip_equal(getAxes(), getSizes()))
+    if (axis.getValue() == name)
+      return size;
+  return std::nullopt;
+}
+
+int64_t GridAttr::getNumRanks() const {
+  int64_t n = 1;
+  for (int64_t size : getSizes())
+    n *= size;
+  return n;
+}
+
+std::string GridAttr::formatAxes() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(getAxes(), os,
+                        [&](StringAttr a) { os << a.getValue(); });
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// PipeInstrAttr
+//===----------------------------------------------------------------------===//
+
+FailureOr<PipeInstrAttr> PipeInstrAttr::parseBody(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef name;
+  if (parser.parseKeyword(&name))
+    return failure();
+  std::optional<PipeInstrKind> kind = symbolizePipeInstrKind(name);
+  if (!kind) {
+    InFlightDiagnostic diag = parser.emitError(loc)
+                              << "unknown pipeline instruction '" << name
+                              << "'; expected one of ";
+    for (unsigned i = 0; i <= getMaxEnumValForPipeInstrKind(); ++i)
+      diag << (i ? ", " : "") << stringifyPipeInstrKind(PipeInstrKind(i));
+    return diag;
+  }
+  std::optional<int64_t> mb, buf;
+  if (succeeded(parser.parseOptionalLParen())) {
+    int64_t m, b;
+    if (parser.parseKeyword("mb") || parser.parseEqual() ||
+        parser.parseInteger(m) || parser.parseComma() ||
+        parser.parseKeyword("buf") || parser.parseEqual() ||
+        parser.parseInteger(b) || parser.parseRParen())
+      return failure();
+    mb = m;
+    buf = b;
+  }
+  auto attr = getChecked([&] { return parser.emitError(loc); },
+                         parser.getContext(), *kind, mb, buf);
+  if (!attr)
+    return failure();
+  return attr;
+}
+
+void PipeInstrAttr::printBody(AsmPrinter &printer) const {
+  printer << stringifyPipeInstrKind(getKind());
+  if (getMicroBatch())
+    printer << "(mb = " << *getMicroBatch() << ", buf = " << *getBuffer()
+            << ")";
+}
+
+Attribute PipeInstrAttr::parse(AsmParser &parser, Type) {
+  if (parser.parseLess())
+    return {};
+  FailureOr<PipeInstrAttr> attr = parseBody(parser);
+  if (failed(attr) || parser.parseGreater())
+    return {};
+  return *attr;
+}
+
+void PipeInstrAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printBody(printer);
+  printer << ">";
+}
+
+LogicalResult
+PipeInstrAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      PipeInstrKind kind, std::optional<int64_t> microBatch,
+                      std::optional<int64_t> buffer) {
+  StringRef name = stringifyPipeInstrKind(kind);
+  if (!isPerMicroBatch(kind)) {
+    if (microBatch || buffer)
+      return emitError() << name << " takes no micro-batch or buffer";
+    return success();
+  }
+  if (!microBatch || !buffer)
+    return emitError() << name << " needs a micro-batch and a buffer: " << name
+                       << "(mb = N, buf = N)";
+  if (*microBatch < 0 || *buffer < 0)
+    return emitError() << name << ": micro-batch " << *microBatch
+                       << " and buffer " << *buffer << " must be >= 0";
+  return success();
+}

@@ -1,0 +1,261 @@
+//===- PipelineScheduleOp.cpp - pipeline_schedule verifier ----------------===//
+//
+// A schedule that passes this verifier runs without deadlock and without
+// overwriting a live activation buffer: each stage's stream is checked on its
+// own (data dependencies, buffer lifetimes, in-flight bound of 1F1B), then
+// neighbouring stages are checked to send and receive in the same order.
+//
+//===----------------------------------------------------------------------===//
+#include "dsdist/DistOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::ds::dist;
+
+namespace {
+/// What one stage has done with each micro-batch so far.
+struct MicroBatchState {
+  bool loaded = false, recvAct = false, forwarded = false, sentAct = false;
+  bool recvGrad = false, backwarded = false, sentGrad = false;
+};
+
+/// The micro-batches a stage sends or receives, in stream order.
+struct StageTraffic {
+  SmallVector<int64_t> sentAct, recvAct, sentGrad, recvGrad;
+};
+
+class StageVerifier {
+public:
+  StageVerifier(PipelineScheduleOp op, int64_t stage, bool oneFOneB)
+      : op(op), stage(stage), numStages(op.getNumStages()),
+        numMicroBatches(op.getNumMicroBatches()), oneFOneB(oneFOneB),
+        mbs(numMicroBatches) {}
+
+  LogicalResult verify(ArrayAttr stream, StageTraffic &traffic);
+
+private:
+  LogicalResult verifyInstr(PipeInstrAttr instr, StageTraffic &traffic);
+  LogicalResult verifyBuffer(int64_t mb, int64_t buf);
+  InFlightDiagnostic fail() {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    PipeInstrAttr instr =
+        cast<PipeInstrAttr>(cast<ArrayAttr>(op.getStreams()[stage])[index]);
+    os << stringifyPipeInstrKind(instr.getKind());
+    if (instr.getMicroBatch())
+      os << "(mb = " << *instr.getMicroBatch()
+         << ", buf = " << *instr.getBuffer() << ")";
+    return op.emitOpError() << "stage " << stage << ", instruction " << index
+                            << " (" << text << "): ";
+  }
+
+  PipelineScheduleOp op;
+  int64_t stage, numStages, numMicroBatches;
+  bool oneFOneB;
+  size_t index = 0;
+  SmallVector<MicroBatchState> mbs;
+  llvm::DenseMap<int64_t, int64_t> bufferOf, ownerOf;
+  int64_t inFlight = 0;
+  bool stepped = false;
+};
+} // namespace
+
+LogicalResult StageVerifier::verify(ArrayAttr stream, StageTraffic &traffic) {
+  for (index = 0; index < stream.size(); ++index)
+    if (failed(verifyInstr(cast<PipeInstrAttr>(stream[index]), traffic)))
+      return failure();
+  for (auto [mb, state] : llvm::enumerate(mbs)) {
+    if (!state.forwarded || !state.backwarded)
+      return op.emitOpError()
+             << "stage " << stage << " never "
+             << (state.forwarded ? "backwards" : "forwards") << " micro-batch "
+             << mb << "; each is forwarded and backwarded once per stage";
+  }
+  if (!stepped)
+    return op.emitOpError()
+           << "stage " << stage << ": the stream must end with optimizer_step";
+  return success();
+}
+
+LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr,
+                                         StageTraffic &traffic) {
+  if (stepped)
+    return fail() << "comes after optimizer_step, which must be last";
+  PipeInstrKind kind = instr.getKind();
+  bool first = stage == 0, last = stage == numStages - 1;
+
+  if (!PipeInstrAttr::isPerMicroBatch(kind)) {
+    if (kind == PipeInstrKind::optimizer_step) {
+      stepped = true;
+      return success();
+    }
+    for (auto [mb, state] : llvm::enumerate(mbs))
+      if (!state.backwarded)
+        return fail() << "reduces gradients before micro-batch " << mb
+                      << " is backwarded";
+    return success();
+  }
+
+  int64_t mb = *instr.getMicroBatch();
+  if (mb >= numMicroBatches)
+    return fail() << "micro-batch " << mb
+                  << " is out of range; micro_batches is " << numMicroBatches;
+  MicroBatchState &s = mbs[mb];
+  auto twice = [&](bool done, StringRef what) -> LogicalResult {
+    if (done)
+      return fail() << "micro-batch " << mb << " " << what << " twice";
+    return success();
+  };
+
+  switch (kind) {
+  case PipeInstrKind::load_micro_batch:
+    if (failed(twice(s.loaded, "is loaded")))
+      return failure();
+    if (s.forwarded)
+      return fail() << "micro-batch " << mb << " is loaded after its forward";
+    s.loaded = true;
+    break;
+  case PipeInstrKind::recv_activation:
+    if (first)
+      return fail() << "the first stage has no previous stage to receive "
+                       "activations from";
+    // A receive after the forward is caught as a second receive: the
+    // forward of a non-first stage already required one.
+    if (failed(twice(s.recvAct, "receives activations")))
+      return failure();
+    s.recvAct = true;
+    traffic.recvAct.push_back(mb);
+    break;
+  case PipeInstrKind::forward:
+    if (failed(twice(s.forwarded, "is forwarded")))
+      return failure();
+    if (!first && !s.recvAct)
+      return fail() << "micro-batch " << mb
+                    << " is forwarded before recv_activation delivers its "
+                       "input";
+    s.forwarded = true;
+    if (oneFOneB && ++inFlight > numStages - stage)
+      return fail() << inFlight
+                    << " micro-batches are in flight (forwarded, not yet "
+                       "backwarded) but 1f1b stage "
+                    << stage << " of " << numStages << " holds at most "
+                    << numStages - stage;
+    break;
+  case PipeInstrKind::send_activation:
+    if (last)
+      return fail() << "the last stage has no next stage to send activations "
+                       "to";
+    if (failed(twice(s.sentAct, "sends activations")))
+      return failure();
+    if (!s.forwarded)
+      return fail() << "micro-batch " << mb
+                    << " sends activations before its forward";
+    s.sentAct = true;
+    traffic.sentAct.push_back(mb);
+    break;
+  case PipeInstrKind::recv_grad:
+    if (last)
+      return fail() << "the last stage has no next stage to receive gradients "
+                       "from";
+    if (failed(twice(s.recvGrad, "receives gradients")))
+      return failure();
+    if (!s.sentAct)
+      return fail() << "micro-batch " << mb
+                    << " receives gradients before sending its activations";
+    s.recvGrad = true;
+    traffic.recvGrad.push_back(mb);
+    break;
+  case PipeInstrKind::backward:
+    if (failed(twice(s.backwarded, "is backwarded")))
+      return failure();
+    if (!s.forwarded)
+      return fail() << "micro-batch " << mb
+                    << " is backwarded before its "
+                       "forward";
+    if (!last && !s.recvGrad)
+      return fail() << "micro-batch " << mb
+                    << " is backwarded before recv_grad delivers its output "
+                       "gradient";
+    s.backwarded = true;
+    if (oneFOneB)
+      --inFlight;
+    break;
+  case PipeInstrKind::send_grad:
+    if (first)
+      return fail() << "the first stage has no previous stage to send "
+                       "gradients to";
+    if (failed(twice(s.sentGrad, "sends gradients")))
+      return failure();
+    if (!s.backwarded)
+      return fail() << "micro-batch " << mb
+                    << " sends gradients before its backward";
+    s.sentGrad = true;
+    traffic.sentGrad.push_back(mb);
+    break;
+  default:
+    llvm_unreachable("not a per-micro-batch instruction");
+  }
+  return verifyBuffer(mb, *instr.getBuffer());
+}
+
+// A buffer belongs to one micro-batch from its first use until that
+// micro-batch is backwarded; only then may another micro-batch take it.
+LogicalResult StageVerifier::verifyBuffer(int64_t mb, int64_t buf) {
+  auto used = bufferOf.find(mb);
+  if (used != bufferOf.end() && used->second != buf)
+    return fail() << "micro-batch " << mb << " used buffer " << used->second
+                  << " before; a micro-batch keeps one buffer";
+  auto owner = ownerOf.find(buf);
+  if (owner != ownerOf.end() && owner->second != mb &&
+      !mbs[owner->second].backwarded)
+    return fail() << "buffer " << buf << " still holds micro-batch "
+                  << owner->second << ", which is not backwarded yet";
+  bufferOf[mb] = buf;
+  ownerOf[buf] = mb;
+  return success();
+}
+
+static std::string formatIds(ArrayRef<int64_t> ids) {
+  return llvm::formatv("[{0}]", llvm::make_range(ids.begin(), ids.end()));
+}
+
+LogicalResult PipelineScheduleOp::verify() {
+  StringRef kind = getKind();
+  if (kind != "1f1b" && kind != "gpipe")
+    return emitOpError() << "kind \"" << kind
+                         << "\" is unknown; expected \"1f1b\" or \"gpipe\"";
+  int64_t numStages = getNumStages(), numMicroBatches = getNumMicroBatches();
+  if (numStages < 1 || numMicroBatches < 1)
+    return emitOpError() << "stages (" << numStages << ") and micro_batches ("
+                         << numMicroBatches << ") must be >= 1";
+  if (static_cast<int64_t>(getStreams().size()) != numStages)
+    return emitOpError() << "has " << getStreams().size()
+                         << " instruction streams but stages is " << numStages
+                         << "; give one stream per stage";
+
+  SmallVector<StageTraffic> traffic(numStages);
+  for (int64_t s = 0; s < numStages; ++s) {
+    StageVerifier stage(*this, s, kind == "1f1b");
+    if (failed(stage.verify(cast<ArrayAttr>(getStreams()[s]), traffic[s])))
+      return failure();
+  }
+  // Blocking p2p pairs the n-th send with the n-th receive: the orders must
+  // agree or the stages deadlock (or swap micro-batches).
+  for (int64_t s = 0; s + 1 < numStages; ++s) {
+    if (traffic[s].sentAct != traffic[s + 1].recvAct)
+      return emitOpError() << "stage " << s
+                           << " sends activations of micro-batches "
+                           << formatIds(traffic[s].sentAct) << " but stage "
+                           << s + 1 << " receives "
+                           << formatIds(traffic[s + 1].recvAct);
+    if (traffic[s + 1].sentGrad != traffic[s].recvGrad)
+      return emitOpError() << "stage " << s + 1
+                           << " sends gradients of micro-batches "
+                           << formatIds(traffic[s + 1].sentGrad)
+                           << " but stage " << s << " receives "
+                           << formatIds(traffic[s].recvGrad);
+  }
+  return success();
+}
