@@ -2,8 +2,7 @@
 #include "ds/Support/ShapeCheck.h"
 
 #include "llvm/Support/raw_ostream.h"
-#include <cstdio>
-#include <cstdlib>
+#include <charconv>
 
 using namespace mlir;
 
@@ -51,16 +50,10 @@ ds::broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
 }
 
 std::string ds::formatNumber(double value) {
+  // Shortest form that reads back to the same double: 20, 0.001, 1e-08.
   char buf[32];
-  snprintf(buf, sizeof(buf), "%.17g", value);
-  // Prefer the shortest form that reads back to the same double.
-  for (int precision = 1; precision < 17; ++precision) {
-    char shorter[32];
-    snprintf(shorter, sizeof(shorter), "%.*g", precision, value);
-    if (strtod(shorter, nullptr) == value)
-      return shorter;
-  }
-  return buf;
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(value);
 }
 
 std::optional<int64_t> ds::normalizeDim(int64_t dim, int64_t rank) {
