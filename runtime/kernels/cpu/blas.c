@@ -1,0 +1,119 @@
+/*===- blas.c - dsrt_sgemm and its strided-batched form on OpenBLAS --------===*
+ *
+ * The fixed symbols the compiler's matmul rewrite calls. Arguments are
+ * checked here (OpenBLAS's own xerbla prints and carries on), sizes are
+ * int64_t in the ABI and narrowed to OpenBLAS's 32-bit blasint with a check.
+ *
+ *===-----------------------------------------------------------------------===*/
+#include "core/error.h"
+#include "dsrt/dsrt.h"
+
+#include <cblas.h>
+#include <limits.h>
+
+static int fits_blasint(int64_t x) {
+  return sizeof(blasint) >= sizeof(int64_t) || x <= (int64_t)INT_MAX;
+}
+
+static int check_gemm(const char *fn, int transA, int transB, int64_t M,
+                      int64_t N, int64_t K, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, const float *C,
+                      int64_t ldc) {
+  if (M < 0 || N < 0 || K < 0)
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT,
+                     "%s: negative size M=%lld N=%lld K=%lld", fn, (long long)M,
+                     (long long)N, (long long)K);
+  int64_t colsA = transA ? M : K, colsB = transB ? K : N;
+  if (lda < (colsA > 1 ? colsA : 1))
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT,
+                     "%s: lda=%lld < %lld (columns of %sA)", fn, (long long)lda,
+                     (long long)colsA, transA ? "stored " : "");
+  if (ldb < (colsB > 1 ? colsB : 1))
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT,
+                     "%s: ldb=%lld < %lld (columns of %sB)", fn, (long long)ldb,
+                     (long long)colsB, transB ? "stored " : "");
+  if (ldc < (N > 1 ? N : 1))
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT, "%s: ldc=%lld < N=%lld", fn,
+                     (long long)ldc, (long long)N);
+  if (M > 0 && N > 0 && !C)
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT, "%s: C is NULL", fn);
+  if (M > 0 && N > 0 && K > 0 && (!A || !B))
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT, "%s: A or B is NULL", fn);
+  if (!fits_blasint(M) || !fits_blasint(N) || !fits_blasint(K) ||
+      !fits_blasint(lda) || !fits_blasint(ldb) || !fits_blasint(ldc))
+    return dsrt_fail(DSRT_ERR_UNSUPPORTED,
+                     "%s: a size or leading dimension exceeds OpenBLAS's "
+                     "32-bit integers",
+                     fn);
+  return DSRT_OK;
+}
+
+/* C = beta * C for the K == 0 case, which BLAS implementations disagree on. */
+static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      C[i * ldc + j] = beta == 0.0f ? 0.0f : beta * C[i * ldc + j];
+}
+
+static void gemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
+                 float alpha, const float *A, int64_t lda, const float *B,
+                 int64_t ldb, float beta, float *C, int64_t ldc) {
+  if (M == 0 || N == 0)
+    return;
+  if (K == 0 || alpha == 0.0f) {
+    scale_c(M, N, beta, C, ldc);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, (blasint)M, (blasint)N,
+              (blasint)K, alpha, A, (blasint)lda, B, (blasint)ldb, beta, C,
+              (blasint)ldc);
+}
+
+int dsrt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
+               float alpha, const float *A, int64_t lda, const float *B,
+               int64_t ldb, float beta, float *C, int64_t ldc) {
+  int status =
+      check_gemm("dsrt_sgemm", transA, transB, M, N, K, A, lda, B, ldb, C, ldc);
+  if (status != DSRT_OK)
+    return status;
+  gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  return DSRT_OK;
+}
+
+int dsrt_sgemm_strided_batched(int transA, int transB, int64_t M, int64_t N,
+                               int64_t K, float alpha, const float *A,
+                               int64_t lda, int64_t strideA, const float *B,
+                               int64_t ldb, int64_t strideB, float beta,
+                               float *C, int64_t ldc, int64_t strideC,
+                               int64_t batchCount) {
+  static const char fn[] = "dsrt_sgemm_strided_batched";
+  int status = check_gemm(fn, transA, transB, M, N, K, A, lda, B, ldb, C, ldc);
+  if (status != DSRT_OK)
+    return status;
+  if (batchCount < 0)
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT, "%s: batchCount=%lld < 0", fn,
+                     (long long)batchCount);
+  if (strideA < 0 || strideB < 0 || strideC < 0)
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT,
+                     "%s: negative batch stride (A %lld, B %lld, C %lld)", fn,
+                     (long long)strideA, (long long)strideB,
+                     (long long)strideC);
+  if (batchCount > 1 && M > 0 && N > 0 && strideC < (M - 1) * ldc + N)
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT,
+                     "%s: strideC=%lld makes the batch's C matrices overlap "
+                     "(each spans %lld elements)",
+                     fn, (long long)strideC, (long long)((M - 1) * ldc + N));
+  for (int64_t b = 0; b < batchCount; ++b)
+    gemm(transA, transB, M, N, K, alpha, A + b * strideA, lda, B + b * strideB,
+         ldb, beta, C + b * strideC, ldc);
+  return DSRT_OK;
+}
+
+int dsrt_threads_set(int n) {
+  if (n > 0)
+    openblas_set_num_threads(n);
+  return DSRT_OK;
+}
+
+int dsrt_threads_get(void) { return openblas_get_num_threads(); }
