@@ -96,4 +96,59 @@ def Autodiff : Pass<"ds-autodiff", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Lowering phase: dsnn -> linalg on tensors
+//===----------------------------------------------------------------------===//
+
+def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower every dsnn op to linalg, tensor, arith and math on tensors";
+  let description = [{
+    The compute half of the lowering phase. `dsnn.layer` bodies are inlined;
+    every other dsnn op, forward and backward, becomes value-semantic IR that
+    one-shot bufferization and the loop/LLVM lowering take from there:
+
+    - Products are `linalg.matmul` (rank 2) or `linalg.batch_matmul` (rank 3,
+      leading batch dims folded into one by `tensor.collapse_shape`) on
+      row-major operands, accumulating into `linalg.fill` 0 of a
+      `tensor.empty` in f32 (f64 for f64). A transposed operand is expressed
+      by the op's `indexing_maps` only: MLIR's MatmulTransposeA/B forms
+      (A as `(m, n, k) -> (k, m)`, B as `(m, n, k) -> (n, k)`, with a leading
+      `b` for batches), both at once for AᵀBᵀ. `dsnn.linear` is a matmul
+      with transposed B (the `[out, in]` weight) followed by a bias-add
+      `linalg.generic`; attention and its gradient are batch matmuls around
+      a softmax.
+    - Everything else is `linalg.generic` (elementwise with NumPy
+      broadcasting through the indexing maps; reductions), `linalg.fill`,
+      `linalg.transpose`, `tensor.collapse_shape`/`expand_shape`,
+      `tensor.extract_slice`/`insert_slice` (split, concat) and `math` ops.
+      Softmax, log-softmax and cross-entropy subtract the row max; layer
+      norm uses the biased variance; reductions accumulate in f32.
+    - `dsnn.embedding_grad` is an `scf.for` over positions adding each
+      gradient row into its table row with `extract_slice`/`insert_slice`,
+      which bufferizes in place (a linalg.generic cannot scatter).
+
+    Shapes must be static. `dsnn.moe` and `dsnn.dropout` with p > 0 are not
+    lowered yet; the pass fails naming every dsnn op it could not lower.
+
+      %y = dsnn.linear %x, %w, %b : (tensor<8x16xf32>, tensor<64x16xf32>,
+                                      tensor<64xf32>) -> tensor<8x64xf32>
+
+    becomes
+
+      %0 = tensor.empty() : tensor<8x64xf32>
+      %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<8x64xf32>) -> tensor<8x64xf32>
+      %2 = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                          affine_map<(m, n, k) -> (n, k)>,
+                                          affine_map<(m, n, k) -> (m, n)>]
+             ins(%x, %w : tensor<8x16xf32>, tensor<64x16xf32>)
+             outs(%1 : tensor<8x64xf32>) -> tensor<8x64xf32>
+      %3 = linalg.generic {...} ins(%2, %b : tensor<8x64xf32>, tensor<64xf32>) ...
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 #endif // DS_TRANSFORMS_PASSES

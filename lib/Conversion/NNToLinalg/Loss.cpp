@@ -1,0 +1,239 @@
+//===- Loss.cpp - cross_entropy, its gradient and mse_loss ----------------===//
+//
+// Cross-entropy works on [N, V] rows: log Σ exp(x − max) + max − x[target]
+// never exponentiates a large logit. Rows whose target is ignore_index add
+// nothing to the sum nor to the count the mean divides by; all ignored gives
+// 0/0 = NaN, as PyTorch does.
+//
+//===----------------------------------------------------------------------===//
+#include "Utils.h"
+
+#include "dsnn/NNOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::ds;
+using namespace mlir::ds::nntolinalg;
+
+namespace {
+
+/// Logits as [N, V] and targets as [N].
+std::pair<Value, Value> flattenRows(OpBuilder &b, Location loc, Value logits,
+                                    Value targets) {
+  ArrayRef<int64_t> shape = tensorType(logits).getShape();
+  int64_t n = numElements(shape.drop_back());
+  return {reshapeTo(b, loc, logits, {n, shape.back()}),
+          reshapeTo(b, loc, targets, {n})};
+}
+
+/// Row max and Σ exp(x − max) of [N, V] logits, both [N] in the compute type.
+std::pair<Value, Value> rowMaxAndSumExp(OpBuilder &b, Location loc,
+                                        Value logits) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(logits);
+  Type ct = getComputeType(type.getElementType());
+  AffineMap id = identityMap(ctx, 2), row = dropDimsMap(ctx, 2, {1});
+  Value max =
+      buildReduction(
+          b, loc, type.getShape(), logits, id, {1}, ct, {-INFINITY},
+          [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+            return {arith::MaximumFOp::create(b, loc, a[0], a[1])};
+          })
+          .front();
+  Value sum =
+      buildReduction(
+          b, loc, type.getShape(), ValueRange{logits, max}, {id, row}, {1}, ct,
+          {0.0},
+          [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+            Value e = math::ExpOp::create(
+                b, loc, arith::SubFOp::create(b, loc, a[0], a[1]));
+            return {arith::AddFOp::create(b, loc, e, a[2])};
+          })
+          .front();
+  return {max, sum};
+}
+
+/// target != ignore_index.
+Value isCounted(OpBuilder &b, Location loc, Value target, int64_t ignore) {
+  Value ig = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(target.getType(), ignore));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, target, ig);
+}
+
+Value selectOrZero(OpBuilder &b, Location loc, Value cond, Value v) {
+  return arith::SelectOp::create(b, loc, cond, v,
+                                 floatConst(b, loc, v.getType(), 0.0));
+}
+
+/// Applies `fn` to two rank-0 tensors, producing a rank-0 tensor of
+/// `elemType`.
+Value scalarTensorOp(OpBuilder &b, Location loc, ValueRange ins, Type elemType,
+                     BodyFn fn) {
+  AffineMap scalar = AffineMap::get(0, 0, b.getContext());
+  SmallVector<AffineMap> maps(ins.size(), scalar);
+  Value init = emptyTensor(b, loc, {}, elemType);
+  return buildGeneric(b, loc, {}, ins, maps, init, scalar, {}, fn).front();
+}
+
+struct CrossEntropyLowering : OpRewritePattern<nn::CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    int64_t ignore = op.getIgnoreIndexAttr().getInt();
+    auto [logits, targets] =
+        flattenRows(rewriter, loc, op.getLogits(), op.getTargets());
+    auto [max, sumExp] = rowMaxAndSumExp(rewriter, loc, logits);
+    Type ct = tensorType(max).getElementType();
+    int64_t n = tensorType(targets).getDimSize(0);
+    AffineMap id = identityMap(ctx, 1);
+
+    SmallVector<Value> totals = buildReduction(
+        rewriter, loc, {n}, ValueRange{targets, max, sumExp}, {id, id, id}, {0},
+        ct, {0.0, 0.0},
+        [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+          Value valid = isCounted(b, loc, a[0], ignore);
+          // An ignored row reads column 0 so the load stays in bounds.
+          Value zero = arith::ConstantOp::create(
+              b, loc, b.getIntegerAttr(a[0].getType(), 0));
+          Value col = arith::IndexCastOp::create(
+              b, loc, b.getIndexType(),
+              arith::SelectOp::create(b, loc, valid, a[0], zero));
+          Value row = linalg::IndexOp::create(b, loc, 0);
+          Value picked =
+              tensor::ExtractOp::create(b, loc, logits, ValueRange{row, col});
+          picked = convertScalar(b, loc, picked, ct);
+          Value lse = arith::AddFOp::create(
+              b, loc, math::LogOp::create(b, loc, a[2]), a[1]);
+          Value loss = arith::SubFOp::create(b, loc, lse, picked);
+          Value one = floatConst(b, loc, ct, 1.0);
+          return {arith::AddFOp::create(b, loc, a[3],
+                                        selectOrZero(b, loc, valid, loss)),
+                  arith::AddFOp::create(b, loc, a[4],
+                                        selectOrZero(b, loc, valid, one))};
+        });
+    Value mean = scalarTensorOp(
+        rewriter, loc, totals, op.getType().getElementType(),
+        [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+          return {arith::DivFOp::create(b, loc, a[0], a[1])};
+        });
+    rewriter.replaceOp(op, mean);
+    return success();
+  }
+};
+
+/// dlogits = dloss · (softmax(logits) − onehot(target)) / count, 0 on
+/// ignored rows.
+struct CrossEntropyGradLowering : OpRewritePattern<nn::CrossEntropyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::CrossEntropyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    int64_t ignore = op.getIgnoreIndexAttr().getInt();
+    auto [logits, targets] =
+        flattenRows(rewriter, loc, op.getLogits(), op.getTargets());
+    auto [max, sumExp] = rowMaxAndSumExp(rewriter, loc, logits);
+    Type ct = tensorType(max).getElementType();
+    auto flatType = tensorType(logits);
+
+    Value count =
+        buildReduction(rewriter, loc, tensorType(targets).getShape(), targets,
+                       identityMap(ctx, 1), {0}, ct, {0.0},
+                       [&](OpBuilder &b, Location loc,
+                           ValueRange a) -> SmallVector<Value> {
+                         Value valid = isCounted(b, loc, a[0], ignore);
+                         Value one = floatConst(b, loc, ct, 1.0);
+                         return {arith::AddFOp::create(
+                             b, loc, a[1], selectOrZero(b, loc, valid, one))};
+                       })
+            .front();
+
+    AffineMap id = identityMap(ctx, 2), row = dropDimsMap(ctx, 2, {1});
+    AffineMap scalar = AffineMap::get(2, 0, ctx);
+    Value init = emptyTensor(rewriter, loc, flatType.getShape(),
+                             flatType.getElementType());
+    Value d =
+        buildGeneric(
+            rewriter, loc, flatType.getShape(),
+            ValueRange{logits, targets, max, sumExp, op.getGrad(), count},
+            {id, row, row, row, scalar, scalar}, init, id, {},
+            [&](OpBuilder &b, Location loc,
+                ValueRange a) -> SmallVector<Value> {
+              Value p = arith::DivFOp::create(
+                  b, loc,
+                  math::ExpOp::create(
+                      b, loc, arith::SubFOp::create(b, loc, a[0], a[2])),
+                  a[3]);
+              Value col = arith::IndexCastOp::create(
+                  b, loc, a[1].getType(), linalg::IndexOp::create(b, loc, 1));
+              Value hit = arith::CmpIOp::create(
+                  b, loc, arith::CmpIPredicate::eq, col, a[1]);
+              Value onehot =
+                  selectOrZero(b, loc, hit, floatConst(b, loc, ct, 1.0));
+              Value scale = arith::DivFOp::create(b, loc, a[4], a[5]);
+              Value g = arith::MulFOp::create(
+                  b, loc, scale, arith::SubFOp::create(b, loc, p, onehot));
+              return {selectOrZero(b, loc, isCounted(b, loc, a[1], ignore), g)};
+            })
+            .front();
+    rewriter.replaceOp(op,
+                       reshapeTo(rewriter, loc, d, op.getType().getShape()));
+    return success();
+  }
+};
+
+struct MSELossLowering : OpRewritePattern<nn::MSELossOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::MSELossOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Location loc = op.getLoc();
+    auto type = tensorType(op.getInput());
+    ArrayRef<int64_t> shape = type.getShape();
+    Type ct = getComputeType(type.getElementType());
+    SmallVector<int64_t> all;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      all.push_back(d);
+    AffineMap id = identityMap(rewriter.getContext(), shape.size());
+    Value sum =
+        buildReduction(
+            rewriter, loc, shape, ValueRange{op.getInput(), op.getTarget()},
+            {id, id}, all, ct, {0.0},
+            [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+              Value d = arith::SubFOp::create(b, loc, a[0], a[1]);
+              return {arith::AddFOp::create(
+                  b, loc, arith::MulFOp::create(b, loc, d, d), a[2])};
+            })
+            .front();
+    double inv = 1.0 / numElements(shape);
+    Value mean = scalarTensorOp(
+        rewriter, loc, sum, op.getType().getElementType(),
+        [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+          return {
+              arith::MulFOp::create(b, loc, a[0], floatConst(b, loc, ct, inv))};
+        });
+    rewriter.replaceOp(op, mean);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::ds::nntolinalg::populateLossPatterns(RewritePatternSet &patterns) {
+  patterns.add<CrossEntropyLowering, CrossEntropyGradLowering, MSELossLowering>(
+      patterns.getContext());
+}

@@ -1,0 +1,91 @@
+//===- NNToLinalg.cpp - The ds-lower-nn-to-linalg pass --------------------===//
+//
+// Runs the dsnn -> linalg patterns to a fixed point, then names every dsnn
+// op left over, with the reason when one is known: a partially lowered
+// module is never silently handed to bufferization.
+//
+//===----------------------------------------------------------------------===//
+#include "Utils.h"
+
+#include "ds/Conversion/NNToLinalg.h"
+#include "ds/Support/ShapeCheck.h"
+#include "ds/Transforms/Passes.h"
+#include "dsnn/NNOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::ds {
+#define GEN_PASS_DEF_LOWERNNTOLINALG
+#include "ds/Transforms/Passes.h.inc"
+} // namespace mlir::ds
+
+using namespace mlir;
+using namespace mlir::ds;
+
+void mlir::ds::populateNNToLinalgPatterns(RewritePatternSet &patterns) {
+  nntolinalg::populateStructurePatterns(patterns);
+  nntolinalg::populateElementwisePatterns(patterns);
+  nntolinalg::populateMatmulPatterns(patterns);
+  nntolinalg::populateShapePatterns(patterns);
+  nntolinalg::populateNormalizationPatterns(patterns);
+  nntolinalg::populateSoftmaxPatterns(patterns);
+  nntolinalg::populateAttentionPatterns(patterns);
+  nntolinalg::populateLossPatterns(patterns);
+  nntolinalg::populateEmbeddingPatterns(patterns);
+}
+
+namespace {
+
+/// Why `op` is still there, for the error.
+void explain(Operation *op, InFlightDiagnostic &diag) {
+  if (isa<nn::MoEOp>(op)) {
+    diag << "is not lowered yet: ds-lower-nn-to-linalg has no lowering for "
+            "the mixture-of-experts dispatch and expert region";
+    return;
+  }
+  if (auto dropout = dyn_cast<nn::DropoutOp>(op)) {
+    diag << "with p = " << formatNumber(dropout.getP().convertToDouble())
+         << " is not lowered yet: a random mask needs the step's RNG "
+            "state; only p = 0 (folded to the identity) lowers";
+    return;
+  }
+  if (!nntolinalg::hasStaticShapes(op)) {
+    diag << "has a dynamic shape; ds-lower-nn-to-linalg lowers static "
+            "shapes only";
+    return;
+  }
+  diag << "has no lowering to linalg";
+}
+
+struct LowerNNToLinalgPass
+    : ds::impl::LowerNNToLinalgBase<LowerNNToLinalgPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateNNToLinalgPatterns(patterns);
+    // Regions are left as they are: only dsnn ops are this pass's business.
+    GreedyRewriteConfig config;
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    (void)applyPatternsGreedily(getOperation(), std::move(patterns), config);
+
+    bool failed = false;
+    getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (!isa<nn::NNDialect>(op->getDialect()))
+        return WalkResult::advance();
+      InFlightDiagnostic diag = op->emitError() << "'" << op->getName() << "' ";
+      explain(op, diag);
+      failed = true;
+      // Ops inside an unlowered moe are reported with it.
+      return isa<nn::MoEOp>(op) ? WalkResult::skip() : WalkResult::advance();
+    });
+    if (failed)
+      signalPassFailure();
+  }
+};
+
+} // namespace
