@@ -10,6 +10,7 @@
 #include "dsdist/DistDialect.h"
 #include "dsnn/NNDialect.h"
 #include "dstrain/TrainDialect.h"
+#include "ds/Pipelines/Pipelines.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -21,7 +22,10 @@ inline void registerAllDSDialects(DialectRegistry &registry) {
   registerDifferentiableOpInterfaceExternalModels(registry);
 }
 
-inline void registerAllDSPasses() { registerDSPasses(); }
+inline void registerAllDSPasses() {
+  registerDSPasses();
+  registerTrainingPipeline();
+}
 
 } // namespace mlir::ds
 

@@ -96,6 +96,209 @@ def Autodiff : Pass<"ds-autodiff", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def AccumulateGrads : Pass<"ds-accumulate-grads", "mlir::ModuleOp"> {
+  let summary = "Build @train_step: the micro-batch loop over @forward_backward";
+  let description = [{
+    Creates `@train_step(<params>, <batch, each with a leading steps dim>)
+    -> (loss, one gradient per parameter)` (the first stage of the step
+    contract; ds-clip-grads and ds-optimizer complete it). Micro-batch `i`
+    is `tensor.extract_slice` `[i]` of every batch argument; the loss and
+    the gradients are the mean over the micro-batches, as DeepSpeed scales
+    the loss by 1/gradient_accumulation_steps before backward. For
+    `steps > 1` the loop is an `scf.for` carrying the sums; `steps = 1` is
+    one straight call (the batch still has its leading dim of 1). The
+    function gets `dstrain.gradient_accumulation_steps = steps`.
+
+      %r:3 = scf.for %i = %c0 to %c4 step %c1
+          iter_args(%l = %zero, %g0 = %zw, %g1 = %zb) -> (...) {
+        %ids = tensor.extract_slice %ids4[%i, 0, 0] [1, 2, 8] [1, 1, 1]
+            : tensor<4x2x8xi64> to tensor<2x8xi64>
+        %out:3 = func.call @forward_backward(%w, %b, %ids) : ...
+        %l1 = dsnn.add %l, %out#0 : ...
+        ...
+        scf.yield %l1, %g01, %g11 : ...
+      }
+      %quarter = arith.constant dense<2.500000e-01> : tensor<f32>
+      %loss = dsnn.mul %r#0, %quarter : tensor<f32>, tensor<f32> -> tensor<f32>
+  }];
+  let options = [
+    Option<"steps", "steps", "int64_t", "1",
+           "gradient_accumulation_steps: micro-batches per optimizer step">,
+    Option<"entry", "entry", "std::string", "\"forward_backward\"",
+           "the gradient function (ds-autodiff's result)">,
+    Option<"result", "result", "std::string", "\"train_step\"",
+           "name of the step function to create">,
+  ];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def ClipGrads : Pass<"ds-clip-grads", "mlir::ModuleOp"> {
+  let summary = "Global L2 gradient norm, and clipping when max-norm > 0";
+  let description = [{
+    On `@train_step` as ds-accumulate-grads leaves it, `(loss, grads...)`,
+    computes the global L2 norm over all gradients and, when `max-norm`
+    (ds_config `gradient_clipping`) is above 0, scales them so it is at most
+    `max-norm` (`dstrain.clip_grad_norm`); with 0 it only measures
+    (`dstrain.global_norm`), since the norm is reported every step either
+    way. The norm becomes the last result: `(loss, grads..., grad_norm)`.
+
+      %c:2, %norm = dstrain.clip_grad_norm %g0, %g1 max_norm 1.0
+          : tensor<4x8xf32>, tensor<4xf32>
+      return %loss, %c#0, %c#1, %norm : ...
+  }];
+  let options = [
+    Option<"maxNorm", "max-norm", "double", "0.0",
+           "gradient_clipping: the largest global L2 norm (0: no clipping)">,
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+  ];
+  let dependentDialects = ["::mlir::ds::train::TrainDialect"];
+}
+
+def Optimizer : Pass<"ds-optimizer", "mlir::ModuleOp"> {
+  let summary = "The optimizer update: params and state in, new params and state out";
+  let description = [{
+    Completes `@train_step` from `(loss, grads..., grad_norm)` (ds-clip-grads'
+    form) to the step contract of docs/architecture.md: it adds the optimizer
+    state after the parameters (per parameter, in parameter order:
+    `exp_avg`, `exp_avg_sq` for Adam/AdamW/Lamb, `momentum_buffer` for SGD;
+    each of the parameter's type with `dstrain.state = {param = "<name>",
+    kind = "<kind>"}`), then `%step: tensor<i64> {dstrain.step}` (1 for the
+    first update), and one `dstrain.adam`/`lamb`/`sgd` per parameter. The
+    results become `(new params, new state, loss, lr, grad_norm)`; `lr` is
+    the constant `lr` until ds-lr-schedule replaces it. As DeepSpeed does
+    when handed `model.parameters()`, `weight-decay` applies to every
+    parameter (biases and norms included). Options mirror ds_config's
+    `optimizer.type` and `optimizer.params`.
+
+      %w1, %m1, %v1 = dstrain.adam %w, %gw, %m, %v step %step lr %lr
+          {beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.01}
+          : tensor<4x8xf32>, tensor<4x8xf32>
+  }];
+  let options = [
+    Option<"type", "type", "std::string", "\"Adam\"",
+           "optimizer.type: Adam, AdamW, Lamb or SGD (any case)">,
+    Option<"lr", "lr", "double", "1e-3", "learning rate">,
+    ListOption<"betas", "betas", "double",
+               "Adam/Lamb (beta1, beta2); default 0.9,0.999">,
+    Option<"eps", "eps", "double", "1e-8", "Adam/Lamb epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "weight decay, applied to every parameter">,
+    Option<"adamWMode", "adam-w-mode", "bool", "true",
+           "Adam: decoupled weight decay (always on for AdamW)">,
+    Option<"biasCorrection", "bias-correction", "bool", "true",
+           "Adam/Lamb: bias-correct the moments">,
+    Option<"maxCoeff", "max-coeff", "double", "10.0",
+           "Lamb: upper bound of the trust ratio">,
+    Option<"minCoeff", "min-coeff", "double", "0.01",
+           "Lamb: lower bound of the trust ratio">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"dampening", "dampening", "double", "0.0", "SGD dampening">,
+    Option<"nesterov", "nesterov", "bool", "false", "SGD Nesterov momentum">,
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+  ];
+  let statistics = [
+    Statistic<"numStateTensors", "state-tensors",
+              "optimizer state tensors added">,
+  ];
+  let dependentDialects = ["::mlir::ds::train::TrainDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def LRSchedule : Pass<"ds-lr-schedule", "mlir::ModuleOp"> {
+  let summary = "Replace @train_step's constant learning rate by a DeepSpeed schedule";
+  let description = [{
+    On a complete `@train_step` (after ds-optimizer), replaces the constant
+    learning rate that feeds every optimizer op and the `lr` result by
+    `dstrain.lr_schedule` at the scheduler's `last_batch_iteration`, which is
+    `%step - 1`. Options mirror ds_config's `scheduler.type` and
+    `scheduler.params`; `type=none` (the default) keeps the constant.
+    WarmupCosineLR scales the optimizer's `lr` (the constant it replaces).
+
+      %c1 = arith.constant dense<1> : tensor<i64>
+      %it = arith.subi %step, %c1 : tensor<i64>
+      %lr = dstrain.lr_schedule %it #dstrain.warmup_lr<min_lr = 0.0,
+          max_lr = 1.0e-3, warmup_num_steps = 100, warmup_type = linear>
+  }];
+  let options = [
+    Option<"type", "type", "std::string", "\"none\"",
+           "scheduler.type: none, WarmupLR, WarmupDecayLR, WarmupCosineLR or "
+           "OneCycle (any case)">,
+    Option<"warmupMinLr", "warmup-min-lr", "double", "0.0",
+           "WarmupLR/WarmupDecayLR: rate at step 0">,
+    Option<"warmupMaxLr", "warmup-max-lr", "double", "0.001",
+           "WarmupLR/WarmupDecayLR: rate after warmup">,
+    Option<"warmupNumSteps", "warmup-num-steps", "int64_t", "1000",
+           "warmup length">,
+    Option<"warmupType", "warmup-type", "std::string", "\"log\"",
+           "warmup curve: log or linear">,
+    Option<"totalNumSteps", "total-num-steps", "int64_t", "0",
+           "WarmupDecayLR/WarmupCosineLR: end of the decay">,
+    Option<"warmupMinRatio", "warmup-min-ratio", "double", "0.0",
+           "WarmupCosineLR: ratio of lr at step 0">,
+    Option<"cosMinRatio", "cos-min-ratio", "double", "0.0001",
+           "WarmupCosineLR: ratio of lr at the end">,
+    Option<"cycleMinLr", "cycle-min-lr", "double", "0.0",
+           "OneCycle: lowest rate">,
+    Option<"cycleMaxLr", "cycle-max-lr", "double", "0.0",
+           "OneCycle: highest rate">,
+    Option<"decayLrRate", "decay-lr-rate", "double", "0.0",
+           "OneCycle: post-cycle decay rate">,
+    Option<"cycleFirstStepSize", "cycle-first-step-size", "int64_t", "2000",
+           "OneCycle: steps of the rising half">,
+    Option<"cycleSecondStepSize", "cycle-second-step-size", "int64_t", "-1",
+           "OneCycle: steps of the falling half (-1: as the rising half)">,
+    Option<"cycleFirstStairCount", "cycle-first-stair-count", "int64_t", "0",
+           "OneCycle: stairs of the rising half">,
+    Option<"cycleSecondStairCount", "cycle-second-stair-count", "int64_t",
+           "-1", "OneCycle: stairs of the falling half (-1: as the rising half)">,
+    Option<"decayStepSize", "decay-step-size", "int64_t", "0",
+           "OneCycle: steps between decays">,
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+  ];
+  let dependentDialects = ["::mlir::ds::train::TrainDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def VerifyStepContract : Pass<"ds-verify-step-contract", "mlir::ModuleOp"> {
+  let summary = "Check @train_step (and @forward_backward) against the step contract";
+  let description = [{
+    The step contract (docs/architecture.md) is what the training passes
+    produce and what distribution, lowering and ds-train consume:
+
+      func.func @train_step(<params {dsnn.param}>,
+                            <state {dstrain.state = {param, kind}}>,
+                            %step: tensor<i64> {dstrain.step},
+                            <batch, leading dim = gradient_accumulation_steps>)
+          -> (<new params>, <new state>, loss, lr, grad_norm)
+          attributes {dstrain.gradient_accumulation_steps = N}
+
+    Checked: the parameters come first and have unique names; every state
+    tensor names an existing parameter, has its type and a known kind, and
+    every parameter has the same kinds in the same order; one `tensor<i64>`
+    step; every batch argument leads with N; the results are the
+    parameters' and state's types followed by three `tensor<f32>`; the body
+    uses only dsnn, dstrain, arith, tensor, scf and func ops. `@forward_backward`,
+    when present, takes the same parameters and returns (loss, their
+    gradients). One diagnostic per violation; the pass fails if any.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+    Option<"gradientEntry", "gradient-entry", "std::string",
+           "\"forward_backward\"",
+           "the gradient function, checked when present">,
+  ];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect",
+                           "::mlir::ds::train::TrainDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering phase: dsnn -> linalg on tensors
 //===----------------------------------------------------------------------===//

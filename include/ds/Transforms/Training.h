@@ -9,6 +9,7 @@
 #ifndef DS_TRANSFORMS_TRAINING_H
 #define DS_TRANSFORMS_TRAINING_H
 
+#include "dsnn/NNOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Support/LLVM.h"
@@ -45,6 +46,26 @@ inline constexpr StringLiteral kStepAttrName = "dstrain.step";
 /// leading dim of every batch argument.
 inline constexpr StringLiteral kAccumStepsAttrName =
     "dstrain.gradient_accumulation_steps";
+
+/// The leading arguments of `fn` that carry `dsnn.param`: the parameters.
+inline unsigned numLeadingParams(func::FuncOp fn) {
+  unsigned n = 0;
+  while (n < fn.getNumArguments() &&
+         fn.getArgAttrOfType<nn::ParamAttr>(n, nn::kParamAttrName))
+    ++n;
+  return n;
+}
+
+/// The qualified name of parameter argument `index` of `fn`.
+inline StringRef paramName(func::FuncOp fn, unsigned index) {
+  return fn.getArgAttrOfType<nn::ParamAttr>(index, nn::kParamAttrName)
+      .getName();
+}
+
+/// A 0-d float tensor constant (`arith.constant dense<v> : tensor<T>`),
+/// which dsnn's broadcasting ops apply elementwise.
+Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
+                     double value);
 
 } // namespace mlir::ds
 

@@ -20,18 +20,18 @@ using namespace mlir;
 using namespace mlir::ds;
 using namespace mlir::ds::nn;
 
-namespace {
-
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-/// A 0-d float constant; dsnn's broadcasting ops apply it elementwise.
-Value scalar(OpBuilder &b, Location loc, Type elementType, double value) {
+Value mlir::ds::scalarConstant(OpBuilder &b, Location loc, Type elementType,
+                               double value) {
   auto type = RankedTensorType::get({}, elementType);
   auto attr = DenseElementsAttr::get(
       type, ArrayRef<Attribute>{FloatAttr::get(elementType, value)});
   return arith::ConstantOp::create(b, loc, attr);
+}
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
 }
 
 Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
@@ -101,7 +101,7 @@ Value unreduce(OpBuilder &b, Location loc, Value grad, RankedTensorType input,
     g = reshapeTo(b, loc, g, RankedTensorType::get(keptShape, elementType));
   if (scale != 1.0)
     g = MulOp::create(b, loc, g.getType(), g,
-                      scalar(b, loc, elementType, scale));
+                      scalarConstant(b, loc, elementType, scale));
   if (g.getType() == input)
     return g;
   return AddOp::create(b, loc, input, zeros(b, loc, input), g);
@@ -243,7 +243,7 @@ struct TanhVJP : VJP<TanhVJP, TanhOp> {
     Type type = op.getType();
     Value y = op.getResult();
     Value y2 = MulOp::create(b, loc, type, y, y);
-    Value one = scalar(b, loc, op.getType().getElementType(), 1.0);
+    Value one = scalarConstant(b, loc, op.getType().getElementType(), 1.0);
     Value d = SubOp::create(b, loc, type, one, y2);
     dxs.push_back(MulOp::create(b, loc, type, dys[0], d));
     return success();
@@ -462,7 +462,7 @@ struct MSELossVJP : VJP<MSELossVJP, MSELossOp> {
     double n = static_cast<double>(input.getNumElements());
     Value scale =
         MulOp::create(b, loc, scalarType, dys[0],
-                      scalar(b, loc, input.getElementType(), 2.0 / n));
+                      scalarConstant(b, loc, input.getElementType(), 2.0 / n));
     Value diff = SubOp::create(b, loc, input, op.getInput(), op.getTarget());
     Value dx = MulOp::create(b, loc, input, diff, scale);
     dxs.push_back(dx);

@@ -1,0 +1,114 @@
+//===- TrainingPipeline.cpp - Model contract to step contract -------------===//
+//
+// The one place that maps ds_config.json onto the training passes' options,
+// so ds-train and `ds-opt --ds-training-pipeline` build the same step.
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Pipelines/Pipelines.h"
+#include "ds/Transforms/Passes.h"
+
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+using namespace mlir::ds;
+namespace cfg = ::ds::config;
+
+llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
+                                            const cfg::Config &config) {
+  // The step contract is f32 for now; a silently ignored precision setting
+  // would cost a training run.
+  if (config.fp16.enabled || config.bf16.enabled)
+    return llvm::createStringError(
+        std::string(config.fp16.enabled ? "fp16" : "bf16") +
+        ".enabled: mixed-precision training (casts, loss scaling) is not "
+        "built yet; the training pipeline builds an f32 step");
+
+  pm.addPass(createVerifyModelContract());
+  pm.addPass(createAutodiff());
+
+  AccumulateGradsOptions accumulate;
+  accumulate.steps = config.gradientAccumulationSteps;
+  pm.addPass(createAccumulateGrads(accumulate));
+
+  ClipGradsOptions clip;
+  clip.maxNorm = config.gradientClipping;
+  pm.addPass(createClipGrads(clip));
+
+  const cfg::OptimizerConfig &opt = config.optimizer;
+  OptimizerOptions optimizer;
+  optimizer.type = cfg::stringifyOptimizerType(opt.type).str();
+  optimizer.lr = opt.lr;
+  optimizer.betas = {opt.betas[0], opt.betas[1]};
+  optimizer.eps = opt.eps;
+  optimizer.weightDecay = opt.weightDecay;
+  optimizer.adamWMode = opt.adamWMode;
+  optimizer.biasCorrection = opt.biasCorrection;
+  optimizer.maxCoeff = opt.maxCoeff;
+  optimizer.minCoeff = opt.minCoeff;
+  optimizer.momentum = opt.momentum;
+  optimizer.dampening = opt.dampening;
+  optimizer.nesterov = opt.nesterov;
+  pm.addPass(createOptimizer(optimizer));
+
+  const cfg::SchedulerConfig &sched = config.scheduler;
+  LRScheduleOptions schedule;
+  schedule.type = cfg::stringifySchedulerType(sched.type).str();
+  schedule.warmupMinLr = sched.warmupMinLr;
+  schedule.warmupMaxLr = sched.warmupMaxLr;
+  schedule.warmupNumSteps = sched.warmupNumSteps;
+  schedule.warmupType = cfg::stringifyWarmupType(sched.warmupType).str();
+  schedule.totalNumSteps = sched.totalNumSteps;
+  schedule.warmupMinRatio = sched.warmupMinRatio;
+  schedule.cosMinRatio = sched.cosMinRatio;
+  schedule.cycleMinLr = sched.cycleMinLr;
+  schedule.cycleMaxLr = sched.cycleMaxLr;
+  schedule.decayLrRate = sched.decayLrRate;
+  schedule.cycleFirstStepSize = sched.cycleFirstStepSize;
+  schedule.cycleSecondStepSize = sched.cycleSecondStepSize;
+  schedule.cycleFirstStairCount = sched.cycleFirstStairCount;
+  schedule.cycleSecondStairCount = sched.cycleSecondStairCount;
+  schedule.decayStepSize = sched.decayStepSize;
+  pm.addPass(createLRSchedule(schedule));
+
+  pm.addPass(createVerifyStepContract());
+  return llvm::Error::success();
+}
+
+namespace {
+struct TrainingPipelineOptions
+    : public PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> config{*this, "config",
+                             llvm::cl::desc("ds_config.json to follow")};
+  Option<int64_t> worldSize{
+      *this, "world-size",
+      llvm::cl::desc("ranks the batch triangle is resolved against"),
+      llvm::cl::init(1)};
+};
+} // namespace
+
+void mlir::ds::registerTrainingPipeline() {
+  registerPassPipeline(
+      "ds-training-pipeline",
+      "Model contract to step contract (autodiff, accumulation, clipping, "
+      "optimizer, LR schedule) as a ds_config.json asks",
+      [](OpPassManager &pm, StringRef optionString,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TrainingPipelineOptions options;
+        if (failed(options.parseFromString(optionString)))
+          return failure();
+        if (options.config.empty())
+          return errorHandler("ds-training-pipeline needs config=FILE (a "
+                              "ds_config.json)");
+        llvm::Expected<cfg::Config> config =
+            cfg::loadConfig(options.config, {options.worldSize});
+        if (!config)
+          return errorHandler(llvm::toString(config.takeError()));
+        if (llvm::Error err = buildTrainingPipeline(pm, *config))
+          return errorHandler(llvm::toString(std::move(err)));
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optionHandler) {
+        optionHandler(TrainingPipelineOptions());
+      });
+}

@@ -1,0 +1,51 @@
+// RUN: ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline='config=%S/Inputs/train-adamw.json' | FileCheck %s
+// RUN: ds-import --spec %ds_src/examples/models/gpt-tiny.json | ds-opt --ds-training-pipeline='config=%S/Inputs/train-adamw.json' | FileCheck %s --check-prefix=IMPORT
+// RUN: not ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline='config=%S/Inputs/train-fp16.json' 2>&1 | FileCheck %s --check-prefix=FP16
+// RUN: not ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline='config=%S/Inputs/missing.json' 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline 2>&1 | FileCheck %s --check-prefix=NOCONFIG
+
+// The whole training phase on the 2-layer GPT of examples/ (as text and as
+// ds-import builds it from its spec): the model contract in, a @train_step
+// that ds-verify-step-contract (the pipeline's last pass) accepts out. Config: AdamW, 4 micro-batches, clipping at 1.0,
+// linear warmup.
+
+// CHECK-LABEL: func.func @forward(
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK-SAME:      -> (tensor<f32>, tensor<64x16xf32>, tensor<8x16xf32>,
+// CHECK:         dsnn.layer "h.0"("GPT2Block")
+// CHECK:         dsnn.layer "h.1"("GPT2Block")
+// CHECK:         dsnn.cross_entropy_grad
+// CHECK:         dsnn.layer "h.1.backward"("GPT2Block") {{.*}} attributes {backward}
+// CHECK:           dsnn.attention_grad
+// CHECK:         dsnn.layer "h.0.backward"("GPT2Block") {{.*}} attributes {backward}
+// The tied wte.weight: LM-head and embedding gradients summed.
+// CHECK:         %[[EMB:.*]] = dsnn.embedding_grad %arg28, %{{.*}} -> tensor<64x16xf32>
+// CHECK-NEXT:    %[[WTE:.*]] = dsnn.add %{{.*}}, %[[EMB]] : tensor<64x16xf32>, tensor<64x16xf32>
+// CHECK-NEXT:    return %{{.*}}, %[[WTE]],
+
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME:      {dsnn.param = #dsnn.param<name = "wte.weight"
+// CHECK-SAME:      {dstrain.state = {kind = "exp_avg", param = "wte.weight"}}
+// CHECK-SAME:      {dstrain.state = {kind = "exp_avg_sq", param = "ln_f.bias"}}
+// CHECK-SAME:      %[[STEP:[^:]*]]: tensor<i64> {dstrain.step}
+// CHECK-SAME:      tensor<4x2x8xi64>, %{{.*}}: tensor<4x8xi64>, %{{.*}}: tensor<4x2x8xi64>)
+// CHECK-SAME:      attributes {dstrain.gradient_accumulation_steps = 4 : i64}
+// CHECK:         %[[LR:.*]] = dstrain.lr_schedule #dstrain.warmup_lr<max_lr = 3.000000e-04, warmup_num_steps = 10, warmup_type = linear>
+// CHECK:         scf.for
+// CHECK:           func.call @forward_backward
+// CHECK:         dstrain.clip_grad_norm {{.*}} max_norm 1.000000e+00
+// CHECK-COUNT-28: dstrain.adam {{.*}} step %[[STEP]] lr %[[LR]] {beta2 = 0.94999999999999996 : f64, weight_decay = 1.000000e-01 : f64}
+// CHECK-NOT:     dstrain.adam
+// CHECK:         return
+
+// IMPORT-LABEL: func.func @forward_backward(
+// IMPORT:         dsnn.layer "h.1.backward"("GPT2Block")
+// IMPORT:         dsnn.layer "h.0.backward"("GPT2Block")
+// IMPORT-LABEL: func.func @train_step(
+// IMPORT-SAME:      attributes {dstrain.gradient_accumulation_steps = 4 : i64}
+// IMPORT-COUNT-28: dstrain.adam
+// IMPORT-NOT:     dstrain.adam
+
+// FP16: error: fp16.enabled: mixed-precision training (casts, loss scaling) is not built yet
+// MISSING: error: cannot read config file "{{.*}}missing.json"
+// NOCONFIG: ds-training-pipeline needs config=FILE
