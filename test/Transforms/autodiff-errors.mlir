@@ -73,3 +73,13 @@ func.func @forward(%x: tensor<2xf32> {dsnn.param = #dsnn.param<name = "x", init 
 func.func @forward_backward() {
   return
 }
+
+// -----
+
+func.func @forward(%x: tensor<2xf32> {dsnn.param = #dsnn.param<name = "x", init = zeros>}) -> tensor<f32> {
+  %l = dsnn.reduce_sum %x dims [0] : tensor<2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+// A declaration (a harness calling the gradient function) must have its type.
+// expected-error @+1 {{autodiff: the declaration of @forward_backward has type '(tensor<2xf32>) -> tensor<f32>' but the gradient function is '(tensor<2xf32>) -> (tensor<f32>, tensor<2xf32>)'}}
+func.func private @forward_backward(tensor<2xf32>) -> tensor<f32>

@@ -465,3 +465,23 @@ func.func @forward(%w: tensor<4x8xf32> {dsnn.param = #dsnn.param<name = "w", ini
   %l = dsnn.reduce_sum %h dims [0, 1] : tensor<2x4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A declaration of the gradient function (a test harness or driver that
+// calls it) is replaced by the definition; its callers keep working.
+// CHECK-NOT:     func.func private @forward_backward
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK-SAME:      -> (tensor<f32>, tensor<2xf32>)
+// CHECK-NOT:     func.func private @forward_backward
+// CHECK-LABEL: func.func @caller(
+// CHECK:         call @forward_backward(
+func.func @forward(%x: tensor<2xf32> {dsnn.param = #dsnn.param<name = "x", init = zeros>}) -> tensor<f32> {
+  %l = dsnn.reduce_sum %x dims [0] : tensor<2xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func private @forward_backward(tensor<2xf32>) -> (tensor<f32>, tensor<2xf32>)
+func.func @caller(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %l, %g = func.call @forward_backward(%x) : (tensor<2xf32>) -> (tensor<f32>, tensor<2xf32>)
+  return %g : tensor<2xf32>
+}

@@ -61,6 +61,8 @@ def Autodiff : Pass<"ds-autodiff", "mlir::ModuleOp"> {
     activations that backward needs become extra results of the forward
     layer. An op on the gradient path without a VJP (or whose VJP cannot be
     built, e.g. `dsnn.dropout` with p > 0, `dsnn.moe`) is an error at that op.
+    A declaration of the result function (a harness that calls it) is
+    replaced by the definition when the types agree.
 
       func.func @forward(%w: tensor<4x8xf32> {dsnn.param = ...},
                          %x: tensor<2x8xf32>, %y: tensor<2x4xf32>) -> tensor<f32> {

@@ -277,7 +277,11 @@ FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
            << " must have a body and return one scalar float loss (the model "
               "contract; run ds-verify-model-contract)";
   auto module = forward->getParentOfType<ModuleOp>();
-  if (module.lookupSymbol(name))
+  // A declaration (a test harness or driver calling the gradient function
+  // before it exists) is replaced by the definition.
+  auto declared = module.lookupSymbol<func::FuncOp>(name);
+  if ((declared && !declared.isExternal()) ||
+      (!declared && module.lookupSymbol(name)))
     return forward.emitError() << "autodiff: @" << name
                                << " already exists; pick another name "
                                   "(option result=NAME) or remove it";
@@ -324,6 +328,18 @@ FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
   ret.erase();
   fn.setFunctionType(FunctionType::get(fn.getContext(), fn.getArgumentTypes(),
                                        ValueRange(results).getTypes()));
+  if (declared) {
+    if (declared.getFunctionType() != fn.getFunctionType()) {
+      InFlightDiagnostic diag = declared.emitError()
+                                << "autodiff: the declaration of @" << name
+                                << " has type " << declared.getFunctionType()
+                                << " but the gradient function is "
+                                << fn.getFunctionType();
+      fn.erase();
+      return diag;
+    }
+    declared.erase();
+  }
 
   if (failed(exportSavedActivations(fn))) {
     fn.erase();
