@@ -1,0 +1,39 @@
+//===- Metrics.h - Per-step metrics and progress lines -----------*- C++
+//-*-===//
+#ifndef DS_DRIVER_METRICS_H
+#define DS_DRIVER_METRICS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ds::driver {
+
+/// Peak resident set size of this process in bytes (getrusage).
+int64_t peakRssBytes();
+
+/// One JSON object per line, flushed per step so a killed run keeps what it
+/// measured. Keys keep the order they were added in.
+class MetricsWriter {
+public:
+  using Value = std::variant<int64_t, double, bool, std::string>;
+
+  /// Opens (truncates) `path`; an empty path writes nothing.
+  static llvm::Expected<MetricsWriter> open(llvm::StringRef path);
+
+  void write(const std::vector<std::pair<std::string, Value>> &fields);
+
+private:
+  std::string path;
+  std::unique_ptr<std::ofstream> out;
+};
+
+} // namespace ds::driver
+
+#endif // DS_DRIVER_METRICS_H

@@ -1,0 +1,28 @@
+//===- ParamInit.h - Deterministic parameter initialization ------*- C++
+//-*-===//
+//
+// Parameters are drawn at run time from the #dsnn.param init description and
+// the model's init seed. Each parameter's values depend only on (seed, its
+// name, element index), so they are identical across runs, machines, ranks
+// and ZeRO shardings, and adding a parameter does not change the others.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_DRIVER_PARAMINIT_H
+#define DS_DRIVER_PARAMINIT_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace ds::driver {
+
+enum class InitKind { Zeros, Ones, Normal, Uniform };
+
+/// Fills elements [first, first + count) of parameter `name`: zeros, ones,
+/// normal(0, scale) or uniform(-scale, scale).
+void initParameter(llvm::StringRef name, InitKind kind, double scale,
+                   uint64_t seed, int64_t first, int64_t count, float *out);
+
+} // namespace ds::driver
+
+#endif // DS_DRIVER_PARAMINIT_H
