@@ -10,6 +10,7 @@
 #include "ds/Config/Config.h"
 #include "ds/Import/Import.h"
 
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
@@ -63,6 +64,8 @@ static int fail(const llvm::Twine &message) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // --mlir-print-debuginfo shows the Python source line of each imported op.
+  registerAsmPrinterCLOptions();
   cl::ParseCommandLineOptions(argc, argv,
                               "ds-import: model spec or TorchScript -> the "
                               "ds model contract\n");
@@ -124,7 +127,7 @@ int main(int argc, char **argv) {
   auto output = openOutputFile(outputPath, &error);
   if (!output)
     return fail(error);
-  (*module)->print(output->os());
+  (*module)->print(output->os(), OpPrintingFlags());
   output->os() << "\n";
   output->keep();
   return 0;
