@@ -10,6 +10,8 @@
 #include "dsdist/DistDialect.h"
 #include "dsnn/NNDialect.h"
 #include "dstrain/TrainDialect.h"
+#include "ds/Conversion/LinalgToRuntime.h"
+#include "ds/Conversion/Passes.h"
 #include "ds/Pipelines/Pipelines.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
@@ -25,6 +27,8 @@ inline void registerAllDSDialects(DialectRegistry &registry) {
 inline void registerAllDSPasses() {
   registerDSPasses();
   registerTrainingPipeline();
+  registerDSConversionPasses();
+  registerLowerToLLVMPipeline();
 }
 
 } // namespace mlir::ds

@@ -1,0 +1,106 @@
+//===- LinalgToRuntime.h - linalg -> dsrt calls -> LLVM ----------*- C++
+//-*-===//
+//
+// The level below linalg, as a C++ API for drivers (the JIT, ds-train) that
+// want the numbers and not only the IR: the BLAS rewrite, the buffer planner
+// and the `ds-lower-to-llvm` pipeline that strings them together with
+// upstream bufferization and the LLVM conversions.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_CONVERSION_LINALGTORUNTIME_H
+#define DS_CONVERSION_LINALGTORUNTIME_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <cstdint>
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace mlir::ds {
+
+/// The runtime symbols the rewrite calls (runtime/include/dsrt/dsrt.h).
+inline constexpr llvm::StringLiteral kSgemmSymbol = "dsrt_sgemm";
+inline constexpr llvm::StringLiteral kSgemmStridedBatchedSymbol =
+    "dsrt_sgemm_strided_batched";
+
+struct LinalgToRuntimeOptions {
+  /// Fold a zero linalg.fill of the output into beta = 0.
+  bool foldFill = true;
+  /// Remark on every contraction left as loops, and a module summary.
+  bool report = false;
+};
+
+struct LinalgToRuntimeStats {
+  int64_t blasCalls = 0;     ///< contractions that now call dsrt_sgemm*
+  int64_t unmatched = 0;     ///< contractions left for the loop lowering
+  int64_t copiesToLoops = 0; ///< strided memref.copy turned into linalg.copy
+};
+
+/// The `ds-lower-to-runtime` rewrite on a bufferized module.
+LogicalResult lowerLinalgToRuntime(ModuleOp module,
+                                   const LinalgToRuntimeOptions &options,
+                                   LinalgToRuntimeStats &stats);
+
+/// Function attributes `ds-plan-buffers` sets.
+inline constexpr llvm::StringLiteral kWorkspaceBytesAttr = "ds.workspace_bytes";
+inline constexpr llvm::StringLiteral kWorkspaceUnplannedBytesAttr =
+    "ds.workspace_unplanned_bytes";
+
+/// Options of the `ds-lower-to-llvm` pipeline: tensors (linalg, tensor,
+/// arith, math, func) in, LLVM dialect calling dsrt_* out.
+struct LowerToLLVMPipelineOptions
+    : public PassPipelineOptions<LowerToLLVMPipelineOptions> {
+  PassOptions::Option<bool> fuseElementwise{
+      *this, "fuse-elementwise",
+      llvm::cl::desc("fuse producer/consumer elementwise linalg ops on "
+                     "tensors before bufferization"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> outParams{
+      *this, "out-params",
+      llvm::cl::desc("tensor results become caller-allocated trailing "
+                     "arguments (the JIT driver's calling convention)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> planBuffers{
+      *this, "plan-buffers",
+      llvm::cl::desc("place static temporaries in one arena per function "
+                     "(ds-plan-buffers)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> reuseBuffers{
+      *this, "reuse-buffers",
+      llvm::cl::desc("let planned buffers share bytes by liveness"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> blas{
+      *this, "blas",
+      llvm::cl::desc("call dsrt_sgemm for f32 contractions "
+                     "(ds-lower-to-runtime); off: loops"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> parallelLoops{
+      *this, "parallel-loops",
+      llvm::cl::desc("lower linalg to scf.parallel where the iterators "
+                     "allow (sequential today, ready for OpenMP)"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> report{
+      *this, "report",
+      llvm::cl::desc("remarks from the BLAS rewrite and the buffer planner"),
+      llvm::cl::init(false)};
+};
+
+/// Appends the `ds-lower-to-llvm` pipeline to a module pass manager.
+void buildLowerToLLVMPipeline(OpPassManager &pm,
+                              const LowerToLLVMPipelineOptions &options);
+
+/// Registers `ds-lower-to-llvm` with the textual pass pipeline parser.
+void registerLowerToLLVMPipeline();
+
+/// Dialects and external models (bufferization of arith/linalg/tensor/...,
+/// func boundaries) the pipeline needs in a context that was not set up by
+/// ds-opt's registerAllDialects.
+void registerLowerToLLVMDependencies(DialectRegistry &registry);
+
+} // namespace mlir::ds
+
+#endif // DS_CONVERSION_LINALGTORUNTIME_H

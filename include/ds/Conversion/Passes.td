@@ -1,0 +1,109 @@
+//===- Passes.td - ds conversion passes --------------------*- tablegen -*-===//
+//
+// The level below linalg: buffers, the runtime ABI (dsrt_*), LLVM. The
+// named pipeline `ds-lower-to-llvm` strings these together with upstream
+// bufferization and LLVM conversions; see docs/architecture.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_CONVERSION_PASSES
+#define DS_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToRuntime : Pass<"ds-lower-to-runtime", "mlir::ModuleOp"> {
+  let summary = "Rewrite f32 matmuls on memrefs into dsrt_sgemm calls";
+  let description = [{
+    Every linalg contraction on buffers with one M, one N, one K and at most
+    one batch dimension — `linalg.matmul`, `linalg.batch_matmul` (transposed
+    or batch-broadcast operands through `indexing_maps`), or an equivalent
+    `linalg.generic` / `linalg.contract` with a multiply-add body — whose
+    operands are f32 memrefs with static strides and a unit stride on one
+    matrix dimension becomes a call to the runtime's fixed symbols
+    `dsrt_sgemm` / `dsrt_sgemm_strided_batched` (runtime/include/dsrt/dsrt.h)
+    on the aligned pointers plus offsets. A transposed operand is passed as
+    a BLAS transpose flag, a column-major output by computing Cᵀ = Bᵀ·Aᵀ. A
+    `linalg.fill` of zero into the output right before the matmul (nothing
+    reading the output in between) is folded into beta = 0.
+
+    A contraction it cannot match (another element type, a dynamic or
+    non-unit inner stride, two K dimensions, …) is left for the loop lowering;
+    with `report` each one gets a remark saying why, and the module a summary
+    remark. `memref.copy` between non-contiguous buffers becomes `linalg.copy`
+    so it lowers to loops instead of a call into MLIR's C runner utilities.
+
+    Example:
+
+      linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+      linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>)
+                    outs(%c : memref<8x16xf32>)
+
+    becomes (pointers are `!llvm.ptr`, sizes `i64`):
+
+      call @dsrt_sgemm(%false, %false, %c8, %c16, %c4, %one, %pa, %c4, %pb,
+                       %c16, %zero, %pc, %c16) : (i32, i32, i64, ...) -> i32
+  }];
+  let options = [
+    Option<"foldFill", "fold-fill", "bool", "true",
+           "fold a zero fill of the output into beta = 0">,
+    Option<"report", "report", "bool", "false",
+           "emit a remark for every contraction left as loops, and a summary">,
+  ];
+  let statistics = [
+    Statistic<"numBlasCalls", "blas-calls", "contractions lowered to dsrt calls">,
+    Statistic<"numUnmatched", "unmatched", "contractions left as loop nests">,
+  ];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::linalg::LinalgDialect",
+  ];
+}
+
+def PlanBuffers : Pass<"ds-plan-buffers", "mlir::ModuleOp"> {
+  let summary = "Place each function's static buffers in one arena, reused by liveness";
+  let description = [{
+    After bufferization, every `memref.alloc` of static shape in a function's
+    entry block whose buffer does not escape (is not returned, stored or
+    yielded out of a region — through any chain of views) gets a fixed byte
+    offset in one per-function arena, a private `memref.global` of i8 named
+    `__ds_arena_<function>`, and becomes a `memref.view` of it; its
+    `memref.dealloc`s are erased. The arena is allocated once (static storage
+    of the loaded code) and reused by every call, so a training step
+    allocates nothing for its temporaries. Functions using the arena are not
+    reentrant: one call at a time per function.
+
+    With `reuse` (the default) two buffers share bytes when their live
+    ranges — from the alloc to the last use of any alias, in entry-block
+    order — do not overlap (greedy first-fit, largest first). The function
+    gets `ds.workspace_bytes` (the arena size) and `ds.workspace_unplanned_bytes`
+    (the sum of the buffers' sizes, what reuse saves against).
+
+    Example: two temporaries whose lives do not overlap share offset 0:
+
+      %t0 = memref.alloc() : memref<64xf32>   // used, then dead
+      %t1 = memref.alloc() : memref<64xf32>
+
+    becomes
+
+      memref.global "private" @__ds_arena_f : memref<256xi8> {alignment = 64}
+      %g  = memref.get_global @__ds_arena_f : memref<256xi8>
+      %t0 = memref.view %g[%c0][] : memref<256xi8> to memref<64xf32>
+      %t1 = memref.view %g[%c0][] : memref<256xi8> to memref<64xf32>
+  }];
+  let options = [
+    Option<"reuse", "reuse", "bool", "true",
+           "share arena bytes between buffers whose live ranges do not overlap">,
+    Option<"alignment", "alignment", "int64_t", "64",
+           "byte alignment of the arena and of every buffer in it">,
+    Option<"report", "report", "bool", "false",
+           "emit a remark per function with the arena size and what reuse saved">,
+  ];
+  let statistics = [
+    Statistic<"numPlanned", "planned", "allocations placed in an arena">,
+    Statistic<"numKept", "kept", "allocations left to the allocator">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+#endif // DS_CONVERSION_PASSES

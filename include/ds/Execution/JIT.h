@@ -1,0 +1,131 @@
+//===- JIT.h - lower, JIT and call ds functions on host buffers -*- C++ -*-===//
+//
+// The execution harness: a module at tensor level (linalg / tensor / arith /
+// math / func — or higher, with a pre-lowering callback such as
+// ds-lower-nn-to-linalg) goes through the `ds-lower-to-llvm` pipeline into
+// an mlir::ExecutionEngine (LLVM O3, host CPU features, dsrt_* resolved from
+// the linked libdsrt); each public function can then be called on Tensors.
+//
+//   auto runner = Runner::fromSource(text);      // llvm::Expected<...>
+//   auto outs = (*runner)->invoke("forward", {x, w});
+//
+// Calling convention underneath: every public function gets
+// llvm.emit_c_interface; tensor arguments are passed as memref descriptors
+// over the Tensor's data (never copied), tensor results become trailing
+// out-parameters the Runner allocates (or the caller provides, invokeInto),
+// so no buffer crosses the boundary with unclear ownership. A runtime error
+// inside the call (dsrt_last_error) becomes the returned llvm::Error.
+//
+// Functions whose temporaries were planned into an arena are not
+// reentrant: call each function from one thread at a time.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_EXECUTION_JIT_H
+#define DS_EXECUTION_JIT_H
+
+#include "ds/Execution/Tensor.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class DialectRegistry;
+class ExecutionEngine;
+class MLIRContext;
+class OpPassManager;
+} // namespace mlir
+
+namespace mlir::ds::exec {
+
+/// One argument or result of a public function.
+struct ValueInfo {
+  DType dtype = DType::F32;
+  llvm::SmallVector<int64_t, 4> shape; ///< ShapedType::kDynamic for ?
+  bool isTensor = true;                ///< false: a scalar passed by value
+};
+
+struct FunctionSignature {
+  std::string name;
+  std::vector<ValueInfo> inputs, results;
+  int64_t workspaceBytes = 0; ///< the planned arena (0: none)
+};
+
+struct RunnerOptions {
+  /// Passes run before the ds lowering, e.g. ds-lower-nn-to-linalg.
+  std::function<void(mlir::OpPassManager &)> preLowering;
+  /// Dialects the input may use beyond the upstream ones the lowering
+  /// needs (fromSource/fromFile only), e.g. registerAllDSDialects.
+  std::function<void(mlir::DialectRegistry &)> registerDialects;
+  /// ds-lower-to-llvm options (see LowerToLLVMPipelineOptions).
+  bool fuseElementwise = true;
+  bool planBuffers = true;
+  bool reuseBuffers = true;
+  bool blas = true;
+  /// Remarks from the BLAS rewrite and the buffer planner, on stderr.
+  bool report = false;
+  /// LLVM optimization level of the JIT (0-3).
+  unsigned optLevel = 3;
+  /// Called with the module after each stage ("pre", "llvm"), for dumps.
+  std::function<void(llvm::StringRef stage, mlir::ModuleOp)> onStage;
+};
+
+class Runner {
+public:
+  /// Lowers `module` in place and JITs it. The module's context gets the
+  /// dialects and interfaces the lowering needs appended to its registry.
+  static llvm::Expected<std::unique_ptr<Runner>>
+  create(mlir::ModuleOp module, const RunnerOptions &options = {});
+  /// Parses MLIR text / a file into a context the Runner owns, then create().
+  static llvm::Expected<std::unique_ptr<Runner>>
+  fromSource(llvm::StringRef source, const RunnerOptions &options = {},
+             llvm::StringRef sourceName = "input");
+  static llvm::Expected<std::unique_ptr<Runner>>
+  fromFile(llvm::StringRef path, const RunnerOptions &options = {});
+
+  ~Runner();
+  Runner(const Runner &) = delete;
+  Runner &operator=(const Runner &) = delete;
+
+  /// Public functions, in module order.
+  std::vector<std::string> functionNames() const;
+  /// nullptr if `name` is not a public function of the module.
+  const FunctionSignature *signature(llvm::StringRef name) const;
+
+  /// Calls `name`; results are freshly allocated owned Tensors.
+  llvm::Expected<std::vector<Tensor>> invoke(llvm::StringRef name,
+                                             llvm::ArrayRef<Tensor> inputs);
+  /// Calls `name` writing the results into `outputs` (owned or borrowed,
+  /// exactly the result types): no allocation at all.
+  llvm::Error invokeInto(llvm::StringRef name, llvm::ArrayRef<Tensor> inputs,
+                         llvm::ArrayRef<Tensor> outputs);
+
+  /// Contractions the lowering sent to dsrt_sgemm* (call sites).
+  int64_t blasCallSites() const { return blasCallSites_; }
+
+private:
+  Runner();
+  llvm::Error lowerAndLoad(mlir::ModuleOp module, const RunnerOptions &options);
+
+  std::unique_ptr<mlir::MLIRContext> ownedContext_;
+  mlir::OwningOpRef<mlir::ModuleOp> ownedModule_;
+  std::unique_ptr<mlir::ExecutionEngine> engine_;
+  struct TargetMachineHolder;
+  std::unique_ptr<TargetMachineHolder> tm_;
+  std::vector<FunctionSignature> functions_;
+  int64_t blasCallSites_ = 0;
+};
+
+/// The registry a Runner's own context starts from: the dialects, external
+/// models and LLVM IR translations the lowering and the JIT need.
+void registerRunnerDependencies(mlir::DialectRegistry &registry);
+
+} // namespace mlir::ds::exec
+
+#endif // DS_EXECUTION_JIT_H

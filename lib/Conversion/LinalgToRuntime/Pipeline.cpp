@@ -1,0 +1,141 @@
+//===- Pipeline.cpp - the ds-lower-to-llvm pipeline
+//------------------------===//
+//
+// tensors ─ fuse elementwise ─ one-shot bufferize (function boundaries,
+// identity layouts) ─ results to out-params ─ ds-plan-buffers ─ ownership-
+// based deallocation for what is left ─ ds-lower-to-runtime (BLAS) ─ linalg
+// to (parallel) loops ─ math to LLVM / libm ─ LLVM dialect.
+//
+// The BLAS rewrite runs after deallocation placement on purpose: it turns a
+// memref use into a raw pointer the deallocation analysis cannot see, so a
+// dealloc placed afterwards could free the buffer before the call.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ds/Conversion/LinalgToRuntime.h"
+#include "ds/Conversion/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Index/IR/IndexDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                  const LowerToLLVMPipelineOptions &options) {
+  // Tensor level: clean up, then fuse elementwise chains so each becomes
+  // one loop nest (one memory pass) instead of one per op.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (options.fuseElementwise) {
+    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+
+  // Buffers. Identity layouts at function boundaries keep the C interface
+  // simple (contiguous row-major host buffers in and out).
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  bufferize.unknownTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  if (options.outParams) {
+    bufferization::BufferResultsToOutParamsPassOptions outParams;
+    outParams.hoistStaticAllocs = true;
+    outParams.modifyPublicFunctions = true;
+    pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  }
+  pm.addPass(createCanonicalizerPass());
+  if (options.planBuffers)
+    pm.addPass(ds::createPlanBuffers(
+        {options.reuseBuffers, /*alignment=*/64, options.report}));
+  bufferization::buildBufferDeallocationPipeline(pm);
+
+  // Matmuls to the runtime, the rest to loops LLVM can vectorize.
+  if (options.blas)
+    pm.addPass(ds::createLowerToRuntime({/*foldFill=*/true, options.report}));
+  if (options.parallelLoops)
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  else
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+
+  // LLVM dialect.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass()); // erf and friends: libm
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void ds::registerLowerToLLVMPipeline() {
+  PassPipelineRegistration<LowerToLLVMPipelineOptions>(
+      "ds-lower-to-llvm",
+      "Lower tensors (linalg, tensor, arith, math, func) to the LLVM dialect "
+      "calling dsrt_*: fuse, bufferize, plan buffers, BLAS, loops, LLVM",
+      buildLowerToLLVMPipeline);
+}
+
+void ds::registerLowerToLLVMDependencies(DialectRegistry &registry) {
+  registry.insert<affine::AffineDialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, index::IndexDialect, linalg::LinalgDialect,
+                  LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
+                  scf::SCFDialect, tensor::TensorDialect, ub::UBDialect>();
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  arith::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  cf::registerBufferizableOpInterfaceExternalModels(registry);
+  cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  linalg::registerAllDialectInterfaceImplementations(registry);
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+  memref::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerInferTypeOpInterfaceExternalModels(registry);
+  tensor::registerSubsetOpInterfaceExternalModels(registry);
+}

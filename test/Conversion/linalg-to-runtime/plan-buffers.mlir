@@ -1,0 +1,81 @@
+// RUN: ds-opt %s --ds-plan-buffers --split-input-file | FileCheck %s
+// RUN: ds-opt %s --ds-plan-buffers='reuse=0' --split-input-file | FileCheck %s --check-prefix=NOREUSE
+// RUN: ds-opt %s --ds-plan-buffers='report=1' --split-input-file 2>&1 >/dev/null | FileCheck %s --check-prefix=REPORT
+
+// Two temporaries whose lives do not overlap share offset 0; the dealloc
+// goes away with the allocation.
+// CHECK-LABEL: memref.global "private" @__ds_arena_chain : memref<256xi8> = uninitialized {alignment = 64 : i64}
+// CHECK-LABEL: func @chain
+// CHECK-SAME:    ds.workspace_bytes = 256 : i64, ds.workspace_unplanned_bytes = 512 : i64
+// CHECK:         %[[ARENA:.*]] = memref.get_global @__ds_arena_chain : memref<256xi8>
+// CHECK:         %[[C0:.*]] = arith.constant 0 : index
+// CHECK:         %[[T0:.*]] = memref.view %[[ARENA]][%[[C0]]][] : memref<256xi8> to memref<64xf32>
+// CHECK:         %[[C0B:.*]] = arith.constant 0 : index
+// CHECK:         %[[T1:.*]] = memref.view %[[ARENA]][%[[C0B]]][] : memref<256xi8> to memref<64xf32>
+// CHECK-NOT:     memref.alloc
+// CHECK-NOT:     memref.dealloc
+// NOREUSE-LABEL: memref.global "private" @__ds_arena_chain : memref<512xi8>
+// NOREUSE:       arith.constant 256 : index
+// REPORT: remark: ds-plan-buffers: @chain: 2 buffer(s) in a 256-byte arena (512 bytes without reuse)
+func.func @chain(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %t0 = memref.alloc() : memref<64xf32>
+  linalg.copy ins(%x : memref<64xf32>) outs(%t0 : memref<64xf32>)
+  linalg.copy ins(%t0 : memref<64xf32>) outs(%y : memref<64xf32>)
+  memref.dealloc %t0 : memref<64xf32>
+  %t1 = memref.alloc() : memref<64xf32>
+  linalg.copy ins(%y : memref<64xf32>) outs(%t1 : memref<64xf32>)
+  linalg.copy ins(%t1 : memref<64xf32>) outs(%x : memref<64xf32>)
+  return
+}
+
+// -----
+
+// Overlapping lives (a view of %t0 is read after %t1 is written) get
+// disjoint bytes, largest first.
+// CHECK-LABEL: func @overlap
+// CHECK-DAG:     arith.constant 0 : index
+// CHECK-DAG:     arith.constant 512 : index
+// CHECK-NOT:     memref.alloc
+func.func @overlap(%x: memref<128xf32>, %y: memref<2x32xf32>) {
+  %t0 = memref.alloc() : memref<128xf32>
+  linalg.copy ins(%x : memref<128xf32>) outs(%t0 : memref<128xf32>)
+  %v = memref.subview %t0[0] [64] [1] : memref<128xf32> to memref<64xf32, strided<[1]>>
+  %e = memref.expand_shape %v [[0, 1]] output_shape [2, 32] : memref<64xf32, strided<[1]>> into memref<2x32xf32>
+  %t1 = memref.alloc() : memref<2x32xf32>
+  linalg.copy ins(%y : memref<2x32xf32>) outs(%t1 : memref<2x32xf32>)
+  linalg.add ins(%e, %t1 : memref<2x32xf32>, memref<2x32xf32>) outs(%y : memref<2x32xf32>)
+  return
+}
+
+// -----
+
+// A returned buffer escapes: it stays a heap allocation (no arena at all).
+// CHECK-LABEL: func @escapes
+// CHECK-NOT:     memref.get_global
+// CHECK:         memref.alloc() : memref<16xf32>
+// REPORT-NOT: @escapes
+func.func @escapes(%x: memref<16xf32>) -> memref<16xf32> {
+  %t = memref.alloc() : memref<16xf32>
+  linalg.copy ins(%x : memref<16xf32>) outs(%t : memref<16xf32>)
+  return %t : memref<16xf32>
+}
+
+// -----
+
+// Dynamic sizes and allocations inside loops are left to the allocator.
+// CHECK-LABEL: func @dynamic_and_nested
+// CHECK:         memref.alloc(%{{.*}}) : memref<?xf32>
+// CHECK:         scf.for
+// CHECK:           memref.alloc() : memref<4xf32>
+func.func @dynamic_and_nested(%n: index, %x: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d = memref.alloc(%n) : memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %t = memref.alloc() : memref<4xf32>
+    linalg.copy ins(%x : memref<4xf32>) outs(%t : memref<4xf32>)
+    memref.dealloc %t : memref<4xf32>
+  }
+  memref.dealloc %d : memref<?xf32>
+  return
+}
