@@ -356,4 +356,60 @@ def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Lowering phase: dstrain -> linalg on tensors
+//===----------------------------------------------------------------------===//
+
+def LowerTrainToLinalg : Pass<"ds-lower-train-to-linalg", "mlir::ModuleOp"> {
+  let summary = "Lower the dstrain optimizer, norm, loss-scale and LR ops to linalg, arith and math on tensors";
+  let description = [{
+    The training half of the compute lowering (`ds-lower-nn-to-linalg` is the
+    model half). Each update keeps DeepSpeed's and PyTorch's arithmetic:
+
+    - `dstrain.adam`, `dstrain.sgd`: one `linalg.generic` per op, a single
+      pass reading the gradient and updating parameter and state in place
+      (the parameter and state tensors are the generic's `outs`, so
+      bufferization writes them where they are). Step-dependent scalars
+      (bias corrections, step size, decay factor, SGD's first-step flag) are
+      computed once with `arith`/`math` on `tensor.extract`ed scalars.
+      Adam follows DeepSpeed's kernels: `denom = sqrt(v) / sqrt(1 - beta2^t)
+      + eps`; AdamW decays the parameter by `lr * weight_decay` first.
+    - `dstrain.lamb`: DeepSpeed's FusedLamb in two passes: a reduction of
+      `‖p‖²` and `‖u‖²` with `u = m / (sqrt(v) + eps) + weight_decay p` on
+      the updated moments, then the update `p -= step_size · ratio · u`,
+      `step_size = lr sqrt(1 - beta2^t) / (1 - beta1^t)`, ratio clamped to
+      `[min_coeff, max_coeff]` (1 when a norm is 0).
+    - `dstrain.global_norm`, `dstrain.has_overflow`: one reduction
+      `linalg.generic` per input into a running 0-d accumulator (f32 sum of
+      squares; i1 "any element is inf or nan"). `dstrain.clip_grad_norm`
+      adds one elementwise generic per gradient scaling by
+      `min(1, max_norm / (norm + 1e-6))`.
+    - `dstrain.lr_schedule` and `dstrain.loss_scale_update`: scalar `arith`
+      and `math` (f64 for the schedules, as DeepSpeed computes them in
+      Python floats) wrapped in `tensor.from_elements`.
+
+    `dstrain.checkpoint_save` / `checkpoint_load` stay: checkpoint ops are
+    lowered by the runtime lowering. Shapes must be static; the pass fails
+    naming every other dstrain op it could not lower.
+
+      %p1, %m1, %v1 = dstrain.adam %p, %g, %m, %v step %t lr %lr
+          {weight_decay = 0.01 : f64} : tensor<64xf32>, tensor<64xbf16>
+
+    becomes (scalars elided)
+
+      %r:3 = linalg.generic {indexing_maps = [#id, #id, #id, #id],
+                             iterator_types = ["parallel"]}
+          ins(%g : tensor<64xbf16>)
+          outs(%p, %m, %v : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) {
+      ^bb0(%gi: bf16, %pi: f32, %mi: f32, %vi: f32):
+        ...  // m, v, then p, in one pass
+        linalg.yield %pn, %mn, %vn : f32, f32, f32
+      } -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+  ];
+}
+
 #endif // DS_TRANSFORMS_PASSES

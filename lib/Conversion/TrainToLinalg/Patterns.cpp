@@ -1,0 +1,56 @@
+//===- Patterns.cpp - Shared pieces of the dstrain lowering ---------------===//
+#include "Patterns.h"
+
+#include "../NNToLinalg/Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/Sequence.h"
+
+using namespace mlir;
+using namespace mlir::ds::nntolinalg;
+
+namespace mlir::ds::traintolinalg {
+
+Value extractScalar(OpBuilder &b, Location loc, Value tensor) {
+  return tensor::ExtractOp::create(b, loc, tensor, ValueRange{});
+}
+
+Value scalarTensor(OpBuilder &b, Location loc, Value scalar) {
+  auto type = RankedTensorType::get({}, scalar.getType());
+  return tensor::FromElementsOp::create(b, loc, type, scalar);
+}
+
+Value stepAsF64(OpBuilder &b, Location loc, Value stepTensor) {
+  return arith::SIToFPOp::create(b, loc, b.getF64Type(),
+                                 extractScalar(b, loc, stepTensor));
+}
+
+Value powConst(OpBuilder &b, Location loc, double base, Value exponent) {
+  return math::PowFOp::create(b, loc, floatConst(b, loc, b.getF64Type(), base),
+                              exponent);
+}
+
+Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  Value acc = filledTensor(b, loc, {}, f32, 0.0);
+  for (Value in : inputs) {
+    ArrayRef<int64_t> shape = tensorType(in).getShape();
+    unsigned rank = shape.size();
+    auto all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    acc = buildGeneric(b, loc, shape, in, identityMap(ctx, rank), acc,
+                       AffineMap::get(rank, 0, ctx), all,
+                       [&](OpBuilder &b, Location loc,
+                           ValueRange a) -> SmallVector<Value> {
+                         Value x = convertScalar(b, loc, a[0], f32);
+                         Value sq = arith::MulFOp::create(b, loc, x, x);
+                         return {arith::AddFOp::create(b, loc, a[1], sq)};
+                       })
+              .front();
+  }
+  return acc;
+}
+
+} // namespace mlir::ds::traintolinalg

@@ -1,0 +1,42 @@
+//===- Patterns.h - Shared pieces of the dstrain lowering -------*- C++ -*-===//
+//
+// The dstrain ops mix two kinds of IR: elementwise and reducing
+// linalg.generics over parameter-sized tensors (built with NNToLinalg's
+// builders), and a little scalar math on 0-d tensors (step, lr, norms, the
+// loss scale), done on extracted scalars and put back with
+// tensor.from_elements.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_LIB_CONVERSION_TRAINTOLINALG_PATTERNS_H
+#define DS_LIB_CONVERSION_TRAINTOLINALG_PATTERNS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::ds::traintolinalg {
+
+/// The element of a 0-d tensor.
+Value extractScalar(OpBuilder &b, Location loc, Value tensor);
+
+/// A 0-d tensor holding `scalar`.
+Value scalarTensor(OpBuilder &b, Location loc, Value scalar);
+
+/// The i64 step of a 0-d tensor as an f64 scalar.
+Value stepAsF64(OpBuilder &b, Location loc, Value stepTensor);
+
+/// f64 `base ^ exponent` for a constant base.
+Value powConst(OpBuilder &b, Location loc, double base, Value exponent);
+
+/// The 0-d f32 sum of squares of every element of every input, each
+/// accumulated in f32 by one reduction generic chained into the next.
+Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs);
+
+// Pattern groups; one per file.
+void populateOptimizerPatterns(RewritePatternSet &patterns);
+void populateNormPatterns(RewritePatternSet &patterns);
+void populateLRSchedulePatterns(RewritePatternSet &patterns);
+void populateLossScalePatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::ds::traintolinalg
+
+#endif // DS_LIB_CONVERSION_TRAINTOLINALG_PATTERNS_H
