@@ -1,0 +1,40 @@
+//===- DsnnRunner.cpp - JIT a dsnn function
+//--------------------------------===//
+#include "DsnnRunner.h"
+
+#include "ds/InitAllDS.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+#include <mutex>
+
+using namespace mlir::ds::exec;
+
+std::string ds::oracle::wrapFunction(const std::vector<std::string> &argTypes,
+                                     const std::string &resultType,
+                                     const std::string &body) {
+  std::string text = "func.func @f(";
+  for (size_t i = 0; i < argTypes.size(); ++i)
+    text +=
+        (i ? ", %" : "%") + std::string(1, char('a' + i)) + ": " + argTypes[i];
+  text += ") -> " + resultType + " {\n";
+  if (body.find("%r = ") == std::string::npos)
+    text += "  %r = ";
+  text += body + "\n  return %r : " + resultType + "\n}\n";
+  return text;
+}
+
+llvm::Expected<std::unique_ptr<Runner>>
+ds::oracle::compileDsnn(const std::string &moduleText) {
+  static std::once_flag registered;
+  std::call_once(registered, [] { mlir::ds::registerAllDSPasses(); });
+  RunnerOptions options;
+  options.registerDialects = [](mlir::DialectRegistry &registry) {
+    mlir::ds::registerAllDSDialects(registry);
+  };
+  options.preLowering = [](mlir::OpPassManager &pm) {
+    (void)mlir::parsePassPipeline("ds-lower-nn-to-linalg", pm);
+  };
+  return Runner::fromSource(moduleText, options, "oracle-case");
+}
