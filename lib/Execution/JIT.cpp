@@ -11,6 +11,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
@@ -264,6 +265,20 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
   if (options.onStage)
     options.onStage("llvm", module);
 
+  // Argument attributes of other dialects (dsnn.param, ...) mean nothing to
+  // LLVM and would each be a translation warning.
+  module.walk([&](LLVM::LLVMFuncOp llvmFn) {
+    auto fn = cast<FunctionOpInterface>(llvmFn.getOperation());
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+      ArrayRef<NamedAttribute> attrs = fn.getArgAttrs(i);
+      SmallVector<NamedAttribute> keep;
+      for (NamedAttribute attr : attrs)
+        if (attr.getName().strref().starts_with("llvm."))
+          keep.push_back(attr);
+      if (keep.size() != attrs.size())
+        fn.setArgAttrs(i, keep);
+    }
+  });
   module.walk([&](LLVM::CallOp call) {
     if (auto callee = call.getCallee();
         callee && callee->starts_with(ds::kSgemmSymbol))

@@ -59,6 +59,11 @@ struct LowerToLLVMPipelineOptions
       llvm::cl::desc("fuse producer/consumer elementwise linalg ops on "
                      "tensors before bufferization"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("exp/log/tanh/erf as vectorizable polynomials "
+                     "(ds-approximate-math) instead of libm calls"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> outParams{
       *this, "out-params",
       llvm::cl::desc("tensor results become caller-allocated trailing "

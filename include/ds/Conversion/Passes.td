@@ -59,6 +59,54 @@ def LowerToRuntime : Pass<"ds-lower-to-runtime", "mlir::ModuleOp"> {
   ];
 }
 
+def FuseElementwise : Pass<"ds-fuse-elementwise", "mlir::ModuleOp"> {
+  let summary = "Fuse elementwise linalg producers into consumers that read each element once";
+  let description = [{
+    Upstream `linalg-fuse-elementwise-ops` also propagates reshapes through
+    contractions (a matmul behind a `tensor.collapse_shape` becomes a
+    multi-dimensional `linalg.generic`) and fuses elementwise producers into
+    them — a layer norm fused into the matmul that consumes it is recomputed
+    once per output column, and BLAS can no longer take the product. This
+    pass keeps the useful half: an elementwise `linalg.generic` producer
+    with one use is fused into a `linalg.generic` consumer only when the
+    consumer reads the producer's result through a permutation map (every
+    element exactly once: elementwise chains, a reduction over an
+    elementwise input such as softmax's exp-then-sum). Contractions,
+    broadcasting reads and reshapes are left alone, so every matmul reaches
+    `ds-lower-to-runtime` as a matmul.
+
+      %e = linalg.generic {...["parallel"]} ins(%x) { math.exp }
+      %s = linalg.generic {...["reduction"]} ins(%e) { arith.addf }
+
+    becomes one reduction computing exp inside the sum.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def ApproximateMath : Pass<"ds-approximate-math", "mlir::ModuleOp"> {
+  let summary = "Replace exp, log, tanh, erf, ... by polynomial approximations LLVM can vectorize";
+  let description = [{
+    `math.exp`, `math.log` and friends lower to scalar calls (`expf`,
+    `erff`) that stop LLVM's loop vectorizer: in a GPT forward the erf of
+    GELU, the exp of softmax and cross-entropy are then most of the time
+    not spent in BLAS. This pass rewrites the f32 ones listed in `ops` into
+    MLIR's polynomial approximations (arith only, a few ulp, checked against
+    LibTorch by the oracle tests), which vectorize with the rest of the loop.
+
+      %y = math.erf %x : f32
+
+    becomes a branch-free polynomial in `arith` ops.
+  }];
+  let options = [
+    ListOption<"ops", "ops", "std::string",
+               "math ops to approximate (default: exp, expm1, log, log1p, "
+               "log2, tanh, erf)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def PlanBuffers : Pass<"ds-plan-buffers", "mlir::ModuleOp"> {
   let summary = "Place each function's static buffers in one arena, reused by liveness";
   let description = [{

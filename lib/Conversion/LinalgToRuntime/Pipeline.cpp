@@ -47,6 +47,7 @@
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
 #include "mlir/Dialect/UB/IR/UBOps.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -55,11 +56,12 @@ using namespace mlir;
 void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
                                   const LowerToLLVMPipelineOptions &options) {
   // Tensor level: clean up, then fuse elementwise chains so each becomes
-  // one loop nest (one memory pass) instead of one per op.
+  // one loop nest (one memory pass) instead of one per op — but never into
+  // a contraction (see ds-fuse-elementwise).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   if (options.fuseElementwise) {
-    pm.addPass(createLinalgElementwiseOpFusionPass());
+    pm.addPass(ds::createFuseElementwise());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -93,7 +95,10 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   else
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
 
-  // LLVM dialect.
+  // LLVM dialect. Transcendentals as polynomials first, so the loops
+  // around them vectorize; what is left goes to LLVM intrinsics or libm.
+  if (options.approximateMath)
+    pm.addPass(ds::createApproximateMath());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
@@ -122,7 +127,8 @@ void ds::registerLowerToLLVMDependencies(DialectRegistry &registry) {
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
                   func::FuncDialect, index::IndexDialect, linalg::LinalgDialect,
                   LLVM::LLVMDialect, math::MathDialect, memref::MemRefDialect,
-                  scf::SCFDialect, tensor::TensorDialect, ub::UBDialect>();
+                  scf::SCFDialect, tensor::TensorDialect, ub::UBDialect,
+                  vector::VectorDialect>();
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   arith::registerBufferViewFlowOpInterfaceExternalModels(registry);
