@@ -70,6 +70,9 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // simple (contiguous row-major host buffers in and out).
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
+  // The micro-batch loop carries gradient accumulators whose new values are
+  // fresh buffers each iteration.
+  bufferize.allowReturnAllocsFromLoops = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   bufferize.unknownTypeConversion =

@@ -1,0 +1,44 @@
+//===- Trainer.h - Compile a model + config and run training ----*- C++ -*-===//
+//
+// What ds-train does, as a library: import the model, build @train_step with
+// the training pipeline, lower and JIT it, then run steps with planned
+// buffers (parameters and optimizer state double-buffered, no allocation per
+// step), feeding the sample order of Data.h and reporting metrics.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_DRIVER_TRAINER_H
+#define DS_DRIVER_TRAINER_H
+
+#include "ds/Driver/Data.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace ds::driver {
+
+struct TrainOptions {
+  std::string modelPath;  ///< .json spec, .mlir model contract or .pt
+  std::string configPath; ///< ds_config.json
+  std::string dataPath;   ///< .txt / .bin; empty with `synthetic`
+  bool synthetic = false;
+  int64_t steps = 0;
+  std::string metricsPath;      ///< JSONL, one line per step
+  std::optional<uint64_t> seed; ///< overrides the model's init seed
+  std::string initFrom;         ///< safetensors with initial parameters
+  DataOrder order = DataOrder::Sequential;
+  std::string saveWeights; ///< safetensors of the final parameters
+  std::string dumpIRDir;   ///< writes each phase's IR here
+  bool quiet = false;      ///< no progress lines
+};
+
+/// Runs the whole job; progress goes to `log`. Any problem with the inputs
+/// comes back as one error message.
+llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log);
+
+} // namespace ds::driver
+
+#endif // DS_DRIVER_TRAINER_H

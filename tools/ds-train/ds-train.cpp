@@ -1,0 +1,77 @@
+//===- ds-train.cpp - Compile a model + ds_config.json, then train
+//---------===//
+#include "ds/Driver/Trainer.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+static cl::OptionCategory category("ds-train options");
+static cl::opt<std::string> model("model", cl::Required, cl::cat(category),
+                                  cl::desc("model: .json spec, .mlir model "
+                                           "contract or TorchScript .pt"));
+static cl::opt<std::string> config("config", cl::Required, cl::cat(category),
+                                   cl::desc("DeepSpeed ds_config.json"));
+static cl::opt<std::string> data("data", cl::cat(category),
+                                 cl::desc("training tokens: .txt (bytes) or "
+                                          ".bin (uint16)"));
+static cl::opt<bool> synthetic("synthetic", cl::cat(category),
+                               cl::desc("train on seeded random tokens"));
+static cl::opt<int64_t> steps("steps", cl::Required, cl::cat(category),
+                              cl::desc("optimizer steps to run"));
+static cl::opt<std::string> metrics("metrics", cl::cat(category),
+                                    cl::desc("JSONL file, one line per step"));
+static cl::opt<int64_t> seed("seed", cl::init(-1), cl::cat(category),
+                             cl::desc("init/shuffle seed (default: the "
+                                      "model's init_seed)"));
+static cl::opt<std::string> initFrom("init-from", cl::cat(category),
+                                     cl::desc("initial parameters from a "
+                                              ".safetensors file"));
+static cl::opt<std::string>
+    dataOrder("data-order", cl::init("sequential"), cl::cat(category),
+              cl::desc("sequential | shuffled (see docs/data.md)"));
+static cl::opt<std::string>
+    saveWeights("save-weights", cl::cat(category),
+                cl::desc("write the final parameters to a .safetensors file"));
+static cl::opt<std::string> dumpIR("dump-ir", cl::cat(category),
+                                   cl::desc("write each phase's IR to DIR"));
+static cl::opt<bool> quiet("quiet", cl::cat(category),
+                           cl::desc("no progress lines"));
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "ds-train: compile a model and a ds_config.json into a training step, "
+      "then run it\n");
+  ds::driver::TrainOptions options;
+  options.modelPath = model;
+  options.configPath = config;
+  options.dataPath = data;
+  options.synthetic = synthetic;
+  options.steps = steps;
+  options.metricsPath = metrics;
+  if (seed >= 0)
+    options.seed = static_cast<uint64_t>(seed);
+  options.initFrom = initFrom;
+  options.saveWeights = saveWeights;
+  options.dumpIRDir = dumpIR;
+  options.quiet = quiet;
+  if (dataOrder == "shuffled") {
+    options.order = ds::driver::DataOrder::Shuffled;
+  } else if (dataOrder != "sequential") {
+    WithColor::error(errs(), "ds-train")
+        << "--data-order must be sequential or shuffled, got '" << dataOrder
+        << "'\n";
+    return 1;
+  }
+  if (Error err = ds::driver::runTraining(options, outs())) {
+    outs().flush();
+    WithColor::error(errs(), "ds-train") << toString(std::move(err)) << "\n";
+    return 1;
+  }
+  return 0;
+}
