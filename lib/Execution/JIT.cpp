@@ -21,6 +21,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <cstdlib>
 #include <mutex>
 
 using namespace mlir;
@@ -246,6 +247,10 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
     }
     fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                 UnitAttr::get(ctx));
+    // Inputs are the caller's: bufferization must not write into them.
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+      if (isa<TensorType>(fn.getArgument(i).getType()))
+        fn.setArgAttr(i, "bufferization.writable", BoolAttr::get(ctx, false));
     functions_.push_back(std::move(sig));
   }
 
@@ -319,8 +324,14 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
   engineOptions.jitCodeGenOptLevel = options.optLevel >= 3
                                          ? llvm::CodeGenOptLevel::Aggressive
                                          : llvm::CodeGenOptLevel::Default;
-  engineOptions.enableGDBNotificationListener = false;
-  engineOptions.enablePerfNotificationListener = false;
+  // DS_JIT_PERF=1: register JIT'd code with perf/gdb (profiling sessions).
+  bool listeners = std::getenv("DS_JIT_PERF") != nullptr;
+  engineOptions.enableGDBNotificationListener = listeners;
+  engineOptions.enablePerfNotificationListener = listeners;
+  // DS_JIT_DUMP_OBJECT=FILE: write the compiled object (disassembly when
+  // profiling; function addresses are printed to stderr).
+  const char *dumpObject = std::getenv("DS_JIT_DUMP_OBJECT");
+  engineOptions.enableObjectDump = dumpObject != nullptr;
   auto engine =
       ExecutionEngine::create(module, engineOptions, std::move(*engineTM));
   if (!engine)
@@ -342,10 +353,16 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
   });
   engine_->initialize();
   // Compile everything now, so the first call is not the slow one.
-  for (const FunctionSignature &sig : functions_)
+  for (const FunctionSignature &sig : functions_) {
     if (auto fn = engine_->lookupPacked("_mlir_ciface_" + sig.name); !fn)
       return makeError("cannot compile @" + sig.name + ": " +
                        llvm::toString(fn.takeError()));
+    if (dumpObject)
+      if (auto addr = engine_->lookup(sig.name))
+        llvm::errs() << "ds-jit: @" << sig.name << " at " << *addr << "\n";
+  }
+  if (dumpObject)
+    engine_->dumpToObjectFile(dumpObject);
   return llvm::Error::success();
 }
 

@@ -283,6 +283,29 @@ func.func @chain(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
   EXPECT_EQ(withReuse, 2 * 512);
 }
 
+TEST(Runner, InputsAreNeverWritten) {
+  // The generic's init is the argument itself: bufferized in place it
+  // would overwrite the caller's tensor.
+  const char *source = R"mlir(
+func.func @double(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]} outs(%x : tensor<4xf32>) {
+  ^bb0(%o: f32):
+    %r = arith.addf %o, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+)mlir";
+  auto runner = compile(source);
+  ASSERT_TRUE(runner);
+  Tensor x = Tensor::fromVector<float>({4}, {1, 2, 3, 4});
+  auto out = runner->invoke("double", {x});
+  ASSERT_TRUE(bool(out)) << llvm::toString(out.takeError());
+  EXPECT_EQ((*out)[0].toVector<float>(), (std::vector<float>{2, 4, 6, 8}));
+  EXPECT_EQ(x.toVector<float>(), (std::vector<float>{1, 2, 3, 4}));
+}
+
 TEST(Runner, ClearErrors) {
   auto runner = compile(kMatmul);
   ASSERT_TRUE(runner);

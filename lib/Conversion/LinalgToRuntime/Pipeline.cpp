@@ -93,10 +93,12 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Matmuls to the runtime, the rest to loops LLVM can vectorize.
   if (options.blas)
     pm.addPass(ds::createLowerToRuntime({/*foldFill=*/true, options.report}));
+  pm.addPass(ds::createRelaxReductions());
   if (options.parallelLoops)
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addNestedPass<func::FuncOp>(ds::createPromoteAccumulators());
 
   // LLVM dialect. Transcendentals as polynomials first, so the loops
   // around them vectorize; what is left goes to LLVM intrinsics or libm.
