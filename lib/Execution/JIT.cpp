@@ -15,12 +15,14 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
 
@@ -209,6 +211,11 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
                                  const RunnerOptions &options) {
   MLIRContext *ctx = module.getContext();
   DiagnosticCapture diags(ctx);
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point since) {
+    return std::chrono::duration<double>(Clock::now() - since).count();
+  };
+  Clock::time_point mlirStart = Clock::now();
 
   if (options.preLowering) {
     PassManager pm(ctx);
@@ -218,6 +225,30 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
   }
   if (options.onStage)
     options.onStage("pre", module);
+
+  // Only the requested entry points stay public; symbol-dce drops the
+  // functions they do not call, which then need no compiling.
+  if (!options.entryPoints.empty()) {
+    for (const std::string &name : options.entryPoints) {
+      auto fn = module.lookupSymbol<func::FuncOp>(name);
+      if (fn && !fn.isExternal())
+        continue;
+      std::string names;
+      for (auto f : module.getOps<func::FuncOp>())
+        if (!f.isExternal())
+          names += (names.empty() ? "@" : ", @") + f.getName().str();
+      return makeError("no function @" + name + " (the module has " +
+                       (names.empty() ? std::string("none") : names) + ")");
+    }
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn.isPublic() && !fn.isExternal() &&
+          !llvm::is_contained(options.entryPoints, fn.getName().str()))
+        fn.setPrivate();
+    PassManager pm(ctx);
+    pm.addPass(createSymbolDCEPass());
+    if (failed(pm.run(module)))
+      return diags.error("dropping unused functions failed");
+  }
 
   // The caller-visible signatures, before bufferization rewrites them.
   for (auto fn : module.getOps<func::FuncOp>()) {
@@ -267,8 +298,10 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
     if (failed(pm.run(module)))
       return diags.error("lowering to LLVM failed");
   }
+  compileTimes_.mlirSeconds = seconds(mlirStart);
   if (options.onStage)
     options.onStage("llvm", module);
+  Clock::time_point llvmStart = Clock::now();
 
   // Argument attributes of other dialects (dsnn.param, ...) mean nothing to
   // LLVM and would each be a translation warning.
@@ -363,6 +396,7 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
   }
   if (dumpObject)
     engine_->dumpToObjectFile(dumpObject);
+  compileTimes_.llvmSeconds = seconds(llvmStart);
   return llvm::Error::success();
 }
 

@@ -272,6 +272,7 @@ int main(int argc, char **argv) {
   options.blas = !noBlas;
   options.report = report;
   options.optLevel = optLevel;
+  options.entryPoints = {entry}; // compile only what --entry needs
   // Default: dsnn ops (if any) go through ds-lower-nn-to-linalg first; the
   // pass leaves a module without dsnn ops unchanged.
   std::string pre = prePipeline;
@@ -311,7 +312,10 @@ int main(int argc, char **argv) {
   if (report)
     llvm::errs() << "ds-run: @" << entry << ": " << (*runner)->blasCallSites()
                  << " BLAS call site(s) in the "
-                 << "module, workspace " << sig->workspaceBytes << " bytes\n";
+                 << "module, workspace " << sig->workspaceBytes
+                 << " bytes; compile " << (*runner)->compileTimes().mlirSeconds
+                 << " s MLIR + " << (*runner)->compileTimes().llvmSeconds
+                 << " s LLVM\n";
 
   std::vector<Tensor> args;
   if (randomSeed >= 0) {

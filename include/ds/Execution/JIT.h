@@ -72,6 +72,9 @@ struct RunnerOptions {
   bool report = false;
   /// LLVM optimization level of the JIT (0-3).
   unsigned optLevel = 3;
+  /// Public functions to keep callable; the others become private and are
+  /// dropped when unused (less to compile). Empty: every public function.
+  std::vector<std::string> entryPoints;
   /// Called with the module after each stage ("pre", "llvm"), for dumps.
   std::function<void(llvm::StringRef stage, mlir::ModuleOp)> onStage;
 };
@@ -109,6 +112,13 @@ public:
   /// Contractions the lowering sent to dsrt_sgemm* (call sites).
   int64_t blasCallSites() const { return blasCallSites_; }
 
+  /// Where compile time went: MLIR passes (pre-lowering + ds-lower-to-llvm)
+  /// and LLVM (translation, O3, machine code).
+  struct CompileTimes {
+    double mlirSeconds = 0, llvmSeconds = 0;
+  };
+  const CompileTimes &compileTimes() const { return compileTimes_; }
+
 private:
   Runner();
   llvm::Error lowerAndLoad(mlir::ModuleOp module, const RunnerOptions &options);
@@ -120,6 +130,7 @@ private:
   std::unique_ptr<TargetMachineHolder> tm_;
   std::vector<FunctionSignature> functions_;
   int64_t blasCallSites_ = 0;
+  CompileTimes compileTimes_;
 };
 
 /// The registry a Runner's own context starts from: the dialects, external

@@ -21,7 +21,7 @@
 // CHECK-NEXT: [4, 5, 6.25]]
 // MISMATCH: ds-run: result 0 does not match {{.*}}bad.txt: 1 of 6 elements differ; worst at flat index 5: got 6.25, expected 7
 // SHAPE: ds-run: error: @add: input 1 is tensor<2x3xf32> but the function takes tensor<3xf32>
-// ENTRY: ds-run: error: no public function @nope in {{.*}} (it has @make, @add)
+// ENTRY: ds-run: error: no function @nope (the module has @make, @add)
 // MISSING: ds-run: error: {{.*}}missing.npy: cannot read: No such file or directory
 // TIME: {"entry": "add", "calls": 5, "ms_per_call": {{[0-9.e+-]+}}}
 
