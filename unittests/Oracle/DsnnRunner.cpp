@@ -19,7 +19,10 @@ std::string ds::oracle::wrapFunction(const std::vector<std::string> &argTypes,
     text +=
         (i ? ", %" : "%") + std::string(1, char('a' + i)) + ": " + argTypes[i];
   text += ") -> " + resultType + " {\n";
-  if (body.find("%r = ") == std::string::npos)
+  // The body defines %r itself (several lines, or one of several results)
+  // or is one op whose single result becomes %r.
+  if (body.find("%r = ") == std::string::npos &&
+      body.find("%r, ") == std::string::npos)
     text += "  %r = ";
   text += body + "\n  return %r : " + resultType + "\n}\n";
   return text;

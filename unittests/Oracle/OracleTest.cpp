@@ -52,6 +52,24 @@ torch::Tensor causalAttention(const torch::Tensor &q, const torch::Tensor &k,
   return torch::matmul(torch::softmax(s, -1), v);
 }
 
+// The vector-Jacobian product of f at the primals x[0..n) with cotangent
+// x[n] (the last input), with respect to primal `wrt`: LibTorch autograd,
+// independent of ds's own VJP rules.
+torch::Tensor
+vjp(const std::function<torch::Tensor(std::vector<torch::Tensor>)> &f, In x,
+    size_t wrt) {
+  torch::AutoGradMode enable(true);
+  std::vector<torch::Tensor> primals;
+  for (size_t i = 0; i + 1 < x.size(); ++i) {
+    torch::Tensor p = x[i].detach().clone();
+    if (p.is_floating_point())
+      p.requires_grad_(true);
+    primals.push_back(p);
+  }
+  torch::Tensor y = f(primals);
+  return torch::autograd::grad({y}, {primals[wrt]}, {x.back()})[0];
+}
+
 const std::vector<OracleCase> &cases() {
   namespace F = torch::nn::functional;
   static const std::vector<OracleCase> kCases = {
@@ -214,6 +232,129 @@ const std::vector<OracleCase> &cases() {
          return F::cross_entropy(x[0].reshape({10, 7}), x[1].reshape({10}));
        },
        7},
+      // Gradients (dsnn's fused *_grad ops) vs LibTorch autograd.
+      {"gelu_grad",
+       {"tensor<4x8xf32>", "tensor<4x8xf32>"},
+       "tensor<4x8xf32>",
+       "dsnn.gelu_grad %a, %b : tensor<4x8xf32>",
+       [](In x) {
+         return vjp([](auto p) { return torch::gelu(p[0]); }, x, 0);
+       }},
+      {"gelu_tanh_grad",
+       {"tensor<4x8xf32>", "tensor<4x8xf32>"},
+       "tensor<4x8xf32>",
+       "dsnn.gelu_grad %a, %b approximate tanh : tensor<4x8xf32>",
+       [](In x) {
+         return vjp([](auto p) { return torch::gelu(p[0], "tanh"); }, x, 0);
+       }},
+      {"silu_grad",
+       {"tensor<4x8xf32>", "tensor<4x8xf32>"},
+       "tensor<4x8xf32>",
+       "dsnn.silu_grad %a, %b : tensor<4x8xf32>",
+       [](In x) { return vjp([](auto p) { return F::silu(p[0]); }, x, 0); }},
+      {"softmax_grad",
+       {"tensor<3x10xf32>", "tensor<3x10xf32>"},
+       "tensor<3x10xf32>",
+       "%y = dsnn.softmax %a dim -1 : tensor<3x10xf32>\n"
+       "  %r = dsnn.softmax_grad %y, %b dim -1 : tensor<3x10xf32>",
+       [](In x) {
+         return vjp([](auto p) { return torch::softmax(p[0], -1); }, x, 0);
+       }},
+      {"log_softmax_grad",
+       {"tensor<3x10xf32>", "tensor<3x10xf32>"},
+       "tensor<3x10xf32>",
+       "%y = dsnn.log_softmax %a dim -1 : tensor<3x10xf32>\n"
+       "  %r = dsnn.log_softmax_grad %y, %b dim -1 : tensor<3x10xf32>",
+       [](In x) {
+         return vjp([](auto p) { return torch::log_softmax(p[0], -1); }, x, 0);
+       }},
+      {"layer_norm_grad_input",
+       {"tensor<2x5x16xf32>", "tensor<16xf32>", "tensor<2x5x16xf32>"},
+       "tensor<2x5x16xf32>",
+       "%r, %dw, %db = dsnn.layer_norm_grad %a, %b, %c eps 1.0e-05 : "
+       "tensor<2x5x16xf32>, tensor<16xf32>",
+       [](In x) {
+         return vjp(
+             [](auto p) {
+               return torch::layer_norm(p[0], {16}, p[1], {}, 1e-5);
+             },
+             x, 0);
+       },
+       4,
+       1e-4,
+       1e-5},
+      {"layer_norm_grad_weight",
+       {"tensor<2x5x16xf32>", "tensor<16xf32>", "tensor<2x5x16xf32>"},
+       "tensor<16xf32>",
+       "%dx, %r, %db = dsnn.layer_norm_grad %a, %b, %c eps 1.0e-05 : "
+       "tensor<2x5x16xf32>, tensor<16xf32>",
+       [](In x) {
+         return vjp(
+             [](auto p) {
+               return torch::layer_norm(p[0], {16}, p[1], {}, 1e-5);
+             },
+             x, 1);
+       },
+       4,
+       1e-4,
+       1e-5},
+      {"cross_entropy_grad",
+       {"tensor<2x5x7xf32>", "tensor<2x5xi64>", "tensor<f32>"},
+       "tensor<2x5x7xf32>",
+       "dsnn.cross_entropy_grad %a, %b, %c : tensor<2x5x7xf32>, "
+       "tensor<2x5xi64>, tensor<f32>",
+       [](In x) {
+         return vjp(
+             [](auto p) {
+               return F::cross_entropy(p[0].reshape({10, 7}),
+                                       p[1].reshape({10}));
+             },
+             x, 0);
+       },
+       7},
+      {"embedding_grad",
+       {"tensor<2x5xi64>", "tensor<2x5x4xf32>"},
+       "tensor<11x4xf32>",
+       "dsnn.embedding_grad %a, %b : tensor<2x5xi64>, tensor<2x5x4xf32> -> "
+       "tensor<11x4xf32>",
+       [](In x) {
+         // d(table) of embedding(ids, table) · dy: a scatter-add of dy rows.
+         auto table = torch::zeros({11, 4}, torch::requires_grad());
+         torch::AutoGradMode enable(true);
+         auto y = F::embedding(x[0], table);
+         return torch::autograd::grad({y}, {table}, {x[1]})[0];
+       },
+       11},
+      {"attention_grad_query",
+       {"tensor<2x2x6x4xf32>", "tensor<2x2x6x4xf32>", "tensor<2x2x6x3xf32>",
+        "tensor<2x2x6x3xf32>"},
+       "tensor<2x2x6x4xf32>",
+       "%r, %dk, %dv = dsnn.attention_grad %a, %b, %c, %d {causal, scale = "
+       "0.5 : f64} : tensor<2x2x6x4xf32>, tensor<2x2x6x4xf32>, "
+       "tensor<2x2x6x3xf32>, tensor<2x2x6x3xf32>",
+       [](In x) {
+         return vjp(
+             [](auto p) { return causalAttention(p[0], p[1], p[2], 0.5); }, x,
+             0);
+       },
+       4,
+       1e-4,
+       1e-5},
+      {"attention_grad_value",
+       {"tensor<2x2x6x4xf32>", "tensor<2x2x6x4xf32>", "tensor<2x2x6x3xf32>",
+        "tensor<2x2x6x3xf32>"},
+       "tensor<2x2x6x3xf32>",
+       "%dq, %dk, %r = dsnn.attention_grad %a, %b, %c, %d {causal, scale = "
+       "0.5 : f64} : tensor<2x2x6x4xf32>, tensor<2x2x6x4xf32>, "
+       "tensor<2x2x6x3xf32>, tensor<2x2x6x3xf32>",
+       [](In x) {
+         return vjp(
+             [](auto p) { return causalAttention(p[0], p[1], p[2], 0.5); }, x,
+             2);
+       },
+       4,
+       1e-4,
+       1e-5},
       {"mse_loss",
        {"tensor<3x4xf32>", "tensor<3x4xf32>"},
        "tensor<f32>",

@@ -1,0 +1,188 @@
+//===- TorchModels.h - The spec models of docs/models.md in LibTorch -*- C++ -*-===//
+//
+// The GPT and the MLP a model spec describes, written directly in LibTorch
+// from docs/models.md (raw ops on named parameter tensors, so the names are
+// the spec's), as the oracle the whole-model tests compare ds with. Nothing
+// here comes from ds.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_UNITTESTS_ORACLE_TORCHMODELS_H
+#define DS_UNITTESTS_ORACLE_TORCHMODELS_H
+
+#include <torch/torch.h>
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ds::oracle {
+
+/// Named parameters, in the order the model defines them.
+struct TorchParams {
+  std::vector<std::pair<std::string, torch::Tensor>> params;
+
+  torch::Tensor &get(const std::string &name) {
+    for (auto &[n, t] : params)
+      if (n == name)
+        return t;
+    ADD_FAILURE() << "no parameter " << name;
+    static torch::Tensor none;
+    return none;
+  }
+  void add(const std::string &name, const torch::Tensor &t) {
+    params.emplace_back(name, t.contiguous().requires_grad_());
+  }
+  std::vector<torch::Tensor> tensors() const {
+    std::vector<torch::Tensor> out;
+    for (auto &[n, t] : params)
+      out.push_back(t);
+    return out;
+  }
+};
+
+inline torch::Tensor activate(const torch::Tensor &x, const std::string &act) {
+  if (act == "gelu")
+    return torch::gelu(x);
+  if (act == "gelu_new" || act == "gelu_pytorch_tanh")
+    return torch::gelu(x, "tanh");
+  if (act == "relu")
+    return torch::relu(x);
+  if (act == "silu")
+    return torch::silu(x);
+  if (act == "tanh")
+    return torch::tanh(x);
+  ADD_FAILURE() << "unknown activation " << act;
+  return x;
+}
+
+struct GptSizes {
+  int64_t nLayer, nEmbd, nHead, vocab, nPositions;
+  int64_t nInner = 0; // 0: 4 * nEmbd
+  bool tied = true;
+  std::string act = "gelu";
+  double eps = 1e-5;
+  int64_t inner() const { return nInner ? nInner : 4 * nEmbd; }
+};
+
+/// The GPT of docs/models.md.
+struct TorchGpt : TorchParams {
+  GptSizes sz;
+
+  /// Weights drawn from torch's generator (not ds's init), with LayerNorm
+  /// scales and every bias away from 1 / 0 so that their gradients matter.
+  static TorchGpt random(const GptSizes &sz, torch::Dtype dtype) {
+    TorchGpt m;
+    m.sz = sz;
+    auto normal = [&](std::vector<int64_t> shape, double std) {
+      return (torch::randn(shape, torch::kDouble) * std).to(dtype);
+    };
+    auto around1 = [&](int64_t n) { return 1 + normal({n}, 0.1); };
+    const int64_t c = sz.nEmbd, inner = sz.inner();
+    m.add("wte.weight", normal({sz.vocab, c}, 0.02));
+    m.add("wpe.weight", normal({sz.nPositions, c}, 0.02));
+    for (int64_t i = 0; i < sz.nLayer; ++i) {
+      std::string p = "h." + std::to_string(i) + ".";
+      m.add(p + "ln_1.weight", around1(c));
+      m.add(p + "ln_1.bias", normal({c}, 0.1));
+      m.add(p + "attn.c_attn.weight", normal({3 * c, c}, 0.02));
+      m.add(p + "attn.c_attn.bias", normal({3 * c}, 0.02));
+      m.add(p + "attn.c_proj.weight", normal({c, c}, 0.02));
+      m.add(p + "attn.c_proj.bias", normal({c}, 0.02));
+      m.add(p + "ln_2.weight", around1(c));
+      m.add(p + "ln_2.bias", normal({c}, 0.1));
+      m.add(p + "mlp.c_fc.weight", normal({inner, c}, 0.02));
+      m.add(p + "mlp.c_fc.bias", normal({inner}, 0.02));
+      m.add(p + "mlp.c_proj.weight", normal({c, inner}, 0.02));
+      m.add(p + "mlp.c_proj.bias", normal({c}, 0.02));
+    }
+    m.add("ln_f.weight", around1(c));
+    m.add("ln_f.bias", normal({c}, 0.1));
+    if (!sz.tied)
+      m.add("lm_head.weight", normal({sz.vocab, c}, 0.02));
+    return m;
+  }
+
+  /// Mean next-token cross-entropy; ids, targets: [B, T].
+  torch::Tensor loss(const torch::Tensor &ids, const torch::Tensor &targets) {
+    namespace F = torch::nn::functional;
+    const int64_t b = ids.size(0), t = ids.size(1), c = sz.nEmbd,
+                  hd = sz.nEmbd / sz.nHead;
+    auto ln = [&](const torch::Tensor &x, const std::string &name) {
+      return torch::layer_norm(x, {c}, get(name + ".weight"),
+                               get(name + ".bias"), sz.eps);
+    };
+    auto linear = [&](const torch::Tensor &x, const std::string &name) {
+      return F::linear(x, get(name + ".weight"), get(name + ".bias"));
+    };
+    auto heads = [&](const torch::Tensor &y) {
+      return y.view({b, t, sz.nHead, hd}).transpose(1, 2);
+    };
+    torch::Tensor x = F::embedding(ids, get("wte.weight")) +
+                      get("wpe.weight").slice(0, 0, t);
+    torch::Tensor future = torch::ones({t, t}, torch::kBool).triu(1);
+    for (int64_t i = 0; i < sz.nLayer; ++i) {
+      std::string p = "h." + std::to_string(i) + ".";
+      auto qkv = linear(ln(x, p + "ln_1"), p + "attn.c_attn").split(c, 2);
+      torch::Tensor q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+      torch::Tensor att =
+          torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(hd));
+      att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+      torch::Tensor y = torch::matmul(torch::softmax(att, -1), v)
+                            .transpose(1, 2)
+                            .reshape({b, t, c});
+      x = x + linear(y, p + "attn.c_proj");
+      torch::Tensor h =
+          activate(linear(ln(x, p + "ln_2"), p + "mlp.c_fc"), sz.act);
+      x = x + linear(h, p + "mlp.c_proj");
+    }
+    torch::Tensor head = get(sz.tied ? "wte.weight" : "lm_head.weight");
+    torch::Tensor logits = F::linear(ln(x, "ln_f"), head);
+    return F::cross_entropy(logits.view({-1, sz.vocab}), targets.view({-1}));
+  }
+};
+
+/// The MLP of docs/models.md: `layers.i` = nn.Linear(sizes[i], sizes[i+1]),
+/// the activation between layers, then cross-entropy (integer targets) or
+/// mean squared error (float targets).
+struct TorchMlp : TorchParams {
+  std::vector<int64_t> sizes;
+  std::string act;
+
+  static TorchMlp random(std::vector<int64_t> sizes, std::string act,
+                         torch::Dtype dtype) {
+    TorchMlp m;
+    m.sizes = sizes;
+    m.act = act;
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      std::string p = "layers." + std::to_string(i);
+      double bound = 1 / std::sqrt(double(sizes[i]));
+      auto uniform = [&](std::vector<int64_t> shape) {
+        return ((torch::rand(shape, torch::kDouble) * 2 - 1) * bound).to(dtype);
+      };
+      m.add(p + ".weight", uniform({sizes[i + 1], sizes[i]}));
+      m.add(p + ".bias", uniform({sizes[i + 1]}));
+    }
+    return m;
+  }
+
+  torch::Tensor loss(const torch::Tensor &inputs, const torch::Tensor &targets) {
+    namespace F = torch::nn::functional;
+    torch::Tensor x = inputs;
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+      std::string p = "layers." + std::to_string(i);
+      x = F::linear(x, get(p + ".weight"), get(p + ".bias"));
+      if (i + 2 < sizes.size())
+        x = activate(x, act);
+    }
+    return targets.is_floating_point() ? F::mse_loss(x, targets)
+                                       : F::cross_entropy(x, targets);
+  }
+};
+
+} // namespace ds::oracle
+
+#endif // DS_UNITTESTS_ORACLE_TORCHMODELS_H
