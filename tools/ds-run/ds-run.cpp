@@ -279,6 +279,11 @@ int main(int argc, char **argv) {
   if (pre == "auto")
     pre = PassInfo::lookup("ds-lower-nn-to-linalg") ? "ds-lower-nn-to-linalg"
                                                     : "";
+  // A module pass manager given "builtin.module(...)" nests it and runs
+  // nothing: strip the anchor.
+  if (llvm::StringRef(pre).starts_with("builtin.module(") &&
+      llvm::StringRef(pre).ends_with(")"))
+    pre = pre.substr(15, pre.size() - 16);
   if (!pre.empty()) {
     OpPassManager probe("builtin.module");
     if (failed(parsePassPipeline(pre, probe, llvm::errs())))

@@ -14,6 +14,9 @@
 // RUN: not ds-run %s --entry add --inputs %t/in_0.npy,%t/sum.npy 2>&1 | FileCheck %s --check-prefix=SHAPE
 // RUN: not ds-run %s --entry nope 2>&1 | FileCheck %s --check-prefix=ENTRY
 // RUN: not ds-run %s --entry add --inputs %t/missing.npy,%t/in_1.npy 2>&1 | FileCheck %s --check-prefix=MISSING
+// An explicit pre-pipeline, with or without the builtin.module anchor.
+// RUN: ds-run %s --entry add --inputs %t/in_0.npy,%t/in_1.npy --pre-pipeline='builtin.module(canonicalize)' --expect %t/sum.npy
+// RUN: ds-run %s --entry add --inputs %t/in_0.npy,%t/in_1.npy --pre-pipeline=canonicalize,cse --expect %t/sum.npy
 // Timing prints one JSON line.
 // RUN: ds-run %s --entry add --random-inputs 3 --repeat 5 --time | FileCheck %s --check-prefix=TIME
 
