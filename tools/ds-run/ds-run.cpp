@@ -22,6 +22,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -256,6 +257,8 @@ static llvm::Expected<Tensor> readText(llvm::StringRef path,
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   mlir::ds::registerAllDSPasses();
+  mlir::registerTransformsPasses(); // canonicalize, cse, inline, ... for
+                                    // --pre-pipeline
   cl::ParseCommandLineOptions(argc, argv,
                               "ds-run: JIT and call one function of an MLIR "
                               "file on .npy inputs\n");
