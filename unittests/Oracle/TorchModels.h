@@ -1,4 +1,4 @@
-//===- TorchModels.h - The spec models of docs/models.md in LibTorch -*- C++ -*-===//
+//===- TorchModels.h - The spec models in LibTorch --------------*- C++ -*-===//
 //
 // The GPT and the MLP a model spec describes, written directly in LibTorch
 // from docs/models.md (raw ops on named parameter tensors, so the names are
@@ -121,8 +121,8 @@ struct TorchGpt : TorchParams {
     auto heads = [&](const torch::Tensor &y) {
       return y.view({b, t, sz.nHead, hd}).transpose(1, 2);
     };
-    torch::Tensor x = F::embedding(ids, get("wte.weight")) +
-                      get("wpe.weight").slice(0, 0, t);
+    torch::Tensor x =
+        F::embedding(ids, get("wte.weight")) + get("wpe.weight").slice(0, 0, t);
     torch::Tensor future = torch::ones({t, t}, torch::kBool).triu(1);
     for (int64_t i = 0; i < sz.nLayer; ++i) {
       std::string p = "h." + std::to_string(i) + ".";
@@ -169,7 +169,8 @@ struct TorchMlp : TorchParams {
     return m;
   }
 
-  torch::Tensor loss(const torch::Tensor &inputs, const torch::Tensor &targets) {
+  torch::Tensor loss(const torch::Tensor &inputs,
+                     const torch::Tensor &targets) {
     namespace F = torch::nn::functional;
     torch::Tensor x = inputs;
     for (size_t i = 0; i + 1 < sizes.size(); ++i) {

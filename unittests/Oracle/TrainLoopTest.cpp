@@ -37,12 +37,15 @@ using ds::oracle::GptSizes;
 using ds::oracle::TorchGpt;
 
 // The run: sizes of the model, the batch and the optimizer, from which the
-// spec and the config are written.
+// spec and the config are written. Weight decay 0.1 (not a gentler 0.01)
+// moves the weights by ~7e-4 over the run, so a decay applied wrongly shows
+// above the 1e-4 tolerance; the clip threshold sits inside the range of the
+// gradient norms so that some steps are clipped and some not.
 constexpr int64_t kLayers = 2, kEmbd = 32, kHeads = 2, kVocab = 256, kSeq = 16;
 constexpr int64_t kMicro = 4, kAccum = 2, kGlobal = kMicro * kAccum;
 constexpr int64_t kSteps = 10, kDataBytes = 1000;
 constexpr double kLr = 1e-3, kMinLr = 1e-4, kBeta1 = 0.9, kBeta2 = 0.95,
-                 kEps = 1e-8, kWeightDecay = 0.01, kClip = 0.75;
+                 kEps = 1e-8, kWeightDecay = 0.1, kClip = 0.75;
 constexpr int64_t kWarmup = 5;
 
 std::string specJson() {
@@ -233,9 +236,21 @@ TEST(TrainLoop, DsTrainMatchesLibTorchAdamW) {
         torch::from_blob(values->data(), t.sizes(), torch::kFloat).clone();
     torch::Tensor want = t.detach();
     ASSERT_EQ(got.sizes(), want.sizes()) << name;
-    EXPECT_TRUE(torch::allclose(got, want, /*rtol=*/1e-4, /*atol=*/1e-6))
-        << name << ": max |ds - LibTorch| at " << (got - want).abs().argmax().item<int64_t>() << " "
-        << (got - want).abs().max().item<double>();
+    // The key third of c_attn.bias adds q.b_k to a whole row of scores,
+    // which softmax ignores: its exact gradient is zero, so on either side
+    // Adam moves it by that side's rounding noise over eps (~1e-7 a step).
+    // It gets a noise-sized bound; the rest the tight one.
+    torch::Tensor noise = torch::zeros_like(want, torch::kBool);
+    if (llvm::StringRef(name).ends_with("attn.c_attn.bias"))
+      noise.slice(0, kEmbd, 2 * kEmbd).fill_(true);
+    torch::Tensor excess = (got - want).abs() -
+                           torch::where(noise, 1e-5, 1e-6 + 1e-4 * want.abs());
+    EXPECT_LE(excess.max().item<double>(), 0)
+        << name << ": |ds - LibTorch| exceeds its bound by "
+        << excess.max().item<double>() << " at element "
+        << excess.argmax().item<int64_t>();
+    got = got.masked_fill(noise, 0);
+    want = want.masked_fill(noise, 0);
     double err = ((got - want).abs().max() / want.abs().max()).item<double>();
     if (err > maxParamErr) {
       maxParamErr = err;
