@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# train_single: one training step (forward + backward + clipping + AdamW) of
+# the issue-3 bench GPT (n_layer 4, n_embd 256, n_head 4, n_positions 128,
+# vocab 4096, micro-batch 4, fp32), tokens/s, ds vs PyTorch eager, one
+# process, same threads.
+#   ds:       ds-train --model train_single/gpt.json
+#             --config train_single/ds_config.json --synthetic (compile +
+#             JIT happen before step 1 and are not timed by ds-train)
+#   baseline: train_single/torch_train.py: the docs/models.md GPT in an
+#             eager loop (zero_grad(set_to_none), forward, backward,
+#             clip_grad_norm_, AdamW(foreach=True), same WarmupLR schedule)
+# Both sides: TRAIN_SINGLE_SKIP (3) warm-up steps dropped, then the median
+# step time of the next TRAIN_SINGLE_STEPS (30) steps; tokens/s = B*T/median.
+#
+# Thread counts: BENCH_THREADS; with the default (1) the bench also runs the
+# 2-thread comparison. TRAIN_SINGLE_THREADS="1" (or "2", "1 2") overrides.
+# One JSON line per thread count, metric "tokens_per_s@Nthread(s)".
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+ds_train=$(ds_tool ds-train)
+spec=$here/train_single/gpt.json
+config=$here/train_single/ds_config.json
+skip=${TRAIN_SINGLE_SKIP:-3}
+measured=${TRAIN_SINGLE_STEPS:-30}
+steps=$((skip + measured))
+if [ -n "${TRAIN_SINGLE_THREADS:-}" ]; then
+  thread_list=$TRAIN_SINGLE_THREADS
+elif [ "$BENCH_THREADS" = 1 ]; then
+  thread_list="1 2"
+else
+  thread_list=$BENCH_THREADS
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# summarize FILE: "tokens_per_s median_step_ms loss_first loss_last" over the
+# measured steps of a per-step JSONL (B*T tokens per step).
+summarize() {
+  "$PYTHON" - "$1" "$skip" "$measured" "$spec" "$config" <<'PY'
+import json, statistics, sys
+path, skip, n, spec, cfg = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:6]
+rows = [json.loads(l) for l in open(path) if l.strip()]
+assert len(rows) >= skip + n, f"{path}: {len(rows)} steps, want {skip + n}"
+ms = statistics.median(r["step_ms"] for r in rows[skip:skip + n])
+tokens = json.load(open(cfg))["train_batch_size"] * json.load(open(spec))["n_positions"]
+print(tokens / (ms / 1e3), ms, rows[0]["loss"], rows[-1]["loss"])
+PY
+}
+
+cores=$(getconf _NPROCESSORS_ONLN) # not nproc: it obeys OMP_NUM_THREADS
+for t in $thread_list; do
+  export BENCH_THREADS=$t OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t
+  "$ds_train" --model "$spec" --config "$config" --synthetic --steps "$steps" \
+    --metrics "$tmp/ds_$t.jsonl" --quiet >&2
+  "$PYTHON" "$here/train_single/torch_train.py" "$spec" "$config" "$t" "$steps" \
+    "$tmp/torch_$t.jsonl"
+  # Same LR schedule on both sides: the per-step lr must agree.
+  "$PYTHON" - "$tmp/ds_$t.jsonl" "$tmp/torch_$t.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+bad = [(x["step"], x["lr"], y["lr"]) for x, y in zip(a, b)
+       if abs(x["lr"] - y["lr"]) > 1e-6 * max(1e-12, abs(y["lr"])) + 1e-12]
+if bad:
+    sys.exit(f"train_single: lr schedules differ (step, ds, torch): {bad[:3]}")
+PY
+  read -r ds ds_ms ds_l0 ds_l1 < <(summarize "$tmp/ds_$t.jsonl")
+  read -r base base_ms base_l0 base_l1 < <(summarize "$tmp/torch_$t.jsonl")
+  echo "train_single: ${t} thread(s): ds ${ds_ms} ms/step (loss ${ds_l0} -> ${ds_l1})," \
+    "torch ${base_ms} ms/step (loss ${base_l0} -> ${base_l1}); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  # The load average counts our own threads; above the core count other
+  # processes distort wall-clock step times (2-thread
+  # OpenMP/OpenBLAS runs worst: spinning threads lose their time slices).
+  if "$PYTHON" -c "import os, sys; sys.exit(os.getloadavg()[0] <= $cores + 0.5)"; then
+    echo "train_single: warning: machine busy (load $(cut -d' ' -f1 /proc/loadavg) on $cores cores" \
+      "with $t thread(s)); step times are noisy, re-run when idle" >&2
+  fi
+  if [ "$t" = 1 ]; then metric="tokens_per_s@1thread"; else metric="tokens_per_s@${t}threads"; fi
+  bench_json train_single "$metric" "$ds" "$base" "pytorch eager (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), AdamW foreach)" 1
+done
