@@ -487,16 +487,21 @@ LogicalResult ReduceMeanOp::verify() {
                       getKeepDims());
 }
 
-LogicalResult CrossEntropyOp::verify() {
-  auto logits = getLogits().getType(), targets = getTargets().getType();
+static LogicalResult verifyCrossEntropyOperands(Operation *op, Value logitsV,
+                                                Value targetsV) {
+  auto logits = rankedType(logitsV), targets = rankedType(targetsV);
   if (logits.getRank() < 1)
-    return emitOpError("logits must have rank >= 1 [..., vocab]");
+    return op->emitOpError("logits must have rank >= 1 [..., vocab]");
   if (!shapesCompatible(targets.getShape(), logits.getShape().drop_back()))
-    return emitOpError() << "targets shape " << formatShape(targets.getShape())
-                         << " must equal the logits shape without its last "
-                            "dim, "
-                         << formatShape(logits.getShape().drop_back());
+    return op->emitOpError()
+           << "targets shape " << formatShape(targets.getShape())
+           << " must equal the logits shape without its last dim, "
+           << formatShape(logits.getShape().drop_back());
   return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  return verifyCrossEntropyOperands(*this, getLogits(), getTargets());
 }
 
 LogicalResult MSELossOp::verify() {
@@ -638,15 +643,7 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  auto logits = getLogits().getType(), targets = getTargets().getType();
-  if (logits.getRank() < 1)
-    return emitOpError("logits must have rank >= 1 [..., vocab]");
-  if (!shapesCompatible(targets.getShape(), logits.getShape().drop_back()))
-    return emitOpError() << "targets shape " << formatShape(targets.getShape())
-                         << " must equal the logits shape without its last "
-                            "dim, "
-                         << formatShape(logits.getShape().drop_back());
-  return success();
+  return verifyCrossEntropyOperands(*this, getLogits(), getTargets());
 }
 
 LogicalResult EmbeddingGradOp::verify() {
