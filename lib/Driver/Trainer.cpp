@@ -283,6 +283,8 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
 
   // Lower and JIT everything at once: the step is the hot path.
   mlir::ds::exec::RunnerOptions runnerOptions;
+  // Only the step is called; @forward and @forward_backward stay uncompiled.
+  runnerOptions.entryPoints = {"train_step"};
   runnerOptions.preLowering = [](OpPassManager &pm) {
     pm.addPass(mlir::ds::createLowerNNToLinalg());
     pm.addPass(mlir::ds::createLowerTrainToLinalg());
