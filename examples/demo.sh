@@ -41,7 +41,7 @@ echo "..."
 step "6. Compile-then-run: ds-train, 300 steps on examples/data (byte-level English)"
 "$bin/ds-train" --model "$here/models/gpt-small.json" \
   --config "$here/configs/single.json" \
-  --data "$here/data/python-reference.txt" --data-order shuffled \
+  --data "$here/data/python-reference.txt" \
   --steps 300 --metrics "$work/metrics.jsonl"
 python3 - "$work/metrics.jsonl" <<'PY'
 import json, math, sys

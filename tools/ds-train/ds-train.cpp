@@ -30,8 +30,9 @@ static cl::opt<std::string> initFrom("init-from", cl::cat(category),
                                      cl::desc("initial parameters from a "
                                               ".safetensors file"));
 static cl::opt<std::string>
-    dataOrder("data-order", cl::init("sequential"), cl::cat(category),
-              cl::desc("sequential | shuffled (see docs/data.md)"));
+    dataOrder("data-order", cl::init("shuffled"), cl::cat(category),
+              cl::desc("shuffled (default, as DeepSpeed's data loader) | "
+                       "sequential (see docs/data.md)"));
 static cl::opt<std::string>
     saveWeights("save-weights", cl::cat(category),
                 cl::desc("write the final parameters to a .safetensors file"));
@@ -62,7 +63,9 @@ int main(int argc, char **argv) {
   options.quiet = quiet;
   if (dataOrder == "shuffled") {
     options.order = ds::driver::DataOrder::Shuffled;
-  } else if (dataOrder != "sequential") {
+  } else if (dataOrder == "sequential") {
+    options.order = ds::driver::DataOrder::Sequential;
+  } else {
     WithColor::error(errs(), "ds-train")
         << "--data-order must be sequential or shuffled, got '" << dataOrder
         << "'\n";

@@ -29,7 +29,7 @@ struct TrainOptions {
   std::string metricsPath;      ///< JSONL, one line per step
   std::optional<uint64_t> seed; ///< overrides the model's init seed
   std::string initFrom;         ///< safetensors with initial parameters
-  DataOrder order = DataOrder::Sequential;
+  DataOrder order = DataOrder::Shuffled;
   std::string saveWeights; ///< safetensors of the final parameters
   std::string dumpIRDir;   ///< writes each phase's IR here
   bool quiet = false;      ///< no progress lines
