@@ -19,6 +19,7 @@
 #include <dlfcn.h>
 
 #include <optional>
+#include <cstring>
 #include <string>
 
 #ifdef DS_HAVE_MPI
@@ -61,7 +62,8 @@ Probe probeMpi() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int length = 0;
   MPI_Get_library_version(version, &length);
-  std::string text(version, length);
+  // Open MPI counts the terminating NUL in `length`.
+  std::string text(version, strnlen(version, length));
   text = text.substr(0, text.find_first_of("\r\n"));
   return {true, llvm::StringRef(text).rtrim().str()};
 #else
