@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ds/Config/Config.h"
+#include "ds/Support/StrictJson.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -41,27 +42,7 @@ std::string keyPath(StringRef path, StringRef key) {
   return (path + "." + key).str();
 }
 
-/// How a JSON value reads in "got ..." messages.
-std::string describe(const json &value) {
-  switch (value.type()) {
-  case json::value_t::string:
-    return "string " + value.dump();
-  case json::value_t::boolean:
-    return "boolean " + value.dump();
-  case json::value_t::number_integer:
-  case json::value_t::number_unsigned:
-  case json::value_t::number_float:
-    return "number " + value.dump();
-  case json::value_t::null:
-    return "null";
-  case json::value_t::array:
-    return "an array";
-  case json::value_t::object:
-    return "an object";
-  default:
-    return "an unsupported value";
-  }
-}
+std::string describe(const json &value) { return support::describeJson(value); }
 
 /// Shortest round-trip spelling of a number, as JSON prints it.
 std::string num(double v) { return json(v).dump(); }
@@ -75,23 +56,9 @@ std::string bound(double v) {
 }
 std::string bound(int64_t v) { return num(v); }
 
-/// The closest candidate to `key`, if it is close enough to be a typo.
 std::optional<std::string> closest(StringRef key,
                                    llvm::ArrayRef<StringRef> candidates) {
-  unsigned best = std::numeric_limits<unsigned>::max();
-  std::optional<std::string> result;
-  for (StringRef candidate : candidates) {
-    unsigned d = key.edit_distance_insensitive(candidate);
-    if (d < best) {
-      best = d;
-      result = candidate.str();
-    }
-  }
-  // Beyond a third of the word, a "did you mean" is noise.
-  unsigned limit = std::max<unsigned>(2, key.size() / 3);
-  if (best > limit)
-    return std::nullopt;
-  return result;
+  return support::closestKey(key, candidates);
 }
 
 [[noreturn]] void failUnknownKey(const std::string &path, StringRef key,

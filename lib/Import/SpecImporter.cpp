@@ -13,6 +13,7 @@
 #include "ds/Config/Config.h"
 #include "ds/Import/Import.h"
 #include "ds/Support/ShapeCheck.h"
+#include "ds/Support/StrictJson.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -38,22 +39,7 @@ struct SpecError : std::runtime_error {
 
 [[noreturn]] void fail(const std::string &message) { throw SpecError(message); }
 
-std::string describe(const json &value) {
-  switch (value.type()) {
-  case json::value_t::string:
-    return "string " + value.dump();
-  case json::value_t::boolean:
-    return "boolean " + value.dump();
-  case json::value_t::null:
-    return "null";
-  case json::value_t::array:
-    return "an array";
-  case json::value_t::object:
-    return "an object";
-  default:
-    return "number " + value.dump();
-  }
-}
+using ::ds::support::describeJson;
 
 /// Reads one JSON object; every key asked for becomes a known key, and
 /// `finish` rejects the rest with the closest known key as a suggestion.
@@ -79,7 +65,7 @@ public:
       return *defaultValue;
     }
     if (!v->is_number_integer())
-      fail(pathOf(key) + ": expected an integer, got " + describe(*v));
+      fail(pathOf(key) + ": expected an integer, got " + describeJson(*v));
     if (v->is_number_unsigned() &&
         v->get<uint64_t>() >
             static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
@@ -96,7 +82,7 @@ public:
     if (!v)
       return defaultValue;
     if (!v->is_number())
-      fail(pathOf(key) + ": expected a number, got " + describe(*v));
+      fail(pathOf(key) + ": expected a number, got " + describeJson(*v));
     return v->get<double>();
   }
 
@@ -119,7 +105,7 @@ public:
     if (!v)
       return defaultValue;
     if (!v->is_boolean())
-      fail(pathOf(key) + ": expected true or false, got " + describe(*v));
+      fail(pathOf(key) + ": expected true or false, got " + describeJson(*v));
     return v->get<bool>();
   }
 
@@ -135,7 +121,7 @@ public:
       return defaultValue->str();
     }
     if (!v->is_string())
-      fail(pathOf(key) + ": expected a string, got " + describe(*v));
+      fail(pathOf(key) + ": expected a string, got " + describeJson(*v));
     std::string value = v->get<std::string>();
     if (!llvm::is_contained(choices, value))
       fail(pathOf(key) + ": \"" + value + "\" is not one of " + list);
@@ -148,7 +134,7 @@ public:
       failMissing(key, "it is required");
     if (!v->is_array())
       fail(pathOf(key) + ": expected an array of integers, got " +
-           describe(*v));
+           describeJson(*v));
     if (v->size() < minSize)
       fail(pathOf(key) + ": needs at least " + std::to_string(minSize) +
            " entries, got " + std::to_string(v->size()));
@@ -156,7 +142,7 @@ public:
     for (auto [i, e] : llvm::enumerate(*v)) {
       std::string at = pathOf(key) + "[" + std::to_string(i) + "]";
       if (!e.is_number_integer())
-        fail(at + ": expected an integer, got " + describe(e));
+        fail(at + ": expected an integer, got " + describeJson(e));
       int64_t value = e.get<int64_t>();
       if (value < min)
         fail(at + ": must be >= " + std::to_string(min) + ", got " +
@@ -182,25 +168,12 @@ public:
 
 private:
   static bool isTypo(StringRef key, StringRef candidate) {
-    // Beyond a third of the word, a "did you mean" is noise.
-    return key.edit_distance_insensitive(candidate) <=
-           std::max<unsigned>(2, key.size() / 3);
+    return ::ds::support::isLikelyTypo(key, candidate);
   }
 
   static std::optional<std::string>
   closest(StringRef key, const std::vector<std::string> &candidates) {
-    unsigned best = std::numeric_limits<unsigned>::max();
-    std::optional<std::string> result;
-    for (const std::string &candidate : candidates) {
-      unsigned d = key.edit_distance_insensitive(candidate);
-      if (d < best) {
-        best = d;
-        result = candidate;
-      }
-    }
-    if (result && !isTypo(key, *result))
-      return std::nullopt;
-    return result;
+    return ::ds::support::closestKey(key, candidates);
   }
 
   /// A required key is absent. A misspelling of it is the likelier story, so
@@ -314,7 +287,7 @@ GptSpec readGpt(ObjectReader &r, const json &root,
   s.initSeed = r.getInt("init_seed", 0, 0);
   if (const json *moe = r.find("moe")) {
     if (!moe->is_object())
-      fail("moe: expected an object, got " + describe(*moe));
+      fail("moe: expected an object, got " + describeJson(*moe));
     ObjectReader m(*moe, "moe.");
     MoESpec spec;
     spec.numExperts = m.getInt("num_experts", std::nullopt, 1);
@@ -592,7 +565,7 @@ importer::importSpec(MLIRContext &context, StringRef jsonText,
            (at == std::string::npos ? what : what.substr(at + 2)));
     }
     if (!root.is_object())
-      fail("expected a JSON object, got " + describe(root));
+      fail("expected a JSON object, got " + describeJson(root));
 
     int64_t batchSize = kDefaultMicroBatch;
     if (options.microBatch)
