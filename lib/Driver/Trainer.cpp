@@ -11,9 +11,7 @@
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
 
-#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -288,9 +286,6 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   runnerOptions.preLowering = [](OpPassManager &pm) {
     pm.addPass(mlir::ds::createLowerNNToLinalg());
     pm.addPass(mlir::ds::createLowerTrainToLinalg());
-    // Scalar arith on 0-d tensors (step counters, LR math) is not
-    // bufferizable as is.
-    pm.addPass(mlir::createConvertElementwiseToLinalgPass());
   };
   runnerOptions.onStage = [&](llvm::StringRef stage, ModuleOp m) {
     dump(stage == "pre" ? "2-linalg" : "3-llvm", m);

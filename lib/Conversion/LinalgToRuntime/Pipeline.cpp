@@ -60,6 +60,9 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // a contraction (see ds-fuse-elementwise).
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Elementwise arith/math on tensors (0-d step and LR math in @train_step)
+  // is not bufferizable as is; as linalg.generic it is.
+  pm.addPass(createConvertElementwiseToLinalgPass());
   if (options.fuseElementwise) {
     pm.addPass(ds::createFuseElementwise());
     pm.addPass(createCanonicalizerPass());
