@@ -115,6 +115,126 @@ DSRT_API void dsrt_arena_reset(dsrt_arena *arena);
 DSRT_API int64_t dsrt_arena_used(const dsrt_arena *arena);
 DSRT_API int64_t dsrt_arena_peak(const dsrt_arena *arena);
 
+/*--- Communication (comm/) ----------------------------------------------*/
+
+/* One process per rank. A backend moves the bytes; every backend serves the
+ * same calls with the same meaning:
+ *   "self"  world size 1, no dependency (collectives are copies);
+ *   "mpi"   Open MPI (CPU buffers; rendezvous through mpirun);
+ *   "nccl"  libnccl.so.2 loaded at run time (device buffers; the unique id
+ *           is broadcast over MPI, so it needs the mpi backend underneath).
+ * "auto" (or NULL) picks nccl when a GPU is usable, else mpi when the process
+ * was started by mpirun, else self. The DSRT_BACKEND environment variable
+ * overrides NULL/"auto". */
+
+typedef enum dsrt_dtype {
+  DSRT_F32 = 0,
+  DSRT_F16 = 1,
+  DSRT_BF16 = 2,
+  DSRT_I32 = 3,
+  DSRT_I64 = 4,
+} dsrt_dtype;
+
+/* Same values as the dsdist.reduction enum. avg = sum / group size (for
+ * integer types: truncating division). 16-bit sums accumulate in f32. */
+typedef enum dsrt_reduce_op {
+  DSRT_SUM = 0,
+  DSRT_AVG = 1,
+  DSRT_MAX = 2,
+  DSRT_MIN = 3,
+} dsrt_reduce_op;
+
+/* A process group (a communicator). Opaque. */
+typedef struct dsrt_comm dsrt_comm;
+/* An asynchronous operation in flight. Opaque; freed by dsrt_wait. */
+typedef struct dsrt_request dsrt_request;
+
+/* Starts communication for this process (once; a second call fails).
+ * backend: see above. */
+DSRT_API int dsrt_comm_init(const char *backend);
+/* Waits for nothing: frees every group and shuts the backend down. */
+DSRT_API int dsrt_comm_finalize(void);
+/* Name of the backend in use ("self", "mpi", "nccl"); "" before init. */
+DSRT_API const char *dsrt_comm_backend(void);
+/* The group of all ranks (valid between init and finalize). */
+DSRT_API dsrt_comm *dsrt_comm_world(void);
+DSRT_API int dsrt_comm_rank(const dsrt_comm *comm);
+DSRT_API int dsrt_comm_size(const dsrt_comm *comm);
+/* Collective over `parent`: ranks passing the same color form one new
+ * group, ordered by key (ties by parent rank). */
+DSRT_API int dsrt_comm_split(dsrt_comm *parent, int color, int key,
+                             dsrt_comm **out);
+DSRT_API int dsrt_comm_free(dsrt_comm *comm);
+
+/* The device grid (a dsdist.grid attribute): ndims named axes whose sizes
+ * multiply to the world size, the last axis varying fastest over ranks.
+ * Collective over the world; creates the group of every subset of axes at
+ * once, so compiled code can look them up without communicating. */
+DSRT_API int dsrt_comm_set_grid(int ndims, const int64_t *sizes);
+/* The group of ranks that differ from this one only along the axes whose
+ * bits are set in axes_mask (bit i = axis i of the grid). NULL (with
+ * dsrt_last_error set) without a grid or for a mask naming no axis. */
+DSRT_API dsrt_comm *dsrt_comm_axes(uint64_t axes_mask);
+
+/* Collectives. count is in elements of dtype. Send and receive buffers
+ * may be the same pointer where noted (in place). Blocking forms return
+ * when this rank's receive buffer is complete.
+ *
+ * Uneven sizes: with n ranks and c = ceil(count / n), rank r owns elements
+ * [r*c, min((r+1)*c, count)) of a count-element tensor. reduce_scatter
+ * leaves that slice in recv (c elements; positions past count are zeroed)
+ * and all_gather rebuilds the count elements from every rank's first
+ * min(c, count - r*c) elements of send. */
+DSRT_API int dsrt_all_reduce(dsrt_comm *comm, const void *send, void *recv,
+                             int64_t count, int dtype, int op); /* in place ok */
+DSRT_API int dsrt_all_gather(dsrt_comm *comm, const void *send, void *recv,
+                             int64_t count, int dtype);
+DSRT_API int dsrt_reduce_scatter(dsrt_comm *comm, const void *send,
+                                 void *recv, int64_t count, int dtype, int op);
+/* send and recv hold n blocks of count_per_rank elements; block j of send
+ * goes to rank j and arrives as block r of rank j's recv. */
+DSRT_API int dsrt_all_to_all(dsrt_comm *comm, const void *send, void *recv,
+                             int64_t count_per_rank, int dtype);
+DSRT_API int dsrt_broadcast(dsrt_comm *comm, void *buf, int64_t count,
+                            int dtype, int root);
+DSRT_API int dsrt_send(dsrt_comm *comm, const void *buf, int64_t count,
+                       int dtype, int peer, int tag);
+DSRT_API int dsrt_recv(dsrt_comm *comm, void *buf, int64_t count, int dtype,
+                       int peer, int tag);
+DSRT_API int dsrt_barrier(dsrt_comm *comm);
+
+/* Asynchronous forms: same meaning; the buffers must stay untouched until
+ * dsrt_wait(*req) returns, which completes and frees the request. */
+DSRT_API int dsrt_all_reduce_start(dsrt_comm *comm, const void *send,
+                                   void *recv, int64_t count, int dtype,
+                                   int op, dsrt_request **req);
+DSRT_API int dsrt_all_gather_start(dsrt_comm *comm, const void *send,
+                                   void *recv, int64_t count, int dtype,
+                                   dsrt_request **req);
+DSRT_API int dsrt_reduce_scatter_start(dsrt_comm *comm, const void *send,
+                                       void *recv, int64_t count, int dtype,
+                                       int op, dsrt_request **req);
+DSRT_API int dsrt_all_to_all_start(dsrt_comm *comm, const void *send,
+                                   void *recv, int64_t count_per_rank,
+                                   int dtype, dsrt_request **req);
+DSRT_API int dsrt_broadcast_start(dsrt_comm *comm, void *buf, int64_t count,
+                                  int dtype, int root, dsrt_request **req);
+DSRT_API int dsrt_send_start(dsrt_comm *comm, const void *buf, int64_t count,
+                             int dtype, int peer, int tag, dsrt_request **req);
+DSRT_API int dsrt_recv_start(dsrt_comm *comm, void *buf, int64_t count,
+                             int dtype, int peer, int tag, dsrt_request **req);
+DSRT_API int dsrt_wait(dsrt_request *req);
+
+/* For compiled code, which has no error path of its own: a non-zero status
+ * prints "error: <what> failed: <dsrt_last_error()>" to stderr and ends the
+ * whole job (every rank), since a collective that failed on one rank would
+ * leave the others waiting forever. Returns 0 otherwise. */
+DSRT_API int dsrt_check(int status, const char *what);
+/* Seconds spent inside blocking collectives and waits on this thread since
+ * the last reset (for comm_ms in metrics). */
+DSRT_API double dsrt_comm_seconds(void);
+DSRT_API void dsrt_comm_seconds_reset(void);
+
 /*--- Symbol table (core/symbols.c) ---------------------------------------*/
 
 /* Every entry point above that compiled code may call, by name, so a JIT
