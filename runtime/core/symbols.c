@@ -24,6 +24,15 @@ static const dsrt_symbol symbols[] = {
     DSRT_SYMBOL(dsrt_arena_reset),
     DSRT_SYMBOL(dsrt_arena_used),
     DSRT_SYMBOL(dsrt_arena_peak),
+    DSRT_SYMBOL(dsrt_adam),
+    DSRT_SYMBOL(dsrt_adam_multi),
+    DSRT_SYMBOL(dsrt_sgd),
+    DSRT_SYMBOL(dsrt_sgd_multi),
+    DSRT_SYMBOL(dsrt_lamb),
+    DSRT_SYMBOL(dsrt_lamb_multi),
+    DSRT_SYMBOL(dsrt_optim_simd_set),
+    DSRT_SYMBOL(dsrt_optim_simd_get),
+    DSRT_SYMBOL(dsrt_cuda_adam_multi),
     DSRT_SYMBOL(dsrt_symbol_table),
 };
 
