@@ -114,7 +114,8 @@ int main(int argc, char **argv) {
   }
   qsort(tds, reps, sizeof(double), cmp);
   qsort(troof, reps, sizeof(double), cmp);
-  fprintf(stderr, "adamw_bench: %lld params, %lld tensors, %d threads, %s path\n",
+  fprintf(stderr,
+          "adamw_bench: %lld params, %lld tensors, %d threads, %s path\n",
           (long long)params, (long long)tensors, omp_get_max_threads(),
           dsrt_optim_simd_get());
   printf("%.9f %.9f %.9f %.9f\n", tds[0], troof[0], tds[reps / 2],
