@@ -80,9 +80,10 @@ int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req) {
     if (status || done)
       return status;
     double waited = now() - start;
-    /* Spin first: most operations finish within a millisecond and a sleep
-     * would dominate them. */
-    if (waited < 1e-3)
+    /* Spin first, as MPI's own blocking calls do: progress happens only
+     * inside MPI_Test, and a yield on a busy machine can cost a whole time
+     * slice. (Open MPI yields inside MPI_Test itself when oversubscribed.) */
+    if (waited < 0.1)
       continue;
     if (limit < 0) {
       limit = parse_timeout();
@@ -98,8 +99,8 @@ int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req) {
           "(DSRT_COMM_TIMEOUT_S=%g sets the limit)",
           what, waited, size, rank, limit);
     }
-    /* Then yield, and past a second sleep briefly, so a waiting rank leaves
-     * the core to the ranks that still compute. */
+    /* Then yield, and past a second sleep briefly: a wait that long is a
+     * slow peer, and the core is better left to ranks that still compute. */
     if (waited < 1.0) {
       sched_yield();
     } else {

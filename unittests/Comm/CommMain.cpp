@@ -78,6 +78,16 @@ int main(int argc, char **argv) {
     skipReason =
         std::string("backend nccl cannot run here: ") + dsrt_last_error();
   }
+#ifdef DS_COMM_TEST_CUDA
+  // The test's buffers go on the GPU libdsrt picked (same rule: local rank
+  // round robin over the visible devices).
+  if (onDevice()) {
+    int devices = 1;
+    cudaGetDeviceCount(&devices);
+    const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+    cudaSetDevice((local ? std::atoi(local) : rank()) % devices);
+  }
+#endif
   if (skipReason.empty() && rank() > 0) {
     auto &listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());

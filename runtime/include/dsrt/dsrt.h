@@ -125,7 +125,12 @@ DSRT_API int64_t dsrt_arena_peak(const dsrt_arena *arena);
  *           is broadcast over MPI, so it needs the mpi backend underneath).
  * "auto" (or NULL) picks nccl when a GPU is usable, else mpi when the process
  * was started by mpirun, else self. The DSRT_BACKEND environment variable
- * overrides NULL/"auto". */
+ * overrides NULL/"auto". Calls come from one thread at a time.
+ *
+ * No call waits forever: blocking collectives and dsrt_wait give up after
+ * DSRT_COMM_TIMEOUT_S seconds (default 45; 0 waits forever) with
+ * DSRT_ERR_INTERNAL and an error naming the call, the group size and "a
+ * peer rank is likely dead or stuck". See docs/communication.md. */
 
 typedef enum dsrt_dtype {
   DSRT_F32 = 0,
@@ -152,18 +157,21 @@ typedef struct dsrt_request dsrt_request;
 /* Starts communication for this process (once; a second call fails).
  * backend: see above. */
 DSRT_API int dsrt_comm_init(const char *backend);
-/* Waits for nothing: frees every group and shuts the backend down. */
+/* Waits for nothing: frees every group and shuts the backend down (MPI only
+ * if dsrt_comm_init started it). Does nothing before init. */
 DSRT_API int dsrt_comm_finalize(void);
 /* Name of the backend in use ("self", "mpi", "nccl"); "" before init. */
 DSRT_API const char *dsrt_comm_backend(void);
 /* The group of all ranks (valid between init and finalize). */
 DSRT_API dsrt_comm *dsrt_comm_world(void);
+/* -1 (with dsrt_last_error set) for NULL or a freed group. */
 DSRT_API int dsrt_comm_rank(const dsrt_comm *comm);
 DSRT_API int dsrt_comm_size(const dsrt_comm *comm);
-/* Collective over `parent`: ranks passing the same color form one new
- * group, ordered by key (ties by parent rank). */
+/* Collective over `parent`: ranks passing the same color (>= 0) form one
+ * new group, ordered by key (ties by parent rank). */
 DSRT_API int dsrt_comm_split(dsrt_comm *parent, int color, int key,
                              dsrt_comm **out);
+/* NULL is a no-op; the world and grid groups belong to the runtime. */
 DSRT_API int dsrt_comm_free(dsrt_comm *comm);
 
 /* The device grid (a dsdist.grid attribute): ndims named axes whose sizes
@@ -177,7 +185,7 @@ DSRT_API int dsrt_comm_set_grid(int ndims, const int64_t *sizes);
 DSRT_API dsrt_comm *dsrt_comm_axes(uint64_t axes_mask);
 
 /* Collectives. count is in elements of dtype. Send and receive buffers
- * may be the same pointer where noted (in place). Blocking forms return
+ * must not overlap except in place, where noted. Blocking forms return
  * when this rank's receive buffer is complete.
  *
  * Uneven sizes: with n ranks and c = ceil(count / n), rank r owns elements
@@ -187,8 +195,10 @@ DSRT_API dsrt_comm *dsrt_comm_axes(uint64_t axes_mask);
  * min(c, count - r*c) elements of send. */
 DSRT_API int dsrt_all_reduce(dsrt_comm *comm, const void *send, void *recv,
                              int64_t count, int dtype, int op); /* in place ok */
+/* In place: send == recv + r*c elements (this rank's slot). */
 DSRT_API int dsrt_all_gather(dsrt_comm *comm, const void *send, void *recv,
                              int64_t count, int dtype);
+/* In place: send == recv (count elements in; the slice lands at the front). */
 DSRT_API int dsrt_reduce_scatter(dsrt_comm *comm, const void *send,
                                  void *recv, int64_t count, int dtype, int op);
 /* send and recv hold n blocks of count_per_rank elements; block j of send
@@ -197,6 +207,9 @@ DSRT_API int dsrt_all_to_all(dsrt_comm *comm, const void *send, void *recv,
                              int64_t count_per_rank, int dtype);
 DSRT_API int dsrt_broadcast(dsrt_comm *comm, void *buf, int64_t count,
                             int dtype, int root);
+/* tag in [0, 32767]. On nccl, tags are not matched: messages between two
+ * ranks arrive in the order sent. A blocking send may wait for its receive
+ * (start it with dsrt_send_start when both sides send first). */
 DSRT_API int dsrt_send(dsrt_comm *comm, const void *buf, int64_t count,
                        int dtype, int peer, int tag);
 DSRT_API int dsrt_recv(dsrt_comm *comm, void *buf, int64_t count, int dtype,
@@ -204,7 +217,8 @@ DSRT_API int dsrt_recv(dsrt_comm *comm, void *buf, int64_t count, int dtype,
 DSRT_API int dsrt_barrier(dsrt_comm *comm);
 
 /* Asynchronous forms: same meaning; the buffers must stay untouched until
- * dsrt_wait(*req) returns, which completes and frees the request. */
+ * dsrt_wait(*req) returns, which completes and frees the request (also when
+ * it fails: never wait twice). On failure *req is NULL. */
 DSRT_API int dsrt_all_reduce_start(dsrt_comm *comm, const void *send,
                                    void *recv, int64_t count, int dtype,
                                    int op, dsrt_request **req);
