@@ -220,6 +220,16 @@ static mpi_request *new_request(int nmpi, int narrays) {
   return r;
 }
 
+/* The request of a one-call operation on `count` elements (named `name`,
+ * which must fit MPI's int counts). */
+static int begin(const char *name, int64_t count, mpi_request **out) {
+  int status = check_int(name, count);
+  if (status)
+    return status;
+  *out = new_request(1, 0);
+  return *out ? DSRT_OK : DSRT_ERR_OUT_OF_MEMORY;
+}
+
 /* Hands out r after its MPI call, or frees it if the call failed. */
 static int issued(const char *call, int rc, mpi_request *r,
                   dsrt_request **req) {
@@ -406,12 +416,10 @@ static void average_later(mpi_request *r, dsrt_comm *comm, dsrt_reduce_op op,
 static int mpi_all_reduce(dsrt_comm *comm, const void *send, void *recv,
                           int64_t count, dsrt_dtype dt, dsrt_reduce_op op,
                           dsrt_request **req) {
-  int status = check_int("count", count);
+  mpi_request *r;
+  int status = begin("count", count, &r);
   if (status)
     return status;
-  mpi_request *r = new_request(1, 0);
-  if (!r)
-    return DSRT_ERR_OUT_OF_MEMORY;
   average_later(r, comm, op, dt, recv, count);
   choose_all_reduce_algorithm((size_t)count * dsrt_dtype_size(dt));
   return issued("MPI_Iallreduce",
@@ -542,12 +550,10 @@ static int mpi_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
 static int mpi_all_to_all(dsrt_comm *comm, const void *send, void *recv,
                           int64_t count_per_rank, dsrt_dtype dt,
                           dsrt_request **req) {
-  int status = check_int("count_per_rank", count_per_rank);
+  mpi_request *r;
+  int status = begin("count_per_rank", count_per_rank, &r);
   if (status)
     return status;
-  mpi_request *r = new_request(1, 0);
-  if (!r)
-    return DSRT_ERR_OUT_OF_MEMORY;
   MPI_Datatype type = mpi_type(dt);
   return issued("MPI_Ialltoall",
                 MPI_Ialltoall(send, (int)count_per_rank, type, recv,
@@ -557,12 +563,10 @@ static int mpi_all_to_all(dsrt_comm *comm, const void *send, void *recv,
 
 static int mpi_broadcast(dsrt_comm *comm, void *buf, int64_t count,
                          dsrt_dtype dt, int root, dsrt_request **req) {
-  int status = check_int("count", count);
+  mpi_request *r;
+  int status = begin("count", count, &r);
   if (status)
     return status;
-  mpi_request *r = new_request(1, 0);
-  if (!r)
-    return DSRT_ERR_OUT_OF_MEMORY;
   return issued(
       "MPI_Ibcast",
       MPI_Ibcast(buf, (int)count, mpi_type(dt), root, comm_of(comm), r->mpi), r,
@@ -571,12 +575,10 @@ static int mpi_broadcast(dsrt_comm *comm, void *buf, int64_t count,
 
 static int mpi_send(dsrt_comm *comm, const void *buf, int64_t count,
                     dsrt_dtype dt, int peer, int tag, dsrt_request **req) {
-  int status = check_int("count", count);
+  mpi_request *r;
+  int status = begin("count", count, &r);
   if (status)
     return status;
-  mpi_request *r = new_request(1, 0);
-  if (!r)
-    return DSRT_ERR_OUT_OF_MEMORY;
   return issued("MPI_Isend",
                 MPI_Isend(buf, (int)count, mpi_type(dt), peer, tag,
                           comm_of(comm), r->mpi),
@@ -585,12 +587,10 @@ static int mpi_send(dsrt_comm *comm, const void *buf, int64_t count,
 
 static int mpi_recv(dsrt_comm *comm, void *buf, int64_t count, dsrt_dtype dt,
                     int peer, int tag, dsrt_request **req) {
-  int status = check_int("count", count);
+  mpi_request *r;
+  int status = begin("count", count, &r);
   if (status)
     return status;
-  mpi_request *r = new_request(1, 0);
-  if (!r)
-    return DSRT_ERR_OUT_OF_MEMORY;
   r->cancellable = 1;
   return issued("MPI_Irecv",
                 MPI_Irecv(buf, (int)count, mpi_type(dt), peer, tag,
