@@ -167,4 +167,34 @@ def NN_EmbeddingGradOp : NN_Op<"embedding_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NN_MoEGateGradOp : NN_Op<"moe_gate_grad", [Pure,
+    AllTypesMatch<["probs", "result"]>, AllTypesMatch<["experts", "slots"]>]> {
+  let summary = "Gradient of dsnn.moe_gate w.r.t. the gate probabilities";
+  let description = [{
+    From the forward operands and the cotangent `grad` `[N, k]` of the
+    combine weights: with `normalize`, S = Σ_j g_j, S' = max(S, eps) and
+    dg_j = grad_j / S' − [S >= eps] · Σ_i grad_i · g_i / S'² (the clamp's
+    gradient as torch.clamp has it), else dg_j = grad_j; then
+    `result[n, e] = Σ over kept choices j with experts[n, j] = e of dg_j`.
+
+      %dp = dsnn.moe_gate_grad %probs, %e, %s, %dw {normalize}
+          : tensor<16x4xf32>, tensor<16x2xi64>, tensor<16x2xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$probs, NN_IntTensor:$experts,
+                       NN_IntTensor:$slots, NN_FloatTensor:$grad,
+                       UnitAttr:$normalize);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $probs `,` $experts `,` $slots `,` $grad attr-dict `:` type($probs) `,`
+    type($experts) `,` type($grad)
+  }];
+  let builders = [OpBuilder<(ins "::mlir::Value":$probs,
+      "::mlir::Value":$experts, "::mlir::Value":$slots, "::mlir::Value":$grad,
+      "bool":$normalize), [{
+    build($_builder, $_state, probs.getType(), probs, experts, slots, grad,
+          normalize);
+  }]>];
+  let hasVerifier = 1;
+}
+
 #endif // DSNN_GRAD_OPS

@@ -605,6 +605,130 @@ LogicalResult MoEOp::verifyRegions() {
                      "the experts must yield the dispatched tokens' type");
 }
 
+int64_t MoEOp::getCapacity() {
+  return cast<RankedTensorType>(getExperts().front().getArgument(0).getType())
+      .getDimSize(1);
+}
+
+//===----------------------------------------------------------------------===//
+// MoE routing: moe_route, moe_gate, moe_dispatch, moe_gather
+//===----------------------------------------------------------------------===//
+
+/// `experts` and `slots` are i64 [N, k] of one shape; N must be `tokens`
+/// when that is known. Returns k, or failure after the diagnostic.
+static FailureOr<int64_t> verifyRouting(Operation *op, Value experts,
+                                        Value slots, int64_t tokens) {
+  auto e = rankedType(experts), s = rankedType(slots);
+  if (e.getRank() != 2 || !e.getElementType().isSignlessInteger(64))
+    return op->emitOpError() << "experts must be i64 [N, k], got " << e;
+  if (s != e)
+    return op->emitOpError() << "slots type " << s
+                             << " must equal the experts type " << e;
+  if (tokens != ShapedType::kDynamic && !dimsCompatible(e.getDimSize(0), tokens))
+    return op->emitOpError() << "experts has " << e.getDimSize(0)
+                             << " tokens (dim 0) but the tokens operand has "
+                             << tokens;
+  return e.getDimSize(1);
+}
+
+LogicalResult MoERouteOp::verify() {
+  auto probs = getProbs().getType();
+  if (probs.getRank() != 2)
+    return emitOpError() << "probs must be rank 2 [tokens, experts], got rank "
+                         << probs.getRank();
+  int64_t n = probs.getDimSize(0), e = probs.getDimSize(1);
+  int64_t k = getKAttr().getInt(), capacity = getCapacityAttr().getInt();
+  if (k < 1 || (e != ShapedType::kDynamic && k > e))
+    return emitOpError() << "k is " << k << " but must be in [1, " << e
+                         << "] (the experts, probs dim 1)";
+  if (capacity < 1)
+    return emitOpError() << "capacity is " << capacity << " but must be >= 1";
+  SmallVector<int64_t> choices = {n, k};
+  for (auto [name, v] : {std::pair<StringRef, Value>{"experts", getExperts()},
+                         {"slots", getSlots()}}) {
+    auto t = rankedType(v);
+    if (!shapesCompatible(t.getShape(), choices) ||
+        !t.getElementType().isSignlessInteger(64))
+      return emitOpError() << name << " type " << t << " but expected i64 "
+                           << formatShape(choices) << " (tokens, k)";
+  }
+  auto load = getLoad().getType();
+  if (load.getRank() != 1 || !dimsCompatible(load.getDimSize(0), e) ||
+      load.getElementType() != probs.getElementType())
+    return emitOpError() << "load type " << load << " but expected [" << e
+                         << "] of the probs' element type";
+  return success();
+}
+
+LogicalResult MoEGateOp::verify() {
+  auto probs = getProbs().getType();
+  if (probs.getRank() != 2)
+    return emitOpError() << "probs must be rank 2 [tokens, experts], got rank "
+                         << probs.getRank();
+  if (failed(verifyRouting(*this, getExperts(), getSlots(),
+                           probs.getDimSize(0))))
+    return failure();
+  if (failed(verifySameElementType(
+          *this, {{"probs", getProbs()}, {"result", getResult()}})))
+    return failure();
+  return verifyResultShape(*this, getResult().getType(),
+                           rankedType(getExperts()).getShape(),
+                           "one weight per choice, experts [N, k]");
+}
+
+LogicalResult MoEGateGradOp::verify() {
+  auto probs = getProbs().getType();
+  if (probs.getRank() != 2)
+    return emitOpError() << "probs must be rank 2 [tokens, experts], got rank "
+                         << probs.getRank();
+  if (failed(verifyRouting(*this, getExperts(), getSlots(),
+                           probs.getDimSize(0))))
+    return failure();
+  auto g = getGrad().getType();
+  if (!shapesCompatible(g.getShape(), rankedType(getExperts()).getShape()) ||
+      g.getElementType() != probs.getElementType())
+    return emitOpError() << "grad type " << g
+                         << " must be the combine weights': the experts' "
+                            "shape and the probs' element type";
+  return success();
+}
+
+LogicalResult MoEDispatchOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() != 2 && in.getRank() != 3)
+    return emitOpError() << "input must be [N, C] or [N, k, C], got rank "
+                         << in.getRank();
+  FailureOr<int64_t> k =
+      verifyRouting(*this, getExperts(), getSlots(), in.getDimSize(0));
+  if (failed(k))
+    return failure();
+  if (in.getRank() == 3 && !dimsCompatible(in.getDimSize(1), *k))
+    return emitOpError() << "input dim 1 is " << in.getDimSize(1)
+                         << " but a per-choice input needs k = " << *k;
+  if (out.getRank() != 3 ||
+      !dimsCompatible(out.getDimSize(2), in.getShape().back()))
+    return emitOpError() << "result type " << out << " must be [experts, "
+                         << "capacity, " << in.getShape().back() << "]";
+  return verifySameElementType(*this,
+                               {{"input", getInput()}, {"result", getResult()}});
+}
+
+LogicalResult MoEGatherOp::verify() {
+  auto in = getInput().getType();
+  if (in.getRank() != 3)
+    return emitOpError() << "input must be [experts, capacity, C], got rank "
+                         << in.getRank();
+  if (failed(verifyRouting(*this, getExperts(), getSlots(), ShapedType::kDynamic)))
+    return failure();
+  if (failed(verifySameElementType(
+          *this, {{"input", getInput()}, {"result", getResult()}})))
+    return failure();
+  SmallVector<int64_t> expected(rankedType(getExperts()).getShape());
+  expected.push_back(in.getDimSize(2));
+  return verifyResultShape(*this, getResult().getType(), expected,
+                           "experts [N, k] + [input dim 2]");
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//

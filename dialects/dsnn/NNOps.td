@@ -194,16 +194,47 @@ def NN_AttentionOp : NN_Op<"attention", [Pure]> {
   let hasVerifier = 1;
 }
 
-def NN_DropoutOp : NN_Op<"dropout", [SameOperandsAndResultType]> {
+// The per-call counter of a dropout's random stream (see dsnn.dropout).
+def NN_RngKey : 0DTensorOf<[I64]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getI64Type())";
+}
+
+def NN_DropoutOp : NN_Op<"dropout", [AllTypesMatch<["input", "result"]>]> {
   let summary = "Inverted dropout with probability p (identity when p = 0)";
   let description = [{
-    Zeroes each element with probability `p` and scales the rest by 1/(1-p).
-    The random stream is drawn from the step's RNG state when lowered; with
-    `p = 0` the op folds away.
+    Zeroes each element with probability `p` and scales the rest by
+    1/(1-p), as `torch.nn.functional.dropout` in training mode.
+
+    The mask is a pure function of (`seed`, `stream`, `key`, element index),
+    never stored: element i (row-major) is kept iff
+    `u_i >= floor(p · 2^64)` (unsigned), with SplitMix64's mixer `mix` and
+    `γ = 0x9E3779B97F4A7C15`:
+
+        base = mix(mix(mix(seed) ^ stream) ^ key)
+        u_i  = mix(base + (i + 1) · γ)
+
+    `key` is the call's counter (ds-autodiff makes it an argument of the
+    gradient function; @train_step passes step · micro-batches + micro-batch
+    index), `stream` numbers the dropout ops of a model, `seed` is the
+    module's `dsnn.init_seed`. So masks are reproducible across runs and
+    machines, differ per step, micro-batch and op, and the backward — a
+    dropout with the same key, seed and stream applied to the cotangent —
+    recomputes exactly the forward's mask. Without `key` (the model
+    contract, when it is evaluated rather than trained) the op is
+    evaluation-mode dropout, as after torch's `model.eval()`: the identity.
+
+      %y = dsnn.dropout %x key %k p 1.000000e-01 {seed = 0 : i64, stream = 3 : i64} : tensor<2x8x16xf32>
   }];
-  let arguments = (ins NN_FloatTensor:$input, F64Attr:$p);
+  let arguments = (ins NN_FloatTensor:$input, Optional<NN_RngKey>:$key,
+                       F64Attr:$p, DefaultValuedAttr<I64Attr, "0">:$seed,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs NN_FloatTensor:$result);
-  let assemblyFormat = "$input `p` $p attr-dict `:` type($result)";
+  let assemblyFormat = "$input (`key` $key^)? `p` $p attr-dict `:` type($result)";
+  let builders = [OpBuilder<(ins "::mlir::Value":$input, "double":$p), [{
+    build($_builder, $_state, input.getType(), input, ::mlir::Value(),
+          $_builder.getF64FloatAttr(p), ::mlir::IntegerAttr(),
+          ::mlir::IntegerAttr());
+  }]>];
   let hasVerifier = 1;
   let hasFolder = 1;
 }
@@ -412,6 +443,117 @@ def NN_MoEOp : NN_Op<"moe", [SingleBlock, RecursiveMemoryEffects]> {
   }];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The capacity: dim 1 of the expert region's token argument.
+    int64_t getCapacity();
+    /// Replaces the op by its routing spelled out (gate linear, softmax,
+    /// moe_route, moe_gate, moe_dispatch, the expert region inlined,
+    /// moe_gather, the weighted sum over k, the aux loss); see docs/models.md.
+    void expand(::mlir::RewriterBase &rewriter);
+  }];
+}
+
+// The routing of a mixture of experts, spelled out. ds-autodiff and
+// ds-lower-nn-to-linalg expand a dsnn.moe into these (MoEOp::expand), so the
+// gradient function shows gate -> route -> dispatch -> experts -> gather ->
+// combine, where expert parallelism can put its all-to-alls.
+
+def NN_MoERouteOp : NN_Op<"moe_route", [Pure]> {
+  let summary = "Top-k expert choice and capacity slots of each token";
+  let description = [{
+    From the gate probabilities `probs` `[N, E]` (a softmax over experts),
+    token n's choices j = 0..k-1 are its k most probable experts, best
+    first (ties: the lower expert index). Slots are handed out choice by
+    choice, token by token (all first choices in token order, then all
+    second choices, ...: DeepSpeed's top2gating order): a choice takes the
+    next free slot of its expert, or is dropped (slot -1) when the expert's
+    `capacity` slots are taken. Results:
+
+    - `experts` `[N, k]` i64: the chosen expert of each choice;
+    - `slots` `[N, k]` i64: its slot in that expert's buffer, -1 if dropped;
+    - `load` `[E]`: the fraction of tokens whose first choice is expert e
+      (before dropping), the `ce` of the load-balancing loss.
+
+    The decision is piecewise constant in `probs`: it has no gradient.
+
+      %e, %s, %load = dsnn.moe_route %probs {k = 2 : i64, capacity = 8 : i64}
+          : tensor<16x4xf32> -> tensor<16x2xi64>, tensor<16x2xi64>, tensor<4xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$probs, I64Attr:$k, I64Attr:$capacity);
+  let results = (outs NN_IntTensor:$experts, NN_IntTensor:$slots,
+                      NN_FloatTensor:$load);
+  let assemblyFormat = [{
+    $probs attr-dict `:` type($probs) `->` type($experts) `,` type($slots) `,`
+    type($load)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MoEGateOp : NN_Op<"moe_gate", [Pure,
+    AllTypesMatch<["experts", "slots"]>]> {
+  let summary = "Combine weights of the routed choices";
+  let description = [{
+    `g[n, j] = probs[n, experts[n, j]]` for a kept choice (`slots[n, j] >=
+    0`), 0 for a dropped one. With `normalize` (k >= 2, as DeepSpeed's
+    top2gating / topkgating) the result is `g / max(Σ_j g[n, j], eps)`
+    (eps: the element type's machine epsilon), otherwise `g` (top-1).
+
+      %w = dsnn.moe_gate %probs, %e, %s {normalize}
+          : tensor<16x4xf32>, tensor<16x2xi64> -> tensor<16x2xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$probs, NN_IntTensor:$experts,
+                       NN_IntTensor:$slots, UnitAttr:$normalize);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $probs `,` $experts `,` $slots attr-dict `:` type($probs) `,`
+    type($experts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MoEDispatchOp : NN_Op<"moe_dispatch", [Pure,
+    AllTypesMatch<["experts", "slots"]>]> {
+  let summary = "Tokens into their experts' capacity slots";
+  let description = [{
+    `result[experts[n, j], slots[n, j], :] = x[n, :]` (or `x[n, j, :]` for a
+    per-choice `x` `[N, k, C]`) for every kept choice; slots nobody took are
+    zero. The result `[E, capacity, C]` is what the experts compute on (and
+    what expert parallelism exchanges over `ep`). Its adjoint is
+    dsnn.moe_gather.
+
+      %d = dsnn.moe_dispatch %x, %e, %s
+          : tensor<16x8xf32>, tensor<16x2xi64> -> tensor<4x8x8xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_IntTensor:$experts,
+                       NN_IntTensor:$slots);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $experts `,` $slots attr-dict `:` type($input) `,`
+    type($experts) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MoEGatherOp : NN_Op<"moe_gather", [Pure,
+    AllTypesMatch<["experts", "slots"]>]> {
+  let summary = "Each choice's row of the experts' output";
+  let description = [{
+    `result[n, j, :] = y[experts[n, j], slots[n, j], :]` for a kept choice,
+    zero for a dropped one: `y` `[E, capacity, C]` back in token order
+    `[N, k, C]`. The adjoint of dsnn.moe_dispatch; weighting by dsnn.moe_gate
+    and summing over k is the combine.
+
+      %g = dsnn.moe_gather %y, %e, %s
+          : tensor<4x8x8xf32>, tensor<16x2xi64> -> tensor<16x2x8xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_IntTensor:$experts,
+                       NN_IntTensor:$slots);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $experts `,` $slots attr-dict `:` type($input) `,`
+    type($experts) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 def NN_YieldOp : NN_Op<"yield", [Pure, Terminator, ReturnLike,

@@ -147,8 +147,7 @@ Value ModelBuilder::attention(Value q, Value k, Value v, bool causal,
 Value ModelBuilder::dropout(Value x, double p) {
   if (p == 0)
     return x;
-  return nn::DropoutOp::create(b, currentLoc, x.getType(), x,
-                               b.getF64FloatAttr(p));
+  return nn::DropoutOp::create(b, currentLoc, x, p);
 }
 
 Value ModelBuilder::binary(StringRef kind, Value a, Value c) {

@@ -4,32 +4,6 @@
 // one error at that op, naming it and why.
 
 func.func @forward(%x: tensor<2x8xf32> {dsnn.param = #dsnn.param<name = "x", init = zeros>}) -> tensor<f32> {
-  // expected-error @+1 {{'dsnn.dropout' op with p = 0.1 is not differentiable yet: its backward needs the forward's dropout mask}}
-  %y = dsnn.dropout %x p 0.1 : tensor<2x8xf32>
-  %l = dsnn.reduce_sum %y dims [0, 1] : tensor<2x8xf32> -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
-
-func.func @forward(%x: tensor<16x16xf32>,
-                   %wg: tensor<4x16xf32> {dsnn.param = #dsnn.param<name = "gate", init = zeros>},
-                   %w1: tensor<4x64x16xf32> {dsnn.param = #dsnn.param<name = "w1", init = zeros, expert = 0>}) -> tensor<f32> {
-  // expected-error @+1 {{'dsnn.moe' op is not differentiable yet: its backward needs the forward's routing}}
-  %o, %a = dsnn.moe %x, %wg experts(%w1 : tensor<4x64x16xf32>)
-      {num_experts = 4 : i64, k = 1 : i64, capacity_factor = 1.25 : f64}
-      : tensor<16x16xf32>, tensor<4x16xf32> -> tensor<16x16xf32>, tensor<f32> {
-    ^bb0(%tok: tensor<4x5x16xf32>, %a1: tensor<4x64x16xf32>):
-      %h = dsnn.batch_matmul %tok, %a1 {transpose_b} : tensor<4x5x16xf32>, tensor<4x64x16xf32> -> tensor<4x5x64xf32>
-      %out = dsnn.batch_matmul %h, %a1 : tensor<4x5x64xf32>, tensor<4x64x16xf32> -> tensor<4x5x16xf32>
-      dsnn.yield %out : tensor<4x5x16xf32>
-  }
-  return %a : tensor<f32>
-}
-
-// -----
-
-func.func @forward(%x: tensor<2x8xf32> {dsnn.param = #dsnn.param<name = "x", init = zeros>}) -> tensor<f32> {
   // expected-error @+1 {{'tensor.extract_slice' op is not differentiable: it has no DifferentiableOpInterface (no VJP), yet a parameter's gradient flows through it}}
   %s = tensor.extract_slice %x[0, 0] [1, 8] [1, 1] : tensor<2x8xf32> to tensor<1x8xf32>
   %l = dsnn.reduce_sum %s dims [0, 1] : tensor<1x8xf32> -> tensor<f32>

@@ -38,6 +38,11 @@ FailureOr<func::FuncOp> buildForwardBackward(func::FuncOp forward,
 inline constexpr StringLiteral kBackwardAttrName = "backward";
 inline constexpr StringLiteral kBackwardSuffix = ".backward";
 
+/// Unit attribute on the last argument of a gradient function whose model
+/// has dropout: `tensor<i64>`, the counter of the call's random masks
+/// (@train_step passes step · micro-batches + micro-batch index).
+inline constexpr StringLiteral kRngKeyAttrName = "dsnn.rng_key";
+
 /// @train_step argument attributes: `{param = "<name>", kind = "<kind>"}` on
 /// optimizer state, unit on the 1-based step counter.
 inline constexpr StringLiteral kStateAttrName = "dstrain.state";

@@ -36,23 +36,13 @@ void mlir::ds::populateNNToLinalgPatterns(RewritePatternSet &patterns) {
   nntolinalg::populateAttentionPatterns(patterns);
   nntolinalg::populateLossPatterns(patterns);
   nntolinalg::populateEmbeddingPatterns(patterns);
+  nntolinalg::populateMoEPatterns(patterns);
 }
 
 namespace {
 
 /// Why `op` is still there, for the error.
 void explain(Operation *op, InFlightDiagnostic &diag) {
-  if (isa<nn::MoEOp>(op)) {
-    diag << "is not lowered yet: ds-lower-nn-to-linalg has no lowering for "
-            "the mixture-of-experts dispatch and expert region";
-    return;
-  }
-  if (auto dropout = dyn_cast<nn::DropoutOp>(op)) {
-    diag << "with p = " << formatNumber(dropout.getP().convertToDouble())
-         << " is not lowered yet: a random mask needs the step's RNG "
-            "state; only p = 0 (folded to the identity) lowers";
-    return;
-  }
   if (!nntolinalg::hasStaticShapes(op)) {
     diag << "has a dynamic shape; ds-lower-nn-to-linalg lowers static "
             "shapes only";

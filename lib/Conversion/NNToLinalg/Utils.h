@@ -120,6 +120,7 @@ void populateAttentionPatterns(RewritePatternSet &patterns);
 void populateLossPatterns(RewritePatternSet &patterns);
 void populateEmbeddingPatterns(RewritePatternSet &patterns);
 void populateStructurePatterns(RewritePatternSet &patterns);
+void populateMoEPatterns(RewritePatternSet &patterns);
 
 } // namespace mlir::ds::nntolinalg
 

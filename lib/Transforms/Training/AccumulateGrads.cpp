@@ -11,6 +11,7 @@
 #include "ds/Transforms/Training.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -69,9 +70,21 @@ struct AccumulateGradsPass
     Location loc = grad.getLoc();
     FunctionType gradType = grad.getFunctionType();
 
+    // A model with dropout takes its masks' counter last (ds-autodiff);
+    // @train_step derives it from the step, which it then takes right after
+    // the parameters (where ds-optimizer keeps it).
+    unsigned numInputs = gradType.getNumInputs();
+    bool keyed = numInputs > numParams &&
+                 grad.getArgAttr(numInputs - 1, kRngKeyAttrName);
+    unsigned numBatch = numInputs - numParams - (keyed ? 1 : 0);
+
     // Batch arguments gain the leading micro-batch dim.
     SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
     for (auto [i, type] : llvm::enumerate(gradType.getInputs())) {
+      if (i >= numParams + numBatch)
+        break;
+      argAttrs.push_back(grad.getArgAttrDict(i));
       if (i < numParams) {
         argTypes.push_back(type);
         continue;
@@ -86,19 +99,26 @@ struct AccumulateGradsPass
       argTypes.push_back(tensor.clone(shape));
     }
     SmallVector<Type> resultTypes(gradType.getResults());
-
     OpBuilder b(ctx);
+    if (keyed) {
+      argTypes.insert(argTypes.begin() + numParams,
+                      RankedTensorType::get({}, b.getI64Type()));
+      argAttrs.insert(argAttrs.begin() + numParams,
+                      b.getDictionaryAttr(
+                          b.getNamedAttr(kStepAttrName, b.getUnitAttr())));
+    }
+
     b.setInsertionPointAfter(grad);
     auto step = func::FuncOp::create(
         b, loc, result, FunctionType::get(ctx, argTypes, resultTypes));
-    if (ArrayAttr argAttrs = grad.getAllArgAttrs())
-      step.setAllArgAttrs(argAttrs);
+    step.setAllArgAttrs(argAttrs);
     step->setAttr(kAccumStepsAttrName, b.getI64IntegerAttr(steps));
     Block *body = step.addEntryBlock();
     b.setInsertionPointToStart(body);
 
     ValueRange params = body->getArguments().take_front(numParams);
-    ValueRange batch = body->getArguments().drop_front(numParams);
+    Value stepArg = keyed ? body->getArgument(numParams) : Value();
+    ValueRange batch = body->getArguments().take_back(numBatch);
     auto microBatch = [&](OpBuilder &nb, Location l, OpFoldResult index) {
       SmallVector<Value> operands(params);
       for (Value full : batch) {
@@ -113,6 +133,17 @@ struct AccumulateGradsPass
                                            type.getElementType());
         operands.push_back(tensor::ExtractSliceOp::create(
             nb, l, slice, full, offsets, sizes, strides));
+      }
+      if (keyed) {
+        // key = step · steps + micro-batch index: one per call, never reused.
+        Value s = tensor::ExtractOp::create(nb, l, stepArg, ValueRange{});
+        Value n = arith::ConstantIntOp::create(nb, l, steps, 64);
+        Value i = getValueOrCreateConstantIndexOp(nb, l, index);
+        i = arith::IndexCastOp::create(nb, l, nb.getI64Type(), i);
+        Value k = arith::AddIOp::create(
+            nb, l, arith::MulIOp::create(nb, l, s, n), i);
+        operands.push_back(tensor::FromElementsOp::create(
+            nb, l, RankedTensorType::get({}, nb.getI64Type()), k));
       }
       return func::CallOp::create(nb, l, grad, operands);
     };

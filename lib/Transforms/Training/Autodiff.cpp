@@ -11,6 +11,7 @@
 // splitting and activation checkpointing can move or recompute.
 //
 //===----------------------------------------------------------------------===//
+#include "ds/Import/Import.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
 
@@ -265,6 +266,49 @@ static LogicalResult exportSavedActivations(func::FuncOp fn) {
   return success();
 }
 
+/// Spells every dsnn.moe out as its routing (MoEOp::expand): the VJPs are
+/// those of the routing ops, and the gradient function shows the dispatch
+/// and gather that expert parallelism wraps in all-to-alls.
+static void expandMoEs(func::FuncOp fn) {
+  SmallVector<MoEOp> moes;
+  fn.walk([&](MoEOp op) { moes.push_back(op); });
+  IRRewriter rewriter(fn.getContext());
+  for (MoEOp op : moes)
+    op.expand(rewriter);
+}
+
+/// Gives every dropout with p > 0 its random stream: the new last argument
+/// `%key: tensor<i64> {dsnn.rng_key}` (the caller's counter, one per call),
+/// the module's `dsnn.init_seed`, and its ordinal among the dropouts as
+/// `stream`. The backward's dropouts reuse all three, so they recompute the
+/// forward's masks.
+static void keyDropouts(func::FuncOp fn) {
+  SmallVector<DropoutOp> dropouts;
+  fn.walk([&](DropoutOp op) {
+    if (!op.getP().isZero() && !op.getKey())
+      dropouts.push_back(op);
+  });
+  if (dropouts.empty())
+    return;
+  OpBuilder b(fn.getContext());
+  int64_t seed = 0;
+  if (auto module = fn->getParentOfType<ModuleOp>())
+    if (auto attr = module->getAttrOfType<IntegerAttr>(
+            importer::kInitSeedAttrName))
+      seed = attr.getInt();
+  unsigned index = fn.getNumArguments();
+  (void)fn.insertArgument(
+      index, RankedTensorType::get({}, b.getI64Type()),
+      b.getDictionaryAttr(b.getNamedAttr(kRngKeyAttrName, b.getUnitAttr())),
+      fn.getLoc());
+  Value key = fn.getArgument(index);
+  for (auto [stream, op] : llvm::enumerate(dropouts)) {
+    op.getKeyMutable().assign(key);
+    op.setSeed(seed);
+    op.setStream(stream);
+  }
+}
+
 FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
                                                        StringRef name,
                                                        AutodiffStats *stats) {
@@ -290,6 +334,8 @@ FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
   moduleBuilder.setInsertionPointAfter(forward);
   auto fn = cast<func::FuncOp>(moduleBuilder.clone(*forward));
   fn.setName(name);
+  expandMoEs(fn);
+  keyDropouts(fn);
 
   SmallVector<Value> params;
   for (BlockArgument arg : fn.getArguments())
@@ -356,7 +402,7 @@ FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
 }
 
 namespace {
-struct AutodiffPass : ds::impl::AutodiffBase<AutodiffPass> {
+struct AutodiffPass : mlir::ds::impl::AutodiffBase<AutodiffPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -66,14 +66,17 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
     bool shapeOk = numParams > 0 && ret.getNumOperands() == numParams + 2;
     for (unsigned i = 0; shapeOk && i < numParams; ++i)
       shapeOk = ret.getOperand(i + 1).getType() == fn.getArgumentTypes()[i];
-    for (unsigned i = 0; shapeOk && i < fn.getNumArguments(); ++i)
-      shapeOk = !fn.getArgAttr(i, kStepAttrName);
+    unsigned numSteps = 0;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      numSteps += fn.getArgAttr(i, kStepAttrName) ? 1 : 0;
+    shapeOk &= numSteps <= 1;
     if (!shapeOk) {
       fn.emitError() << "ds-optimizer: @" << entry << " returns "
                      << ret.getNumOperands() << " values but must return "
                      << "(loss, " << numParams
-                     << " gradients, grad_norm) and have no step argument "
-                        "yet, as ds-clip-grads leaves it";
+                     << " gradients, grad_norm) and at most one step argument "
+                        "(ds-accumulate-grads adds it for dropout), as "
+                        "ds-clip-grads leaves it";
       return signalPassFailure();
     }
     update(fn, ret, numParams, *kind);
@@ -103,6 +106,12 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
             b.getDictionaryAttr(b.getNamedAttr(kStateAttrName, state)));
         locs.push_back(fn.getArgument(p).getLoc());
       }
+    // A step argument that is already there (dropout's masks need it in the
+    // micro-batch loop) moves to its place after the state.
+    std::optional<unsigned> oldStep;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      if (fn.getArgAttr(i, kStepAttrName))
+        oldStep = i;
     auto stepType = RankedTensorType::get({}, b.getI64Type());
     indices.push_back(numParams);
     types.push_back(stepType);
@@ -114,6 +123,16 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
       return signalPassFailure();
     }
     numStateTensors = numParams * kinds.size();
+    unsigned newStep = numParams + numParams * kinds.size();
+    if (oldStep) {
+      unsigned old = *oldStep >= numParams ? *oldStep + indices.size()
+                                           : *oldStep;
+      fn.getArgument(old).replaceAllUsesWith(fn.getArgument(newStep));
+      if (failed(fn.eraseArgument(old))) {
+        fn.emitError("ds-optimizer: could not move the step argument");
+        return signalPassFailure();
+      }
+    }
 
     Block &entryBlock = fn.getBody().front();
     unsigned numState = numParams * kinds.size();

@@ -291,16 +291,27 @@ struct AttentionVJP : VJP<AttentionVJP, AttentionOp> {
 };
 
 struct DropoutVJP : VJP<DropoutVJP, DropoutOp> {
+  // dx = mask · dy / (1 − p): the same dropout (same key, seed and stream,
+  // hence the same mask, recomputed rather than stored) of the cotangent.
   LogicalResult vjp(DropoutOp op, OpBuilder &b, Location loc, ValueRange dys,
                     SmallVectorImpl<Value> &dxs) const {
     double p = op.getP().convertToDouble();
-    if (p != 0.0)
+    if (p == 0.0) {
+      dxs.push_back(dys[0]);
+      if (op.getKey())
+        dxs.push_back(Value());
+      return success();
+    }
+    if (!op.getKey())
       return op.emitOpError()
              << "with p = " << formatNumber(p)
-             << " is not differentiable yet: its backward needs the forward's "
-                "dropout mask, which dsnn.dropout does not expose; set the "
-                "model's dropout probabilities to 0";
-    dxs.push_back(dys[0]);
+             << " has no key operand, so its backward cannot recompute its "
+                "mask; ds-autodiff gives every dropout of the function it "
+                "differentiates a key";
+    dxs.push_back(DropoutOp::create(b, loc, op.getType(), dys[0], op.getKey(),
+                                    op.getPAttr(), op.getSeedAttr(),
+                                    op.getStreamAttr()));
+    dxs.push_back(Value());
     return success();
   }
 };
@@ -472,16 +483,58 @@ struct MSELossVJP : VJP<MSELossVJP, MSELossOp> {
 };
 
 //===----------------------------------------------------------------------===//
-// Mixture of experts
+// Mixture-of-experts routing (dsnn.moe itself is expanded by ds-autodiff)
 //===----------------------------------------------------------------------===//
 
-struct MoEVJP : VJP<MoEVJP, MoEOp> {
-  LogicalResult vjp(MoEOp op, OpBuilder &, Location, ValueRange,
-                    SmallVectorImpl<Value> &) const {
-    return op.emitOpError()
-           << "is not differentiable yet: its backward needs the forward's "
-              "routing (top-k expert indices, capacity slots and combine "
-              "weights), which dsnn.moe does not expose";
+struct MoERouteVJP : VJP<MoERouteVJP, MoERouteOp> {
+  // The choice of experts and slots is piecewise constant in the
+  // probabilities: no gradient (the aux loss's gradient flows through its
+  // mean probabilities, as in DeepSpeed where ce is a one-hot mean).
+  LogicalResult vjp(MoERouteOp, OpBuilder &, Location, ValueRange,
+                    SmallVectorImpl<Value> &dxs) const {
+    dxs.push_back(Value());
+    return success();
+  }
+};
+
+struct MoEGateVJP : VJP<MoEGateVJP, MoEGateOp> {
+  LogicalResult vjp(MoEGateOp op, OpBuilder &b, Location loc, ValueRange dys,
+                    SmallVectorImpl<Value> &dxs) const {
+    dxs.push_back(MoEGateGradOp::create(b, loc, op.getProbs(), op.getExperts(),
+                                        op.getSlots(), dys[0],
+                                        op.getNormalize()));
+    dxs.append({Value(), Value()});
+    return success();
+  }
+};
+
+struct MoEDispatchVJP : VJP<MoEDispatchVJP, MoEDispatchOp> {
+  // Dispatch and gather are adjoint: each kept choice's row comes back from
+  // its slot; a token shared by its k choices gets their sum.
+  LogicalResult vjp(MoEDispatchOp op, OpBuilder &b, Location loc,
+                    ValueRange dys, SmallVectorImpl<Value> &dxs) const {
+    auto in = tensorType(op.getInput());
+    auto choices = tensorType(op.getExperts());
+    int64_t c = in.getShape().back();
+    auto perChoice = RankedTensorType::get(
+        {choices.getDimSize(0), choices.getDimSize(1), c}, in.getElementType());
+    Value g = MoEGatherOp::create(b, loc, perChoice, dys[0], op.getExperts(),
+                                  op.getSlots());
+    if (in.getRank() == 2)
+      g = ReduceSumOp::create(b, loc, in, g, ArrayRef<int64_t>{1});
+    dxs.append({g, Value(), Value()});
+    return success();
+  }
+};
+
+struct MoEGatherVJP : VJP<MoEGatherVJP, MoEGatherOp> {
+  LogicalResult vjp(MoEGatherOp op, OpBuilder &b, Location loc, ValueRange dys,
+                    SmallVectorImpl<Value> &dxs) const {
+    dxs.push_back(MoEDispatchOp::create(b, loc, op.getInput().getType(),
+                                        dys[0], op.getExperts(),
+                                        op.getSlots()));
+    dxs.append({Value(), Value()});
+    return success();
   }
 };
 
@@ -520,6 +573,9 @@ void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
     ReduceMeanOp::attachInterface<ReduceMeanVJP>(*ctx);
     CrossEntropyOp::attachInterface<CrossEntropyVJP>(*ctx);
     MSELossOp::attachInterface<MSELossVJP>(*ctx);
-    MoEOp::attachInterface<MoEVJP>(*ctx);
+    MoERouteOp::attachInterface<MoERouteVJP>(*ctx);
+    MoEGateOp::attachInterface<MoEGateVJP>(*ctx);
+    MoEDispatchOp::attachInterface<MoEDispatchVJP>(*ctx);
+    MoEGatherOp::attachInterface<MoEGatherVJP>(*ctx);
   });
 }

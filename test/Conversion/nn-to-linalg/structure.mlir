@@ -26,10 +26,31 @@ func.func @dropout_p0(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-func.func @dropout_p(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @below {{'dsnn.dropout' with p = 0.1 is not lowered yet: a random mask needs the step's RNG state; only p = 0 (folded to the identity) lowers}}
+// Without a key, dropout is evaluation mode (torch's model.eval()).
+// CHECK-LABEL: func @dropout_eval
+// CHECK-NEXT:    return %arg0
+func.func @dropout_eval(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = dsnn.dropout %x p 0.1 : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// With a key: the mask is hashed from (seed, stream, key, element index)
+// inside one elementwise generic, then kept values are scaled by 1/(1-p).
+// CHECK-LABEL: func @dropout_keyed
+// CHECK:         %[[K:.*]] = tensor.extract %arg1[] : tensor<i64>
+// CHECK:         arith.xori %[[K]]
+// CHECK:         linalg.generic
+// CHECK:           linalg.index 0
+// CHECK:           linalg.index 1
+// CHECK:           arith.cmpi uge
+// CHECK:           arith.mulf %{{.*}}, %cst{{.*}} : f32
+// CHECK:           arith.select
+// CHECK-NOT:     dsnn.dropout
+func.func @dropout_keyed(%x: tensor<2x4xf32>, %key: tensor<i64>) -> tensor<2x4xf32> {
+  %0 = dsnn.dropout %x key %key p 0.25 {seed = 1 : i64, stream = 2 : i64} : tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
 }
 
 // -----
@@ -38,20 +59,4 @@ func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
   // expected-error @below {{'dsnn.exp' has a dynamic shape; ds-lower-nn-to-linalg lowers static shapes only}}
   %0 = dsnn.exp %x : tensor<?xf32>
   return %0 : tensor<?xf32>
-}
-
-// -----
-
-// The expert region is reported with the moe, not op by op.
-func.func @moe(%x: tensor<16x16xf32>, %wg: tensor<4x16xf32>, %w1: tensor<4x64x16xf32>, %w2: tensor<4x16x64xf32>) -> tensor<16x16xf32> {
-  // expected-error @below {{'dsnn.moe' is not lowered yet: ds-lower-nn-to-linalg has no lowering for the mixture-of-experts dispatch and expert region}}
-  %o, %a = dsnn.moe %x, %wg experts(%w1, %w2 : tensor<4x64x16xf32>, tensor<4x16x64xf32>)
-      {num_experts = 4 : i64, k = 2 : i64, capacity_factor = 1.25 : f64}
-      : tensor<16x16xf32>, tensor<4x16xf32> -> tensor<16x16xf32>, tensor<f32> {
-    ^bb0(%tok: tensor<4x10x16xf32>, %a1: tensor<4x64x16xf32>, %a2: tensor<4x16x64xf32>):
-      %h = dsnn.batch_matmul %tok, %a1 {transpose_b} : tensor<4x10x16xf32>, tensor<4x64x16xf32> -> tensor<4x10x64xf32>
-      %out = dsnn.batch_matmul %h, %a2 {transpose_b} : tensor<4x10x64xf32>, tensor<4x16x64xf32> -> tensor<4x10x16xf32>
-      dsnn.yield %out : tensor<4x10x16xf32>
-  }
-  return %o : tensor<16x16xf32>
 }
