@@ -29,15 +29,19 @@ std::string ds::oracle::wrapFunction(const std::vector<std::string> &argTypes,
 }
 
 llvm::Expected<std::unique_ptr<Runner>>
-ds::oracle::compileDsnn(const std::string &moduleText) {
+ds::oracle::compileDsnn(const std::string &moduleText,
+                        const std::string &prePipeline) {
   static std::once_flag registered;
   std::call_once(registered, [] { mlir::ds::registerAllDSPasses(); });
   RunnerOptions options;
   options.registerDialects = [](mlir::DialectRegistry &registry) {
     mlir::ds::registerAllDSDialects(registry);
   };
-  options.preLowering = [](mlir::OpPassManager &pm) {
-    (void)mlir::parsePassPipeline("ds-lower-nn-to-linalg", pm);
+  options.preLowering = [prePipeline](mlir::OpPassManager &pm) {
+    std::string pipeline = "ds-lower-nn-to-linalg";
+    if (!prePipeline.empty())
+      pipeline = prePipeline + "," + pipeline;
+    (void)mlir::parsePassPipeline(pipeline, pm);
   };
   return Runner::fromSource(moduleText, options, "oracle-case");
 }

@@ -23,9 +23,10 @@ std::string wrapFunction(const std::vector<std::string> &argTypes,
                          const std::string &resultType,
                          const std::string &body);
 
-/// Lowers dsnn (and anything below) and JITs the module.
+/// Lowers dsnn (and anything below) and JITs the module; `prePipeline`
+/// (e.g. "ds-autodiff") runs first.
 llvm::Expected<std::unique_ptr<mlir::ds::exec::Runner>>
-compileDsnn(const std::string &moduleText);
+compileDsnn(const std::string &moduleText, const std::string &prePipeline = "");
 
 } // namespace ds::oracle
 

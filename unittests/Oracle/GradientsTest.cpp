@@ -173,6 +173,12 @@ std::string specOf(const GptSizes &s) {
       ", \"tie_word_embeddings\": " + (s.tied ? "true" : "false");
   if (s.nInner)
     spec += ", \"n_inner\": " + std::to_string(s.nInner);
+  if (s.moeExperts)
+    spec += ", \"moe\": {\"num_experts\": " + std::to_string(s.moeExperts) +
+            ", \"k\": " + std::to_string(s.moeK) +
+            ", \"capacity_factor\": " + std::to_string(s.capacityFactor) +
+            ", \"min_capacity\": " + std::to_string(s.minCapacity) +
+            ", \"every\": " + std::to_string(s.moeEvery) + "}";
   return spec + "}";
 }
 
@@ -189,6 +195,16 @@ TEST_P(GptGradients, MatchLibTorchAutograd) {
       torch::randint(0, gc.sizes.vocab, shape, torch::kLong),
       torch::randint(0, gc.sizes.vocab, shape, torch::kLong)};
   expectGradientsMatch(*compiled, reference, batch, gc.name);
+  if (gc.sizes.moeExperts) {
+    const MoERoutingStats &r = reference.routing;
+    std::cout << gc.name << ": " << r.dropped << " of " << r.choices
+              << " expert choices dropped, smallest top-k gap " << r.minGap
+              << "\n";
+    // The same routing in f32 and f64 needs clear choices; the case must
+    // drop tokens to test capacity.
+    EXPECT_GT(r.minGap, 1e-4) << gc.name << ": a near-tie in the routing";
+    EXPECT_GT(r.dropped, 0) << gc.name << ": no choice over capacity";
+  }
 }
 
 // gpt-tiny.json's sizes; then untied, with the tanh GELU and a non-default
@@ -198,7 +214,17 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(GptCase{"gpt_tiny", {2, 16, 2, 64, 8}, 2},
                     GptCase{"gpt_untied_gelu_new",
                             {1, 24, 3, 50, 6, 40, false, "gelu_new"},
-                            3}),
+                            3},
+                    // gpt-moe.json's shape, tiny: top-2 in block h.1 and
+                    // top-1 in both blocks, each overflowing capacity.
+                    GptCase{"gpt_moe_top2",
+                            {2, 16, 2, 64, 8, 0, true, "gelu", 1e-5, 4, 2, 2,
+                             4, 1.0},
+                            2},
+                    GptCase{"gpt_moe_top1",
+                            {2, 16, 2, 64, 8, 0, true, "gelu", 1e-5, 4, 1, 1,
+                             2, 1.0},
+                            2}),
     [](const testing::TestParamInfo<GptCase> &info) {
       return info.param.name;
     });

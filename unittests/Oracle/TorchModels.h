@@ -13,6 +13,7 @@
 
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -65,12 +66,99 @@ struct GptSizes {
   bool tied = true;
   std::string act = "gelu";
   double eps = 1e-5;
+  /// Mixture of experts (docs/models.md): 0 experts means none.
+  int64_t moeExperts = 0, moeK = 1, moeEvery = 1, minCapacity = 4;
+  double capacityFactor = 1.0;
   int64_t inner() const { return nInner ? nInner : 4 * nEmbd; }
+  bool isMoE(int64_t block) const {
+    return moeExperts > 0 && (block + 1) % moeEvery == 0;
+  }
 };
+
+/// What the MoE layers of one TorchGpt::loss routed, so a test can check
+/// that it exercised what it means to (drops) and that no choice was a
+/// near-tie (which f32 and f64 could decide differently).
+struct MoERoutingStats {
+  int64_t dropped = 0, choices = 0;
+  double minGap = std::numeric_limits<double>::infinity();
+};
+
+/// The MoE MLP of docs/models.md as DeepSpeed's top1gating/top2gating
+/// compute it (deterministic: no random token selection, no second-expert
+/// sampling), with its dense einsum dispatch and combine: softmax gate,
+/// k choices by descending probability, capacity slots handed out choice by
+/// choice in token order, combine weights = the kept choices' probabilities
+/// (normalized over the kept choices for k >= 2), aux loss E · Σ_e
+/// mean_prob_e · first_choice_fraction_e. `x` is [N, C]; returns [N, C].
+inline torch::Tensor torchMoE(const torch::Tensor &x, const torch::Tensor &wg,
+                              const torch::Tensor &w1, const torch::Tensor &b1,
+                              const torch::Tensor &w2, const torch::Tensor &b2,
+                              const GptSizes &sz, torch::Tensor &aux,
+                              MoERoutingStats &stats) {
+  namespace F = torch::nn::functional;
+  const int64_t n = x.size(0), e = sz.moeExperts, k = sz.moeK;
+  const int64_t capacity = std::max<int64_t>(
+      static_cast<int64_t>(std::ceil(static_cast<double>(n) / e *
+                                     sz.capacityFactor * k)),
+      sz.minCapacity);
+  torch::Tensor gates = torch::softmax(F::linear(x, wg), 1);
+  torch::Tensor taken = torch::zeros({n, e}, torch::kBool);
+  torch::Tensor prior = torch::zeros({1, e}, gates.options());
+  torch::Tensor combine = torch::zeros({n, e, capacity}, gates.options());
+  std::vector<torch::Tensor> kept, locations;
+  torch::Tensor firstChoice;
+  for (int64_t j = 0; j < k; ++j) {
+    torch::Tensor free = gates.detach().masked_fill(taken, -1.0);
+    auto top2 = free.topk(std::min<int64_t>(2, e - j), 1);
+    if (e - j > 1)
+      stats.minGap = std::min(
+          stats.minGap,
+          (std::get<0>(top2).select(1, 0) - std::get<0>(top2).select(1, 1))
+              .min()
+              .item<double>());
+    torch::Tensor mask = F::one_hot(free.argmax(1), e).to(gates.dtype());
+    if (j == 0)
+      firstChoice = mask;
+    taken = taken | mask.to(torch::kBool);
+    torch::Tensor location = torch::cumsum(mask, 0) - 1 + prior;
+    prior = prior + mask.sum(0, true);
+    mask = mask * (location < capacity).to(gates.dtype());
+    stats.choices += n;
+    stats.dropped += n - mask.sum().item<int64_t>();
+    kept.push_back(mask);
+    locations.push_back((location * mask).sum(1).to(torch::kLong));
+  }
+  std::vector<torch::Tensor> weight;
+  for (const torch::Tensor &mask : kept)
+    weight.push_back((gates * mask).sum(1));
+  if (k > 1) {
+    torch::Tensor denom = weight[0];
+    for (int64_t j = 1; j < k; ++j)
+      denom = denom + weight[j];
+    denom = torch::clamp(denom, std::numeric_limits<double>::epsilon());
+    for (torch::Tensor &w : weight)
+      w = w / denom;
+  }
+  for (int64_t j = 0; j < k; ++j)
+    combine = combine + torch::einsum(
+                            "se,sc->sec",
+                            {weight[j].unsqueeze(1) * kept[j],
+                             F::one_hot(locations[j], capacity)
+                                 .to(gates.dtype())});
+  torch::Tensor dispatch = combine.ne(0).to(gates.dtype());
+  torch::Tensor tokens = torch::einsum("sec,sm->ecm", {dispatch, x});
+  torch::Tensor h = activate(
+      torch::bmm(tokens, w1.transpose(1, 2)) + b1.unsqueeze(1), sz.act);
+  torch::Tensor out = torch::bmm(h, w2.transpose(1, 2)) + b2.unsqueeze(1);
+  aux = (gates.mean(0) * firstChoice.mean(0)).sum() * e;
+  return torch::einsum("sec,ecm->sm", {combine, out});
+}
 
 /// The GPT of docs/models.md.
 struct TorchGpt : TorchParams {
   GptSizes sz;
+  /// Of the last loss() call.
+  MoERoutingStats routing;
 
   /// Weights drawn from torch's generator (not ds's init), with LayerNorm
   /// scales and every bias away from 1 / 0 so that their gradients matter.
@@ -94,6 +182,17 @@ struct TorchGpt : TorchParams {
       m.add(p + "attn.c_proj.bias", normal({c}, 0.02));
       m.add(p + "ln_2.weight", around1(c));
       m.add(p + "ln_2.bias", normal({c}, 0.1));
+      if (sz.isMoE(i)) {
+        // A gate far from uniform: clear choices, and uneven loads that
+        // overflow the capacity.
+        const int64_t e = sz.moeExperts;
+        m.add(p + "mlp.gate.weight", normal({e, c}, 1.0));
+        m.add(p + "mlp.experts.c_fc.weight", normal({e, inner, c}, 0.02));
+        m.add(p + "mlp.experts.c_fc.bias", normal({e, inner}, 0.02));
+        m.add(p + "mlp.experts.c_proj.weight", normal({e, c, inner}, 0.02));
+        m.add(p + "mlp.experts.c_proj.bias", normal({e, c}, 0.02));
+        continue;
+      }
       m.add(p + "mlp.c_fc.weight", normal({inner, c}, 0.02));
       m.add(p + "mlp.c_fc.bias", normal({inner}, 0.02));
       m.add(p + "mlp.c_proj.weight", normal({c, inner}, 0.02));
@@ -124,6 +223,8 @@ struct TorchGpt : TorchParams {
     torch::Tensor x =
         F::embedding(ids, get("wte.weight")) + get("wpe.weight").slice(0, 0, t);
     torch::Tensor future = torch::ones({t, t}, torch::kBool).triu(1);
+    torch::Tensor aux;
+    routing = MoERoutingStats();
     for (int64_t i = 0; i < sz.nLayer; ++i) {
       std::string p = "h." + std::to_string(i) + ".";
       auto qkv = linear(ln(x, p + "ln_1"), p + "attn.c_attn").split(c, 2);
@@ -135,13 +236,28 @@ struct TorchGpt : TorchParams {
                             .transpose(1, 2)
                             .reshape({b, t, c});
       x = x + linear(y, p + "attn.c_proj");
+      if (sz.isMoE(i)) {
+        std::string q = p + "mlp.experts.";
+        torch::Tensor layerAux;
+        torch::Tensor out = torchMoE(
+            ln(x, p + "ln_2").reshape({b * t, c}), get(p + "mlp.gate.weight"),
+            get(q + "c_fc.weight"), get(q + "c_fc.bias"),
+            get(q + "c_proj.weight"), get(q + "c_proj.bias"), sz, layerAux,
+            routing);
+        aux = aux.defined() ? aux + layerAux : layerAux;
+        x = x + out.reshape({b, t, c});
+        continue;
+      }
       torch::Tensor h =
           activate(linear(ln(x, p + "ln_2"), p + "mlp.c_fc"), sz.act);
       x = x + linear(h, p + "mlp.c_proj");
     }
     torch::Tensor head = get(sz.tied ? "wte.weight" : "lm_head.weight");
     torch::Tensor logits = F::linear(ln(x, "ln_f"), head);
-    return F::cross_entropy(logits.view({-1, sz.vocab}), targets.view({-1}));
+    torch::Tensor loss =
+        F::cross_entropy(logits.view({-1, sz.vocab}), targets.view({-1}));
+    // The importer's aux-loss coefficient without a config (DeepSpeed's).
+    return aux.defined() ? loss + 0.01 * aux : loss;
   }
 };
 
