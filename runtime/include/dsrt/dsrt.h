@@ -235,6 +235,102 @@ DSRT_API int dsrt_check(int status, const char *what);
 DSRT_API double dsrt_comm_seconds(void);
 DSRT_API void dsrt_comm_seconds_reset(void);
 
+/*--- Optimizers (kernels/cpu/optim.c) -----------------------------------*/
+
+/* One fused pass per step over flat fp32 buffers updated in place: params,
+ * states (exp_avg, exp_avg_sq, momentum_buf) and, when param16 is not NULL,
+ * a 16-bit copy of the updated params (param16_dtype DSRT_F16 or DSRT_BF16,
+ * rounded to nearest even) for mixed precision. grad is grad_dtype (DSRT_F32,
+ * DSRT_F16 or DSRT_BF16) and is multiplied by grad_scale as it is read (pass
+ * 1/loss_scale times the clip coefficient; 1 for none). step counts from 1.
+ * Threads: OpenMP (OMP_NUM_THREADS); vector path: see dsrt_optim_simd_set.
+ *
+ * The _multi forms take arrays of num_tensors pointers and counts and do
+ * the whole list in one parallel pass (the same result as one call per
+ * tensor); a NULL params16 array means no 16-bit copy. */
+
+/* Adam (adamw_mode 0) as torch.optim.Adam: g = grad*grad_scale +
+ * weight_decay*p; AdamW (adamw_mode 1) as torch.optim.AdamW: p *= 1 -
+ * lr*weight_decay first. Then m = b1*m + (1-b1)*g, v = b2*v + (1-b2)*g*g,
+ * p += -lr/(1-b1^step) * m / (sqrt(v)/sqrt(1-b2^step) + eps); without
+ * bias_correction both corrections are 1. */
+DSRT_API int dsrt_adam(float *param, const void *grad, int grad_dtype,
+                       float *exp_avg, float *exp_avg_sq, int64_t count,
+                       int64_t step, float lr, float beta1, float beta2,
+                       float eps, float weight_decay, int adamw_mode,
+                       int bias_correction, float grad_scale, void *param16,
+                       int param16_dtype);
+DSRT_API int dsrt_adam_multi(int64_t num_tensors, float *const *params,
+                             const void *const *grads, int grad_dtype,
+                             float *const *exp_avgs,
+                             float *const *exp_avg_sqs, const int64_t *counts,
+                             int64_t step, float lr, float beta1, float beta2,
+                             float eps, float weight_decay, int adamw_mode,
+                             int bias_correction, float grad_scale,
+                             void *const *params16, int param16_dtype);
+
+/* SGD as torch.optim.SGD: d = grad*grad_scale + weight_decay*p; with
+ * momentum, buf = d on step 1, else buf = momentum*buf + (1-dampening)*d,
+ * and d = nesterov ? d + momentum*buf : buf; p -= lr*d. momentum_buf may be
+ * NULL when momentum is 0; nesterov needs momentum > 0 and dampening 0. */
+DSRT_API int dsrt_sgd(float *param, const void *grad, int grad_dtype,
+                      float *momentum_buf, int64_t count, int64_t step,
+                      float lr, float momentum, float dampening, int nesterov,
+                      float weight_decay, float grad_scale, void *param16,
+                      int param16_dtype);
+DSRT_API int dsrt_sgd_multi(int64_t num_tensors, float *const *params,
+                            const void *const *grads, int grad_dtype,
+                            float *const *momentum_bufs, const int64_t *counts,
+                            int64_t step, float lr, float momentum,
+                            float dampening, int nesterov, float weight_decay,
+                            float grad_scale, void *const *params16,
+                            int param16_dtype);
+
+/* Lamb as DeepSpeed's FusedLamb (eps outside the sqrt): m and v as Adam's
+ * (no weight decay in g), update = m/(sqrt(v)+eps) + weight_decay*p, trust
+ * ratio = ||p|| / ||update|| over the whole tensor (1 if either norm is 0)
+ * clamped to [min_coeff, max_coeff], p -= step_size*ratio*update with
+ * step_size = lr*sqrt(1-b2^step)/(1-b1^step) (lr without bias_correction).
+ * The ratio is per tensor: per call here, per list entry in _multi; it is
+ * stored to trust_ratio(s) unless NULL. */
+DSRT_API int dsrt_lamb(float *param, const void *grad, int grad_dtype,
+                       float *exp_avg, float *exp_avg_sq, int64_t count,
+                       int64_t step, float lr, float beta1, float beta2,
+                       float eps, float weight_decay, int bias_correction,
+                       float min_coeff, float max_coeff, float grad_scale,
+                       void *param16, int param16_dtype, float *trust_ratio);
+DSRT_API int dsrt_lamb_multi(int64_t num_tensors, float *const *params,
+                             const void *const *grads, int grad_dtype,
+                             float *const *exp_avgs,
+                             float *const *exp_avg_sqs, const int64_t *counts,
+                             int64_t step, float lr, float beta1, float beta2,
+                             float eps, float weight_decay,
+                             int bias_correction, float min_coeff,
+                             float max_coeff, float grad_scale,
+                             void *const *params16, int param16_dtype,
+                             float *trust_ratios);
+
+/* The vector path the CPU kernels use: "scalar", "avx2" (AVX2+FMA+F16C) or
+ * "avx512" (also AVX-512F/BW/VL). By default the best the CPU has, or the
+ * DSRT_SIMD environment variable (same names, or "auto") read on first use.
+ * All paths give bitwise equal results. set fails with
+ * DSRT_ERR_UNSUPPORTED when the CPU lacks the path; NULL or "auto" picks the
+ * best. get returns "" (dsrt_last_error says why) if DSRT_SIMD is unusable. */
+DSRT_API int dsrt_optim_simd_set(const char *name);
+DSRT_API const char *dsrt_optim_simd_get(void);
+
+/* FusedAdam/AdamW on a GPU (kernels/cuda/adam.cu): the math of
+ * dsrt_adam_multi over device pointers (the pointer arrays and counts are
+ * host memory), launched on `stream` (a cudaStream_t; NULL = the default
+ * stream) and returning before the kernels finish. DSRT_ERR_UNSUPPORTED when
+ * libdsrt was built without CUDA or no GPU is usable. */
+DSRT_API int dsrt_cuda_adam_multi(
+    int64_t num_tensors, float *const *params, const void *const *grads,
+    int grad_dtype, float *const *exp_avgs, float *const *exp_avg_sqs,
+    const int64_t *counts, int64_t step, float lr, float beta1, float beta2,
+    float eps, float weight_decay, int adamw_mode, int bias_correction,
+    float grad_scale, void *const *params16, int param16_dtype, void *stream);
+
 /*--- Symbol table (core/symbols.c) ---------------------------------------*/
 
 /* Every entry point above that compiled code may call, by name, so a JIT

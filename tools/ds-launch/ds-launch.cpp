@@ -1,0 +1,656 @@
+//===- ds-launch.cpp - DeepSpeed-style launcher on top of Open MPI's mpirun
+//===//
+//
+// Reads DeepSpeed's launcher inputs (hostfile, --num_nodes, --num_procs,
+// --include/--exclude, .deepspeed_env), turns them into one mpirun command and
+// replaces itself with it. --dry-run prints the command instead.
+//
+// Every rank starts as `ds-launch --rank-shim -- PROGRAM ARGS`: the shim
+// copies Open MPI's per-rank OMPI_COMM_WORLD_* variables to the names
+// DeepSpeed programs read (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_SIZE) and execs
+// the program. mpirun's `-x` can only give every rank the same value, so the
+// per-rank names need a process on the rank's side. docs/launch.md has the
+// whole story.
+//
+//===----------------------------------------------------------------------===//
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+extern char **environ;
+
+using namespace llvm;
+
+static cl::OptionCategory category("ds-launch options");
+
+static cl::opt<std::string>
+    hostfile("hostfile", cl::cat(category), cl::value_desc("file"),
+             cl::desc("(-H) hosts and their slots, one `HOST slots=N` a line "
+                      "(default: /job/hostfile if it exists, else this "
+                      "machine only)"));
+static cl::alias hostfileShort("H", cl::aliasopt(hostfile),
+                               cl::desc("alias for --hostfile"),
+                               cl::cat(category));
+static cl::opt<int> numNodes("num_nodes", cl::init(-1), cl::cat(category),
+                             cl::desc("use the first N hosts of the hostfile"));
+static cl::opt<int> numProcs(
+    "num_procs", cl::init(-1), cl::cat(category),
+    cl::desc("(alias --num_gpus) processes per node, slots [0, N) of each host "
+             "(default: all slots; without a hostfile: 1)"));
+static cl::alias numGpus("num_gpus", cl::aliasopt(numProcs),
+                         cl::desc("alias for --num_procs (DeepSpeed's name)"),
+                         cl::cat(category));
+static cl::alias numAccelerators("num_accelerators", cl::aliasopt(numProcs),
+                                 cl::desc("alias for --num_procs"),
+                                 cl::cat(category));
+static cl::opt<std::string>
+    include("include", cl::cat(category), cl::value_desc("spec"),
+            cl::desc("(-i) use only these hosts/slots: "
+                     "HOST[:SLOT[,SLOT...]][@HOST[:SLOT...]]..."));
+static cl::alias includeShort("i", cl::aliasopt(include),
+                              cl::desc("alias for --include"),
+                              cl::cat(category));
+static cl::opt<std::string>
+    exclude("exclude", cl::cat(category), cl::value_desc("spec"),
+            cl::desc("(-e) use every host/slot but these (same syntax as "
+                     "--include)"));
+static cl::alias excludeShort("e", cl::aliasopt(exclude),
+                              cl::desc("alias for --exclude"),
+                              cl::cat(category));
+static cl::opt<std::string>
+    masterAddr("master_addr", cl::cat(category),
+               cl::desc("MASTER_ADDR for every rank (default: 127.0.0.1 "
+                        "locally, else the first selected host)"));
+static cl::opt<int> masterPort("master_port", cl::init(29500),
+                               cl::cat(category),
+                               cl::desc("MASTER_PORT for every rank"));
+static cl::opt<std::string>
+    launcherArgs("launcher_args", cl::cat(category), cl::value_desc("args"),
+                 cl::desc("extra mpirun arguments, one shell-quoted string"));
+static cl::opt<std::string>
+    mpirunPath("mpirun", cl::cat(category), cl::value_desc("path"),
+               cl::desc("mpirun to run (default: mpirun from PATH, else the "
+                        "one found at build time)"));
+static cl::opt<bool>
+    noRankShim("no_rank_shim", cl::cat(category),
+               cl::desc("run PROGRAM directly under mpirun: ranks see only "
+                        "OMPI_COMM_WORLD_*, not RANK/WORLD_SIZE/LOCAL_RANK"));
+static cl::opt<bool> dryRun("dry-run", cl::cat(category),
+                            cl::desc("print the mpirun command and exit"));
+static cl::opt<std::string> program(cl::Positional, cl::Required,
+                                    cl::desc("PROGRAM"), cl::cat(category));
+static cl::list<std::string> programArgs(cl::ConsumeAfter, cl::desc("ARGS..."),
+                                         cl::cat(category));
+
+namespace {
+
+constexpr const char *kDefaultHostfile = "/job/hostfile";
+constexpr const char *kLocalHost = "localhost";
+
+Error fail(const Twine &message) {
+  return createStringError(inconvertibleErrorCode(), message);
+}
+
+struct Host {
+  std::string name;
+  int64_t slots = 0;
+  unsigned line = 0;
+};
+
+/// The hosts to run on and, for each, the slot ids it contributes.
+struct Resource {
+  std::string host;
+  std::vector<int64_t> slots;
+};
+
+/// NAME=VALUE pairs in first-set order; setting a name again replaces its
+/// value in place.
+class Exports {
+public:
+  void set(StringRef name, StringRef value) {
+    auto [it, inserted] = index.try_emplace(name, entries.size());
+    if (inserted)
+      entries.emplace_back(name.str(), value.str());
+    else
+      entries[it->second].second = value.str();
+  }
+  ArrayRef<std::pair<std::string, std::string>> all() const { return entries; }
+
+private:
+  StringMap<size_t> index;
+  std::vector<std::pair<std::string, std::string>> entries;
+};
+
+Expected<std::vector<Host>> parseHostfile(StringRef path) {
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return fail("cannot read hostfile " + path + ": " +
+                buffer.getError().message() + "; check the -H/--hostfile path");
+  std::vector<Host> hosts;
+  SmallVector<StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (auto [i, raw] : enumerate(lines)) {
+    unsigned lineNo = i + 1;
+    StringRef line = raw.split('#').first.trim();
+    if (line.empty())
+      continue;
+    SmallVector<StringRef> words;
+    line.split(words, ' ', -1, /*KeepEmpty=*/false);
+    int64_t slots = 0;
+    bool ok = words.size() == 2 && words[1].consume_front("slots=") &&
+              !words[1].getAsInteger(10, slots) && slots > 0;
+    if (line.contains('\t'))
+      ok = false;
+    if (!ok)
+      return fail(path + ":" + Twine(lineNo) +
+                  ": expected \"HOST slots=N\" with N >= 1, got \"" + line +
+                  "\"; fix the line or comment it out with #");
+    for (const Host &earlier : hosts)
+      if (earlier.name == words[0])
+        return fail(path + ":" + Twine(lineNo) + ": host " + words[0] +
+                    " is already listed on line " + Twine(earlier.line) +
+                    "; list each host once");
+    hosts.push_back({words[0].str(), slots, lineNo});
+  }
+  if (hosts.empty())
+    return fail("hostfile " + path +
+                " lists no hosts; add lines \"HOST slots=N\"");
+  return hosts;
+}
+
+/// Applies DeepSpeed's --include/--exclude syntax,
+/// HOST[:SLOT[,SLOT...]][@HOST[:SLOT...]]..., to the pool.
+Expected<std::vector<Resource>> applyFilter(ArrayRef<Host> pool, StringRef spec,
+                                            bool isInclude,
+                                            StringRef poolName) {
+  StringRef flag = isInclude ? "--include" : "--exclude";
+  StringMap<std::vector<int64_t>> chosen;
+  if (!isInclude)
+    for (const Host &host : pool)
+      for (int64_t slot = 0; slot < host.slots; ++slot)
+        chosen[host.name].push_back(slot);
+
+  SmallVector<StringRef> nodes;
+  spec.split(nodes, '@');
+  for (StringRef node : nodes) {
+    auto [name, slotList] = node.split(':');
+    bool allSlots = !node.contains(':');
+    const Host *host = nullptr;
+    for (const Host &candidate : pool)
+      if (candidate.name == name)
+        host = &candidate;
+    if (!host) {
+      std::string names;
+      for (const Host &candidate : pool)
+        names += (names.empty() ? "" : ", ") + candidate.name;
+      return fail(flag + ": host '" + name + "' is not in " + poolName +
+                  " (hosts: " + names + "); use one of those names");
+    }
+    std::vector<int64_t> slots;
+    if (allSlots) {
+      for (int64_t slot = 0; slot < host->slots; ++slot)
+        slots.push_back(slot);
+    } else {
+      SmallVector<StringRef> items;
+      slotList.split(items, ',');
+      for (StringRef item : items) {
+        int64_t slot = 0;
+        if (item.trim().getAsInteger(10, slot))
+          return fail(flag + ": '" + item + "' in '" + node +
+                      "' is not a slot number; write HOST:SLOT[,SLOT...]");
+        if (slot < 0 || slot >= host->slots)
+          return fail(flag + ": host " + host->name + " has slots 0.." +
+                      Twine(host->slots - 1) + " (slots=" + Twine(host->slots) +
+                      " in " + poolName + "), no slot " + Twine(slot) +
+                      "; pick a slot in that range");
+        slots.push_back(slot);
+      }
+    }
+    std::vector<int64_t> &kept = chosen[host->name];
+    if (isInclude) {
+      for (int64_t slot : slots)
+        if (!is_contained(kept, slot))
+          kept.push_back(slot);
+    } else {
+      erase_if(kept, [&](int64_t slot) { return is_contained(slots, slot); });
+    }
+  }
+
+  // Hostfile order decides rank order, whatever order the filter named hosts.
+  std::vector<Resource> result;
+  for (const Host &host : pool) {
+    auto it = chosen.find(host.name);
+    if (it != chosen.end() && !it->second.empty())
+      result.push_back({host.name, it->second});
+  }
+  if (result.empty())
+    return fail(flag + " '" + spec + "' leaves no slots to run on; keep at " +
+                "least one");
+  return result;
+}
+
+/// Reads one .deepspeed_env: NAME=VALUE lines, blank lines and # comments.
+Error readEnvFile(StringRef path, Exports &exports) {
+  auto buffer = MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    return fail("cannot read " + path + ": " + buffer.getError().message());
+  SmallVector<StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n');
+  for (auto [i, raw] : enumerate(lines)) {
+    StringRef line = raw.rtrim("\r");
+    if (line.trim().empty() || line.ltrim().starts_with("#"))
+      continue;
+    auto [name, value] = line.split('=');
+    name = name.trim();
+    if (!line.contains('=') || name.empty() || name.contains(' '))
+      return fail(path + ":" + Twine(i + 1) + ": expected NAME=VALUE, got \"" +
+                  line + "\"; fix the line or comment it out with #");
+    exports.set(name, value);
+  }
+  return Error::success();
+}
+
+/// $HOME's then the current directory's .deepspeed_env (DS_ENV_FILE renames
+/// it, as in DeepSpeed; a DS_ENV_FILE naming an existing file is read
+/// alone). Later files win per variable.
+Error readDeepSpeedEnv(Exports &exports) {
+  const char *renamed = std::getenv("DS_ENV_FILE");
+  std::string name = renamed && *renamed ? renamed : ".deepspeed_env";
+  std::vector<std::string> files;
+  if (sys::path::is_absolute(name)) {
+    files.push_back(name);
+  } else {
+    if (const char *home = std::getenv("HOME")) {
+      SmallString<256> path(home);
+      sys::path::append(path, name);
+      files.push_back(std::string(path));
+    }
+    files.push_back(name);
+  }
+  std::set<sys::fs::UniqueID> seen;
+  for (const std::string &file : files) {
+    sys::fs::UniqueID id;
+    if (!sys::fs::is_regular_file(file) || sys::fs::getUniqueID(file, id) ||
+        !seen.insert(id).second)
+      continue;
+    if (Error err = readEnvFile(file, exports))
+      return err;
+  }
+  return Error::success();
+}
+
+/// DeepSpeed's runner forwards every launcher variable whose name starts
+/// with one of these.
+bool forwardedByDeepSpeed(StringRef name) {
+  for (StringRef prefix : {"NCCL", "UCX", "PYTHON", "MV2", "MLFLOW"})
+    if (name.starts_with(prefix))
+      return true;
+  return false;
+}
+
+/// Splits --launcher_args like a POSIX shell would (quotes, backslashes; no
+/// expansion).
+Expected<std::vector<std::string>> splitShellWords(StringRef text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool inWord = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (inWord)
+        words.push_back(std::move(word));
+      word.clear();
+      inWord = false;
+      continue;
+    }
+    inWord = true;
+    if (c == '\\' && i + 1 < text.size()) {
+      word += text[++i];
+    } else if (c == '\'' || c == '"') {
+      size_t end = text.find(c, i + 1);
+      if (end == StringRef::npos)
+        return fail("--launcher_args: unterminated " +
+                    Twine(c == '\'' ? "'" : "\"") + " in \"" + text +
+                    "\"; close the quote");
+      word += text.slice(i + 1, end);
+      i = end;
+    } else {
+      word += c;
+    }
+  }
+  if (inWord)
+    words.push_back(std::move(word));
+  return words;
+}
+
+std::string shellQuote(StringRef word) {
+  if (!word.empty() && all_of(word, [](char c) {
+        return isAlnum(c) || StringRef("@%+=:,./_-").contains(c);
+      }))
+    return word.str();
+  std::string quoted = "'";
+  for (char c : word)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+/// Physical cores this process may run on: what Open MPI counts as local
+/// slots when it has no hostfile.
+unsigned physicalCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0)
+    return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  std::set<std::pair<std::string, std::string>> cores;
+  unsigned cpus = 0;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set))
+      continue;
+    ++cpus;
+    std::string dir =
+        "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    auto package = MemoryBuffer::getFile(dir + "physical_package_id");
+    auto core = MemoryBuffer::getFile(dir + "core_id");
+    if (!package || !core)
+      return cpus ? CPU_COUNT(&set) : 1;
+    cores.insert({(*package)->getBuffer().trim().str(),
+                  (*core)->getBuffer().trim().str()});
+  }
+  return cores.empty() ? 1 : cores.size();
+}
+
+std::string findMpirun() {
+  if (!mpirunPath.empty())
+    return sys::fs::can_execute(mpirunPath) ? mpirunPath : std::string();
+  if (ErrorOr<std::string> path = sys::findProgramByName("mpirun"))
+    return *path;
+#ifdef DS_MPIEXEC
+  if (sys::fs::can_execute(DS_MPIEXEC))
+    return DS_MPIEXEC;
+#endif
+  return {};
+}
+
+bool isPrefixRange(ArrayRef<int64_t> slots) {
+  for (auto [i, slot] : enumerate(slots))
+    if (slot != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+/// Runs on each rank: OMPI_COMM_WORLD_* -> RANK, WORLD_SIZE, LOCAL_RANK,
+/// LOCAL_SIZE, then exec the program.
+int runRankShim(int argc, char **argv) {
+  int first = 2;
+  if (first < argc && StringRef(argv[first]) == "--")
+    ++first;
+  if (first >= argc) {
+    WithColor::error(errs(), "ds-launch")
+        << "--rank-shim needs a program: ds-launch --rank-shim -- PROGRAM "
+           "ARGS...\n";
+    return 1;
+  }
+  static const std::pair<const char *, const char *> kNames[] = {
+      {"OMPI_COMM_WORLD_RANK", "RANK"},
+      {"OMPI_COMM_WORLD_SIZE", "WORLD_SIZE"},
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"},
+      {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_SIZE"}};
+  for (auto [from, to] : kNames) {
+    const char *value = std::getenv(from);
+    if (!value) {
+      WithColor::error(errs(), "ds-launch")
+          << "--rank-shim runs on a rank started by mpirun, but " << from
+          << " is not set; run the program through ds-launch or mpirun\n";
+      return 1;
+    }
+    setenv(to, value, /*overwrite=*/1);
+  }
+  execvp(argv[first], argv + first);
+  int error = errno;
+  WithColor::error(errs(), "ds-launch")
+      << "cannot run '" << argv[first] << "': " << std::strerror(error)
+      << "; check the program path on this host\n";
+  return 127;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && StringRef(argv[1]) == "--rank-shim")
+    return runRankShim(argc, argv);
+
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "ds-launch: DeepSpeed-style launcher; builds and runs the mpirun "
+      "command\n\n"
+      "  ds-launch [options] -- PROGRAM ARGS...\n");
+  auto exitOnError = [](Error err) {
+    WithColor::error(errs(), "ds-launch") << toString(std::move(err)) << "\n";
+    std::exit(1);
+  };
+
+  // DeepSpeed: the filters and the counts are two ways to say the same
+  // thing, and one filter direction at a time.
+  if (!include.empty() && !exclude.empty())
+    exitOnError(fail("--include and --exclude are mutually exclusive; keep "
+                     "one of them"));
+  if ((!include.empty() || !exclude.empty()) &&
+      (numNodes >= 0 || numProcs >= 0))
+    exitOnError(fail("--num_nodes/--num_procs cannot be combined with "
+                     "--include/--exclude; choose slots one way"));
+  if (numNodes == 0 || numNodes < -1)
+    exitOnError(fail("--num_nodes must be >= 1, got " + Twine(numNodes)));
+  if (numProcs == 0 || numProcs < -1)
+    exitOnError(fail("--num_procs must be >= 1, got " + Twine(numProcs)));
+
+  std::string hostfilePath = hostfile;
+  if (hostfilePath.empty() && sys::fs::is_regular_file(kDefaultHostfile))
+    hostfilePath = kDefaultHostfile;
+  bool local = hostfilePath.empty();
+
+  // The pool to choose from. Without a hostfile it is this machine, one slot
+  // per CPU (the slot ids --include names, e.g. GPU ids).
+  std::vector<Host> pool;
+  std::string poolName;
+  if (local) {
+    pool.push_back(
+        {kLocalHost, std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)), 0});
+    poolName = "the local pool (no hostfile)";
+  } else {
+    Expected<std::vector<Host>> parsed = parseHostfile(hostfilePath);
+    if (!parsed)
+      exitOnError(parsed.takeError());
+    pool = std::move(*parsed);
+    poolName = hostfilePath;
+  }
+
+  std::vector<Resource> resources;
+  if (!include.empty() || !exclude.empty()) {
+    bool isInclude = !include.empty();
+    Expected<std::vector<Resource>> filtered =
+        applyFilter(pool, isInclude ? include : exclude, isInclude, poolName);
+    if (!filtered)
+      exitOnError(filtered.takeError());
+    resources = std::move(*filtered);
+  } else if (local) {
+    if (numNodes > 1)
+      exitOnError(fail("--num_nodes " + Twine(numNodes) +
+                       " needs a hostfile listing that many hosts; pass "
+                       "-H FILE"));
+    Resource here{kLocalHost, {}};
+    for (int slot = 0; slot < std::max(1, numProcs.getValue()); ++slot)
+      here.slots.push_back(slot);
+    resources.push_back(std::move(here));
+  } else {
+    size_t nodes = numNodes > 0 ? numNodes : pool.size();
+    if (nodes > pool.size())
+      exitOnError(fail("--num_nodes " + Twine(numNodes) + " but " +
+                       hostfilePath + " lists " + Twine(pool.size()) +
+                       " host(s); lower --num_nodes or add hosts"));
+    for (const Host &host : ArrayRef(pool).take_front(nodes)) {
+      int64_t count = numProcs > 0 ? numProcs : host.slots;
+      if (count > host.slots)
+        exitOnError(fail("--num_procs " + Twine(numProcs) + " but host " +
+                         host.name + " has slots=" + Twine(host.slots) + " (" +
+                         hostfilePath + ":" + Twine(host.line) +
+                         "); lower --num_procs or raise its slots"));
+      Resource resource{host.name, {}};
+      for (int64_t slot = 0; slot < count; ++slot)
+        resource.slots.push_back(slot);
+      resources.push_back(std::move(resource));
+    }
+  }
+  size_t total = 0;
+  for (const Resource &resource : resources)
+    total += resource.slots.size();
+
+  // What every rank gets through -x: DeepSpeed's prefixes from this
+  // environment, then .deepspeed_env, then the rendezvous address.
+  Exports exports;
+  std::vector<std::string> forwarded;
+  for (char **entry = environ; *entry; ++entry) {
+    StringRef name = StringRef(*entry).split('=').first;
+    if (forwardedByDeepSpeed(name))
+      forwarded.push_back(*entry);
+  }
+  sort(forwarded);
+  for (StringRef entry : forwarded) {
+    auto [name, value] = entry.split('=');
+    exports.set(name, value);
+  }
+  if (Error err = readDeepSpeedEnv(exports))
+    exitOnError(std::move(err));
+  std::string addr = masterAddr;
+  if (addr.empty())
+    addr = local ? "127.0.0.1" : resources.front().host;
+  exports.set("MASTER_ADDR", addr);
+  exports.set("MASTER_PORT", std::to_string(masterPort));
+
+  Expected<std::vector<std::string>> extra = splitShellWords(launcherArgs);
+  if (!extra)
+    exitOnError(extra.takeError());
+
+  std::string mpirun = findMpirun();
+  bool root = geteuid() == 0;
+  std::vector<std::string> command{mpirun.empty() ? "mpirun" : mpirun};
+  if (root)
+    command.push_back("--allow-run-as-root");
+  // Ranks run threaded kernels; Open MPI would pin each to one core.
+  command.insert(command.end(), {"--bind-to", "none"});
+  if (local && total > physicalCores())
+    command.push_back("--oversubscribe");
+  append_range(command, *extra);
+
+  std::vector<std::string> rankCommand;
+  if (!noRankShim) {
+    std::string self = sys::fs::getMainExecutable(
+        argv[0], reinterpret_cast<void *>(&physicalCores));
+    rankCommand.insert(rankCommand.end(), {self, "--rank-shim", "--"});
+  }
+  rankCommand.push_back(program);
+  append_range(rankCommand, programArgs);
+
+  auto appendExports = [&] {
+    for (const auto &[name, value] : exports.all())
+      command.insert(command.end(), {"-x", name + "=" + value});
+  };
+  // Slots [0, k) on every host is the usual case: one app context. Picked
+  // slot ids (e.g. -i host:1,3) become CUDA_VISIBLE_DEVICES per host, which
+  // takes one app context per host because -x is per context.
+  bool prefixSlots = all_of(resources, [](const Resource &resource) {
+    return isPrefixRange(resource.slots);
+  });
+  auto deviceList = [](const Resource &resource) {
+    return join(map_range(resource.slots,
+                          [](int64_t slot) { return std::to_string(slot); }),
+                ",");
+  };
+  if (local) {
+    const Resource &here = resources.front();
+    command.insert(command.end(), {"-n", std::to_string(total)});
+    appendExports();
+    if (!prefixSlots)
+      command.insert(command.end(),
+                     {"-x", "CUDA_VISIBLE_DEVICES=" + deviceList(here)});
+    append_range(command, rankCommand);
+  } else if (prefixSlots) {
+    std::string hosts =
+        join(map_range(resources,
+                       [](const Resource &resource) {
+                         return resource.host + ":" +
+                                std::to_string(resource.slots.size());
+                       }),
+             ",");
+    command.insert(command.end(), {"-H", hosts, "-n", std::to_string(total)});
+    appendExports();
+    append_range(command, rankCommand);
+  } else {
+    for (auto [i, resource] : enumerate(resources)) {
+      if (i)
+        command.push_back(":");
+      std::string count = std::to_string(resource.slots.size());
+      command.insert(command.end(),
+                     {"-H", resource.host + ":" + count, "-n", count});
+      appendExports();
+      command.insert(command.end(),
+                     {"-x", "CUDA_VISIBLE_DEVICES=" + deviceList(resource)});
+      append_range(command, rankCommand);
+    }
+  }
+
+  if (dryRun) {
+    outs() << join(map_range(command, shellQuote), " ") << "\n";
+    return 0;
+  }
+  if (mpirun.empty()) {
+    std::string what = "--mpirun " + mpirunPath + " is not an executable";
+    if (mpirunPath.empty()) {
+      what = "mpirun is not on PATH";
+#ifdef DS_MPIEXEC
+      what += " and " DS_MPIEXEC " (found at build time) is gone";
+#endif
+    }
+    exitOnError(fail(what + "; install Open MPI (Debian: apt-get install "
+                            "openmpi-bin) or pass --mpirun PATH"));
+  }
+
+  if (root) {
+    // What Open MPI also accepts instead of the flag; set both so a
+    // --launcher_args wrapper that re-runs mpirun still works.
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  }
+  std::vector<char *> execArgv;
+  for (std::string &word : command)
+    execArgv.push_back(word.data());
+  execArgv.push_back(nullptr);
+  outs().flush();
+  errs().flush();
+  execv(mpirun.c_str(), execArgv.data());
+  int error = errno;
+  exitOnError(fail("cannot run " + mpirun + ": " + std::strerror(error) +
+                   "; check the Open MPI install"));
+}
