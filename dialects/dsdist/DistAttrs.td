@@ -41,6 +41,40 @@ def Dist_GridAttr : Dist_Attr<"Grid", "grid"> {
   }];
 }
 
+def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
+  let summary = "How a function argument is split over a process group";
+  let description = [{
+    On a function argument (`dsdist.sharding`): the argument is this rank's
+    chunk of a tensor of global `shape`, flattened row-major, zero-padded to
+    a multiple of the group size G and cut into G equal chunks; group rank r
+    holds chunk r, so the local type is `tensor<ceil(numel / G) x T>`. ZeRO
+    shards optimizer state (stage ≥ 1) and parameters (stage 3) this way.
+
+      %m: tensor<1024xf32> {dsdist.sharding = #dsdist.sharding<axes = ["dp"], shape = [64, 32]>}
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$axes,
+                        ArrayRefParameter<"int64_t", "global shape">:$shape);
+  let assemblyFormat = "`<` `axes` `=` $axes `,` `shape` `=` `[` $shape `]` `>`";
+  let extraClassDeclaration = [{
+    /// Elements of the global tensor.
+    int64_t getNumElements() const;
+    /// Elements of each rank's chunk for a group of `groupSize` ranks.
+    int64_t getChunkSize(int64_t groupSize) const;
+  }];
+}
+
+def Dist_CollectiveKind : I32EnumAttr<"CollectiveKind",
+    "which collective a buffer-level dsdist.comm performs", [
+  I32EnumAttrCase<"all_reduce", 0>, I32EnumAttrCase<"all_gather", 1>,
+  I32EnumAttrCase<"reduce_scatter", 2>, I32EnumAttrCase<"all_to_all", 3>,
+  I32EnumAttrCase<"broadcast", 4>, I32EnumAttrCase<"shard", 5>
+]> {
+  let cppNamespace = "::mlir::ds::dist";
+  let genSpecializedAttr = 0;
+}
+def Dist_CollectiveKindAttr
+    : EnumAttr<Dist_Dialect, Dist_CollectiveKind, "collective">;
+
 def Dist_PipeInstrKind : I32EnumAttr<"PipeInstrKind",
     "a pipeline instruction (DeepSpeed TrainSchedule)", [
   I32EnumAttrCase<"load_micro_batch", 0>, I32EnumAttrCase<"forward", 1>,

@@ -27,9 +27,13 @@ def Dist_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let extraClassDeclaration = [{
     /// The module attribute that holds the device grid.
     static constexpr ::llvm::StringLiteral kGridAttrName = "dsdist.grid";
+    /// The function-argument attribute that says how it is sharded.
+    static constexpr ::llvm::StringLiteral kShardingAttrName =
+        "dsdist.sharding";
   }];
 }
 

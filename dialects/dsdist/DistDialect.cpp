@@ -37,6 +37,41 @@ void DistDialect::initialize() {
 
 // Rejecting unknown names catches misspellings such as `dsdist.gird`, which
 // would otherwise leave collectives without a grid and fail far away.
+// Function arguments may say how they are split over a group.
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != kShardingAttrName)
+    return op->emitError() << "unknown argument attribute '"
+                           << attr.getName().getValue()
+                           << "'; the dsdist dialect defines only '"
+                           << kShardingAttrName << "' on arguments";
+  auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+  if (!sharding)
+    return op->emitError() << "argument #" << argIndex << ": '"
+                           << kShardingAttrName
+                           << "' must be a #dsdist.sharding<...>";
+  for (Attribute axis : sharding.getAxes())
+    if (!isa<StringAttr>(axis))
+      return op->emitError() << "argument #" << argIndex
+                             << ": sharding axes must be strings";
+  if (llvm::any_of(sharding.getShape(), [](int64_t d) { return d < 0; }))
+    return op->emitError() << "argument #" << argIndex
+                           << ": sharding shape must be static and >= 0";
+  return success();
+}
+
+int64_t ShardingAttr::getNumElements() const {
+  int64_t n = 1;
+  for (int64_t d : getShape())
+    n *= d;
+  return n;
+}
+
+int64_t ShardingAttr::getChunkSize(int64_t groupSize) const {
+  return llvm::divideCeil(getNumElements(), groupSize);
+}
+
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
   if (attr.getName() != kGridAttrName)

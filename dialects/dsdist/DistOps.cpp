@@ -251,6 +251,29 @@ LogicalResult AllToAllStartOp::verify() {
                         getInput().getType(), payload(getHandle()));
 }
 
+LogicalResult ShardOp::verify() {
+  return verifyScatter(*this, getAxes(), getDim(), getInput().getType(),
+                       getType());
+}
+
+LogicalResult CommOp::verify() {
+  if (failed(verifyGroup(*this, getAxes())))
+    return failure();
+  auto in = cast<MemRefType>(getInput().getType());
+  auto out = cast<MemRefType>(getOutput().getType());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError() << "input element type " << in.getElementType()
+                         << " differs from output element type "
+                         << out.getElementType();
+  bool reduces = getCollective() == CollectiveKind::all_reduce ||
+                 getCollective() == CollectiveKind::reduce_scatter;
+  if (reduces != getKind().has_value())
+    return emitOpError() << stringifyCollectiveKind(getCollective())
+                         << (reduces ? " needs" : " takes no")
+                         << " reduction `kind`";
+  return success();
+}
+
 LogicalResult AllReduceOp::verify() { return verifyGroup(*this, getAxes()); }
 LogicalResult AllReduceStartOp::verify() {
   return verifyGroup(*this, getAxes());
@@ -302,6 +325,12 @@ static bool isReplicatedOver(Value v, ArrayAttr axes) {
 }
 
 OpFoldResult AllGatherOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType() && isSingleRankGroup(*this, getAxes()))
+    return getInput();
+  return {};
+}
+
+OpFoldResult ShardOp::fold(FoldAdaptor) {
   if (getInput().getType() == getType() && isSingleRankGroup(*this, getAxes()))
     return getInput();
   return {};

@@ -125,6 +125,54 @@ defm Dist_Broadcast : Dist_SameTypeCollective<"broadcast",
       %w = dsdist.broadcast %w0 over ["dp"] root 0 : tensor<64x64xf32>
   }], (ins I64Attr:$root), "", "`root` $root">;
 
+def Dist_ShardOp : Dist_Op<"shard", [Pure]> {
+  let summary = "Keeps this rank's slice of a replicated tensor";
+  let description = [{
+    The slice `dsdist.reduce_scatter` would leave on this rank, without
+    reducing: group rank `i` keeps slice `i` along `dim` of an operand that
+    every rank of the group holds alike. No communication. ZeRO uses it to
+    cut a replicated parameter or gradient down to the shard its optimizer
+    state covers.
+
+      %p = dsdist.shard %w over ["dp"] dim 0 : tensor<1024xf32> -> tensor<512xf32>
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrArrayAttr:$axes,
+                       I64Attr:$dim);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `over` $axes `dim` $dim attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Dist_CommOp : Dist_Op<"comm"> {
+  let summary = "A collective on buffers";
+  let description = [{
+    The bufferized form of the tensor collectives and `dsdist.shard`, in
+    destination style: reads `input`, writes `output` (which may be the
+    same buffer for `all_reduce` and `broadcast`). Slices are along the
+    leading dimension, so each rank's part is contiguous. Made by
+    bufferization and lowered to libdsrt calls by `ds-lower-to-runtime`.
+
+      dsdist.comm all_gather %shard into %full over ["dp"]
+          : memref<512xf32>, memref<1024xf32>
+      dsdist.comm all_reduce %g into %g over ["dp"]
+          {kind = #dsdist.reduction<avg>} : memref<64xf32>, memref<64xf32>
+  }];
+  let arguments = (ins Dist_CollectiveKindAttr:$collective,
+                       OptionalAttr<Dist_ReductionKindAttr>:$kind,
+                       Arg<AnyMemRef, "read", [MemRead]>:$input,
+                       Arg<AnyMemRef, "written", [MemWrite]>:$output,
+                       StrArrayAttr:$axes,
+                       DefaultValuedAttr<I64Attr, "0">:$root);
+  let assemblyFormat = [{
+    $collective $input `into` $output `over` $axes attr-dict
+    `:` type($input) `,` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Point to point
 //===----------------------------------------------------------------------===//

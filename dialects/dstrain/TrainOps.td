@@ -175,17 +175,21 @@ def Train_LossScaleUpdateOp : Train_Op<"loss_scale_update", [Pure]> {
 def Train_GlobalNormOp : Train_Op<"global_norm", [Pure]> {
   let summary = "L2 norm over all elements of all tensors";
   let description = [{
-    `sqrt(sum of squares)` over every tensor, accumulated in f32.
+    `sqrt(sum of squares)` over every tensor, accumulated in f32 in operand
+    order; with `squared`, the sum of squares itself, which ranks holding
+    shards add up before the square root (ds-zero).
 
       %norm = dstrain.global_norm %g0, %g1 : tensor<4096xf32>, tensor<64xf32>
+      %part = dstrain.global_norm %s0 squared : tensor<2048xf32>
   }];
-  let arguments = (ins Variadic<Train_FloatTensor>:$inputs);
+  let arguments = (ins Variadic<Train_FloatTensor>:$inputs, UnitAttr:$squared);
   let results = (outs Train_F32Scalar:$result);
-  let assemblyFormat = "$inputs attr-dict `:` type($inputs)";
+  let assemblyFormat = "$inputs (`squared` $squared^)? attr-dict `:` type($inputs)";
   let hasVerifier = 1;
 }
 
 def Train_ClipGradNormOp : Train_Op<"clip_grad_norm", [Pure,
+    AttrSizedOperandSegments,
     RangedTypesMatchWith<"clipped grads keep their types", "grads", "clipped",
                          "$_self">]> {
   let summary = "Scales gradients so that their global L2 norm is at most max_norm";
@@ -193,16 +197,20 @@ def Train_ClipGradNormOp : Train_Op<"clip_grad_norm", [Pure,
     With `norm` the global L2 norm of `grads`, every gradient is multiplied
     by `max_norm / (norm + 1e-6)` when that is below 1 (DeepSpeed's
     `clip_grad_norm_`). Returns the clipped gradients and the norm before
-    clipping.
+    clipping. When the gradients are shards, the norm over all ranks comes
+    in as the optional `norm` operand and is the one used and returned.
 
       %c:2, %norm = dstrain.clip_grad_norm %g0, %g1 max_norm 1.0
           : tensor<4096xf32>, tensor<64xf32>
+      %s:1, %n = dstrain.clip_grad_norm %s0 max_norm 1.0 norm %global
+          : tensor<2048xf32>
   }];
-  let arguments = (ins Variadic<Train_FloatTensor>:$grads, F64Attr:$max_norm);
+  let arguments = (ins Variadic<Train_FloatTensor>:$grads, F64Attr:$max_norm,
+                       Optional<Train_F32Scalar>:$norm_in);
   let results = (outs Variadic<Train_FloatTensor>:$clipped,
                       Train_F32Scalar:$norm);
   let assemblyFormat = [{
-    $grads `max_norm` $max_norm attr-dict `:` type($grads)
+    $grads `max_norm` $max_norm (`norm` $norm_in^)? attr-dict `:` type($grads)
   }];
   let hasVerifier = 1;
 }

@@ -22,6 +22,7 @@ namespace mlir::ds {
 inline void registerAllDSDialects(DialectRegistry &registry) {
   registry.insert<nn::NNDialect, dist::DistDialect, train::TrainDialect>();
   registerDifferentiableOpInterfaceExternalModels(registry);
+  registerDistBufferizationModels(registry);
 }
 
 inline void registerAllDSPasses() {

@@ -10,6 +10,8 @@
 #include "ds/Pipelines/Pipelines.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
+#include "dsrt/dsrt.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -17,10 +19,12 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <chrono>
+#include <cstring>
 
 using namespace ::ds::driver;
 using namespace mlir;
@@ -39,6 +43,9 @@ struct ArgPlan {
   DType dtype;
   llvm::SmallVector<int64_t> shape;
   nn::ParamAttr param; // Param only
+  /// Param/State split over the dp group: the whole tensor's shape (the
+  /// argument itself is this rank's flat, zero-padded chunk).
+  std::optional<llvm::SmallVector<int64_t>> fullShape;
 };
 
 llvm::Expected<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx,
@@ -86,6 +93,10 @@ llvm::Expected<std::vector<ArgPlan>> planArguments(func::FuncOp step) {
     ArgPlan plan;
     plan.dtype = dtypeOrF32(type);
     plan.shape.assign(type.getShape().begin(), type.getShape().end());
+    if (auto sharding = step.getArgAttrOfType<mlir::ds::dist::ShardingAttr>(
+            i, mlir::ds::dist::DistDialect::kShardingAttrName))
+      plan.fullShape.emplace(sharding.getShape().begin(),
+                             sharding.getShape().end());
     if (auto param =
             step.getArgAttrOfType<nn::ParamAttr>(i, nn::kParamAttrName)) {
       plan.kind = ArgPlan::Param;
@@ -136,8 +147,18 @@ InitKind initKindOf(nn::InitKind kind) {
   return InitKind::Zeros;
 }
 
+/// The elements [first, first + count) of this rank's chunk of a tensor of
+/// `numel` elements split in chunks of `chunk` (the rest is padding).
+struct ChunkRange {
+  int64_t first = 0, count = 0;
+};
+ChunkRange chunkRange(int64_t numel, int64_t chunk, int rank) {
+  int64_t first = std::min<int64_t>(numel, rank * chunk);
+  return {first, std::min<int64_t>(chunk, numel - first)};
+}
+
 llvm::Error loadInitialWeights(llvm::StringRef path,
-                               llvm::ArrayRef<ArgPlan> plans,
+                               llvm::ArrayRef<ArgPlan> plans, int rank,
                                std::vector<Tensor> &values) {
   auto file = SafeTensorsFile::open(path);
   if (!file)
@@ -151,17 +172,22 @@ llvm::Error loadInitialWeights(llvm::StringRef path,
           "%s: no tensor for parameter \"%s\"; the file must hold every "
           "parameter of the model by its qualified name",
           path.str().c_str(), plans[i].name.c_str());
-    if (info->shape !=
-        std::vector<int64_t>(plans[i].shape.begin(), plans[i].shape.end()))
+    llvm::ArrayRef<int64_t> shape =
+        plans[i].fullShape ? *plans[i].fullShape : plans[i].shape;
+    if (info->shape != std::vector<int64_t>(shape.begin(), shape.end()))
       return createStringError(
           "%s: tensor \"%s\" has shape %s but the model's parameter is %s",
           path.str().c_str(), plans[i].name.c_str(),
           mlir::ds::exec::typeString(DType::F32, info->shape).c_str(),
-          mlir::ds::exec::typeString(DType::F32, plans[i].shape).c_str());
+          mlir::ds::exec::typeString(DType::F32, shape).c_str());
     auto data = file->readF32(plans[i].name);
     if (!data)
       return data.takeError();
-    std::memcpy(values[i].data(), data->data(), data->size() * sizeof(float));
+    ChunkRange r = plans[i].fullShape
+                       ? chunkRange(data->size(), plans[i].shape[0], rank)
+                       : ChunkRange{0, int64_t(data->size())};
+    std::memcpy(values[i].data(), data->data() + r.first,
+                r.count * sizeof(float));
   }
   return llvm::Error::success();
 }
@@ -173,7 +199,17 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   using Clock = std::chrono::steady_clock;
   auto compileStart = Clock::now();
 
-  auto config = cfg::loadConfig(options.configPath, {/*worldSize=*/1});
+  // One process per rank. Communication comes first: the world size
+  // resolves the config's batch triangle.
+  if (dsrt_comm_init(options.backend.empty() ? nullptr
+                                             : options.backend.c_str()) != 0)
+    return createStringError("cannot start communication: %s",
+                             dsrt_last_error());
+  dsrt_comm *world = dsrt_comm_world();
+  const int rank = dsrt_comm_rank(world), worldSize = dsrt_comm_size(world);
+  const bool lead = rank == 0;
+
+  auto config = cfg::loadConfig(options.configPath, {worldSize});
   if (!config)
     return config.takeError();
   if (options.steps < 1)
@@ -227,6 +263,26 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   }
   dump("1-step", **module);
 
+  // Every rank must run the same program: compare a hash of the step and
+  // the resolved config before anything waits on anything else.
+  if (worldSize > 1) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    (*module)->print(os);
+    os << cfg::toJson(*config).dump();
+    int64_t mine = int64_t(llvm::xxh3_64bits(text));
+    std::vector<int64_t> all(worldSize);
+    if (dsrt_all_gather(world, &mine, all.data(), worldSize, DSRT_I64) != 0)
+      return createStringError("start-up check: %s", dsrt_last_error());
+    for (int r = 0; r < worldSize; ++r)
+      if (all[r] != mine)
+        return createStringError(
+            "rank %d compiled a different training step than rank %d: the "
+            "model, the config or the ds build differ between ranks; give "
+            "every rank the same files and binaries",
+            r, rank);
+  }
+
   auto step = (*module)->lookupSymbol<func::FuncOp>("train_step");
   if (!step)
     return createStringError("the training pipeline produced no @train_step");
@@ -262,7 +318,7 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   }
   for (const ArgPlan &p : *plans)
     if (p.kind == ArgPlan::Param && p.name == "wte.weight")
-      modelVocab = p.shape[0];
+      modelVocab = p.fullShape ? (*p.fullShape)[0] : p.shape[0];
   if (data && seqLen) {
     if (llvm::Error err = data->checkFits(
             seqLen, modelVocab ? modelVocab : data->vocab(), options.dataPath))
@@ -293,6 +349,14 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   auto runner = mlir::ds::exec::Runner::create(**module, runnerOptions);
   if (!runner)
     return runner.takeError();
+  if (auto grid = (**module)->getAttrOfType<mlir::ds::dist::GridAttr>(
+          mlir::ds::dist::DistDialect::kGridAttrName)) {
+    llvm::SmallVector<int64_t> sizes(grid.getSizes());
+    if (dsrt_comm_set_grid(int(sizes.size()), sizes.data()) != 0)
+      return createStringError("device grid %s over %d ranks: %s",
+                               grid.formatAxes().c_str(), worldSize,
+                               dsrt_last_error());
+  }
   double compileS =
       std::chrono::duration<double>(Clock::now() - compileStart).count();
 
@@ -309,10 +373,15 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     }
   for (size_t i = 0; i < plans->size(); ++i) {
     const ArgPlan &p = (*plans)[i];
-    if (p.kind == ArgPlan::Param && options.initFrom.empty())
+    if (p.kind == ArgPlan::Param && options.initFrom.empty()) {
+      // The same values as one rank would draw; a shard draws its slice.
+      ChunkRange r = p.fullShape ? chunkRange(product(*p.fullShape),
+                                              p.shape[0], rank)
+                                 : ChunkRange{0, product(p.shape)};
       initParameter(p.name, initKindOf(p.param.getInit()),
-                    p.param.getStd().convertToDouble(), seed, 0,
-                    product(p.shape), inputs[i].data<float>());
+                    p.param.getStd().convertToDouble(), seed, r.first,
+                    r.count, inputs[i].data<float>());
+    }
     if (p.kind == ArgPlan::Batch && p.dtype == DType::F32) {
       // Synthetic float batches (MLP): fixed per run, drawn once.
       initParameter(p.name, InitKind::Normal, 1.0, seed, 0, product(p.shape),
@@ -320,7 +389,8 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     }
   }
   if (!options.initFrom.empty())
-    if (llvm::Error err = loadInitialWeights(options.initFrom, *plans, inputs))
+    if (llvm::Error err =
+            loadInitialWeights(options.initFrom, *plans, rank, inputs))
       return err;
   Tensor loss = Tensor::zeros(DType::F32, {}),
          lr = Tensor::zeros(DType::F32, {}),
@@ -330,21 +400,48 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   outputs.push_back(lr);
   outputs.push_back(gradNorm);
 
-  auto metrics = MetricsWriter::open(options.metricsPath);
+  // Rank 0 writes the metrics file it was given; rank r > 0 writes
+  // NAME.rank<r>.EXT next to it.
+  std::string metricsPath = options.metricsPath;
+  if (!metricsPath.empty() && rank > 0) {
+    llvm::SmallString<256> path(metricsPath);
+    std::string ext = llvm::sys::path::extension(path).str();
+    llvm::sys::path::replace_extension(path, "");
+    metricsPath = (path + ".rank" + llvm::Twine(rank) + ext).str();
+  }
+  auto metrics = MetricsWriter::open(metricsPath);
   if (!metrics)
     return metrics.takeError();
 
-  int64_t paramCount = 0;
-  for (const ArgPlan &p : *plans)
-    if (p.kind == ArgPlan::Param)
-      paramCount += product(p.shape);
-  if (!options.quiet)
+  // Model states resident on this rank between steps: parameters and
+  // optimizer state as the step holds them (whole or chunks), and the
+  // gradient as the step boundary leaves it: whole after an all-reduce
+  // (ZeRO 0/1), this rank's chunk after a reduce-scatter (ZeRO 2/3).
+  int64_t paramCount = 0, modelStateBytes = 0;
+  for (const ArgPlan &p : *plans) {
+    if (p.kind != ArgPlan::Param && p.kind != ArgPlan::State)
+      continue;
+    int64_t local = product(p.shape) * 4;
+    modelStateBytes += local;
+    if (p.kind != ArgPlan::Param)
+      continue;
+    int64_t whole = product(p.fullShape ? *p.fullShape : p.shape);
+    paramCount += whole;
+    int64_t chunk = llvm::divideCeil(whole, config->dpSize);
+    modelStateBytes += 4 * (config->zero.stage >= 2 && config->dpSize > 1
+                                ? chunk
+                                : whole);
+  }
+  bool talk = lead && !options.quiet;
+  if (talk)
     log << llvm::formatv("ds-train: {0} parameters, global batch {1} = "
                          "micro-batch {2} x accumulation {3} x data-parallel "
-                         "{4}, seq {5}; compiled in {6:f1} s ({7} BLAS call "
+                         "{4}, seq {5}; ZeRO stage {8}, {9} MB model states "
+                         "per rank; compiled in {6:f1} s ({7} BLAS call "
                          "sites)\n",
                          paramCount, globalBatch, micro, gas, config->dpSize,
-                         seqLen, compileS, (*runner)->blasCallSites());
+                         seqLen, compileS, (*runner)->blasCallSites(),
+                         config->zero.stage, modelStateBytes / 1e6);
 
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
   for (int64_t s = 0; s < options.steps; ++s) {
@@ -366,14 +463,18 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
           scratch.resize(product(p.shape));
           out = scratch.data();
         }
+        // This rank's contiguous block of the global batch.
+        int64_t first = int64_t(rank) * micro * gas;
         for (int64_t m = 0; m < gas; ++m)
-          data->fillBatch(s, globalBatch, m * micro, micro, seqLen,
+          data->fillBatch(s, globalBatch, first + m * micro, micro, seqLen,
                           options.order, seed, in + m * micro * seqLen,
                           out + m * micro * seqLen);
       }
     }
+    dsrt_comm_seconds_reset();
     if (llvm::Error err = (*runner)->invokeInto("train_step", inputs, outputs))
       return err;
+    double commMs = dsrt_comm_seconds() * 1000.0;
     // The new parameters and state become the next step's inputs.
     for (size_t i = 0, u = 0; i < plans->size(); ++i)
       if ((*plans)[i].kind == ArgPlan::Param ||
@@ -399,8 +500,10 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                     {"tokens_per_s", tokensPerS},
                     {"step_ms", stepMs},
                     {"peak_rss_bytes", peakRssBytes()},
-                    {"rank", int64_t(0)}});
-    if (!options.quiet &&
+                    {"comm_ms", commMs},
+                    {"model_state_bytes", modelStateBytes},
+                    {"rank", int64_t(rank)}});
+    if (talk &&
         ((s + 1) % printEvery == 0 || s == 0 || s + 1 == options.steps))
       log << llvm::formatv("step {0,5}/{1}  loss {2:f4}  lr {3:e2}  "
                            "grad_norm {4:f3}  tokens/s {5,8:f0}  step {6:f1} "
@@ -410,18 +513,37 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   }
 
   if (!options.saveWeights.empty()) {
+    // Sharded parameters are gathered (every rank takes part); rank 0
+    // writes the file.
+    std::vector<Tensor> gathered;
     std::vector<SafeTensorView> views;
-    for (size_t i = 0; i < plans->size(); ++i)
-      if ((*plans)[i].kind == ArgPlan::Param)
-        views.push_back({(*plans)[i].name, "F32",
-                         std::vector<int64_t>((*plans)[i].shape.begin(),
-                                              (*plans)[i].shape.end()),
-                         inputs[i].data()});
-    if (llvm::Error err =
-            writeSafeTensors(options.saveWeights, views,
-                             {{"format", "pt"}, {"producer", "ds-train"}}))
-      return err;
+    for (size_t i = 0; i < plans->size(); ++i) {
+      const ArgPlan &p = (*plans)[i];
+      if (p.kind != ArgPlan::Param)
+        continue;
+      const void *data = inputs[i].data();
+      llvm::ArrayRef<int64_t> shape = p.shape;
+      if (p.fullShape) {
+        shape = *p.fullShape;
+        gathered.push_back(Tensor::zeros(DType::F32, shape));
+        if (dsrt_all_gather(dsrt_comm_axes(1), inputs[i].data(),
+                            gathered.back().data(), product(shape),
+                            DSRT_F32) != 0)
+          return createStringError("gathering \"%s\" to save it: %s",
+                                   p.name.c_str(), dsrt_last_error());
+        data = gathered.back().data();
+      }
+      views.push_back({p.name, "F32",
+                       std::vector<int64_t>(shape.begin(), shape.end()),
+                       data});
+    }
+    if (lead)
+      if (llvm::Error err =
+              writeSafeTensors(options.saveWeights, views,
+                               {{"format", "pt"}, {"producer", "ds-train"}}))
+        return err;
   }
+  dsrt_comm_finalize();
   return llvm::Error::success();
 }
 } // namespace ds::driver

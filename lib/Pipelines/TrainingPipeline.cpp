@@ -70,7 +70,15 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   schedule.cycleSecondStairCount = sched.cycleSecondStairCount;
   schedule.decayStepSize = sched.decayStepSize;
   pm.addPass(createLRSchedule(schedule));
+  pm.addPass(createVerifyStepContract());
 
+  // Data parallelism: the step every rank of the dp group runs.
+  ZeroOptions zero;
+  zero.stage = config.zero.stage;
+  zero.dpSize = config.dpSize;
+  zero.reduceBucketSize = config.zero.reduceBucketSize;
+  zero.allgatherBucketSize = config.zero.allgatherBucketSize;
+  pm.addPass(createZero(zero));
   pm.addPass(createVerifyStepContract());
   return llvm::Error::success();
 }

@@ -38,6 +38,11 @@ static cl::opt<std::string>
                 cl::desc("write the final parameters to a .safetensors file"));
 static cl::opt<std::string> dumpIR("dump-ir", cl::cat(category),
                                    cl::desc("write each phase's IR to DIR"));
+static cl::opt<std::string>
+    backend("backend", cl::cat(category),
+            cl::desc("communication backend: self, mpi, nccl or auto "
+                     "(default: DSRT_BACKEND, else nccl with a GPU, mpi "
+                     "under mpirun, self otherwise)"));
 static cl::opt<bool> quiet("quiet", cl::cat(category),
                            cl::desc("no progress lines"));
 
@@ -61,6 +66,8 @@ int main(int argc, char **argv) {
   options.saveWeights = saveWeights;
   options.dumpIRDir = dumpIR;
   options.quiet = quiet;
+  if (backend != "auto")
+    options.backend = backend;
   if (dataOrder == "shuffled") {
     options.order = ds::driver::DataOrder::Shuffled;
   } else if (dataOrder == "sequential") {

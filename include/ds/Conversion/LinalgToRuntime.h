@@ -106,6 +106,10 @@ void registerLowerToLLVMPipeline();
 /// ds-opt's registerAllDialects.
 void registerLowerToLLVMDependencies(DialectRegistry &registry);
 
+/// Bufferization of the dsdist collectives into dsdist.comm
+/// (lib/Conversion/LinalgToRuntime/LowerCommToRuntime.cpp).
+void registerDistBufferizationModels(DialectRegistry &registry);
+
 } // namespace mlir::ds
 
 #endif // DS_CONVERSION_LINALGTORUNTIME_H

@@ -59,6 +59,39 @@ def LowerToRuntime : Pass<"ds-lower-to-runtime", "mlir::ModuleOp"> {
   ];
 }
 
+def LowerCommToRuntime : Pass<"ds-lower-comm-to-runtime", "mlir::ModuleOp"> {
+  let summary = "Rewrite dsdist.comm on buffers into libdsrt collective calls";
+  let description = [{
+    Bufferization turns the tensor collectives into `dsdist.comm` on
+    buffers (all_reduce and broadcast in place; all_gather, reduce_scatter,
+    all_to_all and shard into a fresh buffer; release disappears). This pass
+    makes each one a call sequence on raw pointers: the group from
+    `dsrt_comm_axes(mask)` (bit i = axis i of the module's `dsdist.grid`),
+    then the collective (`dsrt_all_reduce`, `dsrt_all_gather`,
+    `dsrt_reduce_scatter`, `dsrt_all_to_all`, `dsrt_broadcast`), whose
+    status goes to `dsrt_check`, which ends the whole job with the runtime's
+    message if it failed — compiled code has no error path, and a rank that
+    carried on alone would leave the others waiting. `shard` communicates
+    nothing: it copies this rank's slice (rank from `dsrt_comm_rank`).
+
+      dsdist.comm all_gather %s into %w over ["dp"] : memref<512xf32>, memref<1024xf32>
+
+    becomes
+
+      %g = call @dsrt_comm_axes(%mask) : (i64) -> !llvm.ptr
+      %st = call @dsrt_all_gather(%g, %ps, %pw, %c1024, %f32) : (...) -> i32
+      %0 = call @dsrt_check(%st, %null) : (i32, !llvm.ptr) -> i32
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "emit a remark with the number of collectives lowered">,
+  ];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def FuseElementwise : Pass<"ds-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Fuse elementwise linalg producers into consumers that read each element once";
   let description = [{

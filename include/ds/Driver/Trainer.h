@@ -33,6 +33,8 @@ struct TrainOptions {
   std::string saveWeights; ///< safetensors of the final parameters
   std::string dumpIRDir;   ///< writes each phase's IR here
   bool quiet = false;      ///< no progress lines
+  /// Communication backend: "self", "mpi", "nccl"; empty = automatic.
+  std::string backend;
 };
 
 /// Runs the whole job; progress goes to `log`. Any problem with the inputs

@@ -282,11 +282,13 @@ def VerifyStepContract : Pass<"ds-verify-step-contract", "mlir::ModuleOp"> {
           attributes {dstrain.gradient_accumulation_steps = N}
 
     Checked: the parameters come first and have unique names; every state
-    tensor names an existing parameter, has its type and a known kind, and
+    tensor names an existing parameter, has its type (a chunk carrying
+    `dsdist.sharding` stands for the whole tensor) and a known kind, and
     every parameter has the same kinds in the same order; one `tensor<i64>`
     step; every batch argument leads with N; the results are the
     parameters' and state's types followed by three `tensor<f32>`; the body
-    uses only dsnn, dstrain, arith, tensor, scf and func ops. `@forward_backward`,
+    uses only dsnn, dstrain, dsdist, arith, math, tensor, scf and func ops.
+    `@forward_backward`,
     when present, takes the same parameters and returns (loss, their
     gradients). One diagnostic per violation; the pass fails if any.
   }];
@@ -299,6 +301,74 @@ def VerifyStepContract : Pass<"ds-verify-step-contract", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::ds::nn::NNDialect",
                            "::mlir::ds::train::TrainDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Distribution phase
+//===----------------------------------------------------------------------===//
+
+def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
+  let summary = "Data parallelism and ZeRO stages 0-3 on the step contract";
+  let description = [{
+    Rewrites `@train_step` (and, for stage 3, `@forward_backward`) into the
+    program every rank of a data-parallel group of `dp-size` ranks runs,
+    with the communication explicit as `dsdist` collectives over `["dp"]`.
+    The module gets `dsdist.grid = #dsdist.grid<dp = N>` (an existing grid
+    must agree). Every rank reduces its micro-batch gradients at the step
+    boundary only, after the accumulation loop; the loss it returns is the
+    mean over the group.
+
+    - stage 0: gradients are all-reduced (mean), bucketed: gradients are
+      packed, last parameter first, into flat buffers of at most
+      `reduce-bucket-size` elements, one collective per buffer.
+    - stage 1: optimizer state is sharded: each state argument becomes this
+      rank's chunk (`dsdist.sharding`): the tensor flattened, zero-padded to
+      a multiple of N and cut in N chunks. Gradients are all-reduced as in
+      stage 0; each rank updates its chunk of each parameter and the new
+      parameters are all-gathered (buckets of `allgather-bucket-size`).
+    - stage 2: as stage 1, but gradients are reduce-scattered, so a rank
+      only ever holds the reduced gradient of its own chunk.
+    - stage 3: as stage 2, and parameters are sharded too: in
+      `@forward_backward` each parameter is all-gathered before its first
+      use in the forward, released after its last forward use, gathered
+      again before its first backward use and released after its last;
+      the step returns the updated chunks without gathering them.
+
+    With N > 1 the gradient norm (reported, and used by clipping) is always
+    computed from the chunks, each rank its own, and summed over the group,
+    so every stage computes it with the same additions in the same order:
+    the stages differ in communication and memory, not in numbers. Lamb
+    needs whole-tensor norms per parameter and is refused with stage >= 1,
+    as in DeepSpeed.
+
+      %g = dsdist.reduce_scatter avg %flat over ["dp"] dim 0
+             : tensor<2048xf32> -> tensor<1024xf32>
+      %p, %m, %v = dstrain.adam %w_chunk, %g, %m_chunk, %v_chunk step %s lr %lr
+      %w_new = dsdist.all_gather %p over ["dp"] dim 0
+             : tensor<1024xf32> -> tensor<2048xf32>
+  }];
+  let options = [
+    Option<"stage", "stage", "int64_t", "0",
+           "zero_optimization.stage: 0, 1, 2 or 3">,
+    Option<"dpSize", "dp-size", "int64_t", "1",
+           "ranks in the data-parallel group">,
+    Option<"reduceBucketSize", "reduce-bucket-size", "int64_t", "500000000",
+           "zero_optimization.reduce_bucket_size: elements per gradient "
+           "reduction">,
+    Option<"allgatherBucketSize", "allgather-bucket-size", "int64_t",
+           "500000000",
+           "zero_optimization.allgather_bucket_size: elements per parameter "
+           "all-gather after the update">,
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+    Option<"gradientEntry", "gradient-entry", "std::string",
+           "\"forward_backward\"",
+           "the gradient function (stage 3 gathers parameters there)">,
+  ];
+  let dependentDialects = ["::mlir::ds::dist::DistDialect",
+                           "::mlir::ds::train::TrainDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,6 +14,7 @@
 
 #include "ds/Conversion/LinalgToRuntime.h"
 #include "ds/Conversion/Passes.h"
+#include "dsdist/DistOps.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -96,6 +97,7 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Matmuls to the runtime, the rest to loops LLVM can vectorize.
   if (options.blas)
     pm.addPass(ds::createLowerToRuntime({/*foldFill=*/true, options.report}));
+  pm.addPass(ds::createLowerCommToRuntime({options.report}));
   pm.addPass(ds::createRelaxReductions());
   if (options.parallelLoops)
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
@@ -152,4 +154,6 @@ void ds::registerLowerToLLVMDependencies(DialectRegistry &registry) {
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerInferTypeOpInterfaceExternalModels(registry);
   tensor::registerSubsetOpInterfaceExternalModels(registry);
+  registry.insert<ds::dist::DistDialect>();
+  registerDistBufferizationModels(registry);
 }

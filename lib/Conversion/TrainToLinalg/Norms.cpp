@@ -44,9 +44,12 @@ struct GlobalNormLowering : OpRewritePattern<train::GlobalNormOp> {
     if (!allStatic(op.getInputs()))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
     Location loc = op.getLoc();
-    rewriter.replaceOp(
-        op,
-        scalarTensor(rewriter, loc, globalNorm(rewriter, loc, op.getInputs())));
+    Value result =
+        op.getSquared()
+            ? extractScalar(rewriter, loc,
+                            sumOfSquares(rewriter, loc, op.getInputs()))
+            : globalNorm(rewriter, loc, op.getInputs());
+    rewriter.replaceOp(op, scalarTensor(rewriter, loc, result));
     return success();
   }
 };
@@ -61,7 +64,9 @@ struct ClipGradNormLowering : OpRewritePattern<train::ClipGradNormOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     Type f32 = rewriter.getF32Type();
-    Value norm = globalNorm(rewriter, loc, op.getGrads());
+    Value norm = op.getNormIn()
+                     ? extractScalar(rewriter, loc, op.getNormIn())
+                     : globalNorm(rewriter, loc, op.getGrads());
 
     // min(1, max_norm / (norm + 1e-6)): multiplying by 1 leaves a gradient
     // that needs no clipping as it is, without a branch.

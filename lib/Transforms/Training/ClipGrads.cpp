@@ -65,7 +65,7 @@ struct ClipGradsPass : ds::impl::ClipGradsBase<ClipGradsPass> {
     if (maxNorm > 0) {
       auto clip = train::ClipGradNormOp::create(
           b, loc, ValueRange(grads).getTypes(), normType, grads,
-          llvm::APFloat(static_cast<double>(maxNorm)));
+          llvm::APFloat(static_cast<double>(maxNorm)), /*norm_in=*/Value());
       llvm::append_range(results, clip.getClipped());
       norm = clip.getNorm();
     } else {

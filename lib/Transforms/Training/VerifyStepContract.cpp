@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
 #include "dstrain/TrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -50,6 +51,18 @@ struct VerifyStepContractPass
       ok &= checkGradient(grad);
     if (!ok)
       signalPassFailure();
+  }
+
+  /// The type an argument stands for: its own, or for a chunk of a
+  /// sharded tensor (dsdist.sharding) the whole tensor's.
+  static Type logicalType(func::FuncOp fn, unsigned i) {
+    Type local = fn.getArgumentTypes()[i];
+    auto sharding = fn.getArgAttrOfType<dist::ShardingAttr>(
+        i, dist::DistDialect::kShardingAttrName);
+    if (!sharding)
+      return local;
+    return RankedTensorType::get(
+        sharding.getShape(), cast<RankedTensorType>(local).getElementType());
   }
 
   static bool isF32Scalar(Type type) {
@@ -109,10 +122,10 @@ struct VerifyStepContractPass
                << param.getValue() << "\"";
         continue;
       }
-      if (fn.getArgumentTypes()[i] != fn.getArgumentTypes()[it->second])
+      if (logicalType(fn, i) != logicalType(fn, it->second))
         fail() << "argument #" << i << ": " << kind.getValue() << " of \""
-               << param.getValue() << "\" has type " << fn.getArgumentTypes()[i]
-               << " but the parameter is " << fn.getArgumentTypes()[it->second];
+               << param.getValue() << "\" stands for " << logicalType(fn, i)
+               << " but the parameter is " << logicalType(fn, it->second);
       kindsOf[it->second].push_back(kind.getValue());
     }
     unsigned numState = i - numParams;
@@ -184,7 +197,9 @@ struct VerifyStepContractPass
     fn.getBody().walk([&](Operation *op) {
       StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
       if (isa<func::CallOp, func::ReturnOp>(op) ||
-          llvm::is_contained({"dsnn", "dstrain", "arith", "tensor", "scf"}, ns))
+          llvm::is_contained(
+              {"dsnn", "dstrain", "dsdist", "arith", "math", "tensor", "scf"},
+              ns))
         return;
       op->emitError() << "step contract: '" << op->getName()
                       << "' is not allowed in @" << fn.getName()
@@ -201,7 +216,7 @@ struct VerifyStepContractPass
     bool ok = type.getNumResults() == numParams + 1 &&
               type.getNumResults() > 0 && isF32Scalar(type.getResult(0));
     for (unsigned i = 0; ok && i < numParams; ++i)
-      ok = type.getResult(i + 1) == type.getInput(i);
+      ok = type.getResult(i + 1) == logicalType(grad, i);
     if (!ok)
       grad.emitError() << "step contract: @" << grad.getName()
                        << " must return (loss : tensor<f32>, one gradient "

@@ -1,0 +1,603 @@
+//===- Zero.cpp - Data parallelism and ZeRO stages 0-3 --------------------===//
+//
+// Works on the step contract, after the optimizer pass: every gradient is
+// the operand of one norm op (clip_grad_norm or global_norm) and every
+// parameter has one optimizer op. Sharding is per tensor (flatten, pad to a
+// multiple of the group, cut in equal chunks) rather than one flat buffer
+// over all parameters, so a chunk never straddles two parameters and the
+// IR keeps one value per parameter; buckets only group the collectives.
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
+#include "dstrain/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::ds {
+#define GEN_PASS_DEF_ZERO
+#include "ds/Transforms/Passes.h.inc"
+} // namespace mlir::ds
+
+using namespace mlir;
+using namespace mlir::ds;
+
+namespace {
+
+constexpr StringLiteral kDpAxis = "dp";
+
+/// One parameter's optimizer update in @train_step.
+struct Update {
+  Operation *op;            // dstrain.adam / sgd / lamb
+  unsigned paramArg;        // argument index of the parameter
+  unsigned gradOperand;     // operand index of the gradient in `op`
+  SmallVector<unsigned> stateArgs; // argument indices of its state
+};
+
+/// Builds the collectives and reshapes over the dp group.
+class DpBuilder {
+public:
+  DpBuilder(OpBuilder &b, Location loc, int64_t n)
+      : b(b), loc(loc), n(n), axes(b.getStrArrayAttr({kDpAxis})) {}
+
+  static int64_t numel(RankedTensorType t) { return t.getNumElements(); }
+  int64_t chunk(RankedTensorType t) const {
+    return llvm::divideCeil(numel(t), n);
+  }
+  RankedTensorType chunkType(RankedTensorType t) const {
+    return RankedTensorType::get({chunk(t)}, t.getElementType());
+  }
+
+  /// tensor<AxB> -> tensor<A*B>.
+  Value flatten(Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() == 1)
+      return v;
+    auto flat = RankedTensorType::get({numel(t)}, t.getElementType());
+    if (t.getRank() == 0)
+      return tensor::ExpandShapeOp::create(b, loc, flat, v,
+                                           ArrayRef<ReassociationIndices>{});
+    auto all = llvm::to_vector<2>(llvm::seq<int64_t>(0, t.getRank()));
+    return tensor::CollapseShapeOp::create(b, loc, flat, v,
+                                           ArrayRef<ReassociationIndices>{all});
+  }
+
+  /// The inverse of flatten.
+  Value unflatten(Value flat, RankedTensorType t) {
+    if (t.getRank() == 1)
+      return flat;
+    if (t.getRank() == 0)
+      return tensor::CollapseShapeOp::create(b, loc, t, flat,
+                                             ArrayRef<ReassociationIndices>{});
+    auto all = llvm::to_vector<2>(llvm::seq<int64_t>(0, t.getRank()));
+    return tensor::ExpandShapeOp::create(b, loc, t, flat,
+                                         ArrayRef<ReassociationIndices>{all});
+  }
+
+  /// Flattened and zero-padded to n chunks: tensor<n*chunk>.
+  Value flatPadded(Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    Value flat = flatten(v);
+    int64_t padded = chunk(t) * n;
+    if (padded == numel(t))
+      return flat;
+    auto type = RankedTensorType::get({padded}, t.getElementType());
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(t.getElementType()));
+    SmallVector<OpFoldResult> low = {b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> high = {b.getIndexAttr(padded - numel(t))};
+    return tensor::PadOp::create(b, loc, type, flat, low, high, zero);
+  }
+
+  /// The first `count` elements of a 1-d tensor.
+  Value prefix(Value flat, int64_t count) {
+    auto t = cast<RankedTensorType>(flat.getType());
+    if (t.getDimSize(0) == count)
+      return flat;
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({count}, t.getElementType()), flat,
+        ValueRange{}, ValueRange{}, ValueRange{}, b.getDenseI64ArrayAttr({0}),
+        b.getDenseI64ArrayAttr({count}), b.getDenseI64ArrayAttr({1}));
+  }
+
+  /// This rank's chunk of a tensor every rank holds alike.
+  Value shard(Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return dist::ShardOp::create(b, loc, chunkType(t), flatPadded(v), axes,
+                                 b.getI64IntegerAttr(0));
+  }
+
+  /// The whole tensor of type `t` from every rank's chunk.
+  Value gather(Value chunkValue, RankedTensorType t) {
+    auto full = RankedTensorType::get({chunk(t) * n}, t.getElementType());
+    Value g = dist::AllGatherOp::create(b, loc, full, chunkValue, axes,
+                                        b.getI64IntegerAttr(0));
+    return unflatten(prefix(g, numel(t)), t);
+  }
+
+  Value allReduce(Value v, dist::ReductionKind kind) {
+    return dist::AllReduceOp::create(
+        b, loc, v.getType(), v, axes,
+        dist::ReductionKindAttr::get(b.getContext(), kind));
+  }
+
+  /// Mean over the group of each of `values`, packed into buckets.
+  SmallVector<Value> allReduceMean(ValueRange values,
+                                   ArrayRef<SmallVector<unsigned>> buckets) {
+    SmallVector<Value> out(values.size());
+    for (ArrayRef<unsigned> bucket : buckets) {
+      if (bucket.size() == 1) {
+        out[bucket[0]] =
+            allReduce(values[bucket[0]], dist::ReductionKind::avg);
+        continue;
+      }
+      SmallVector<Value> flats;
+      SmallVector<int64_t> offsets;
+      int64_t total = 0;
+      for (unsigned i : bucket) {
+        flats.push_back(flatten(values[i]));
+        offsets.push_back(total);
+        total += numel(cast<RankedTensorType>(values[i].getType()));
+      }
+      Type elt = cast<RankedTensorType>(values[bucket[0]].getType())
+                     .getElementType();
+      Value packed = tensor::EmptyOp::create(b, loc, {total}, elt);
+      for (auto [flat, off] : llvm::zip_equal(flats, offsets))
+        packed = insert(flat, packed, {off}, {shapeOf(flat)[0]});
+      Value reduced = allReduce(packed, dist::ReductionKind::avg);
+      for (auto [k, i] : llvm::enumerate(bucket)) {
+        auto t = cast<RankedTensorType>(values[i].getType());
+        out[i] = unflatten(extract(reduced, {offsets[k]}, {numel(t)}), t);
+      }
+    }
+    return out;
+  }
+
+  /// Each rank's reduced (mean) chunk of each of `values`. A bucket is laid
+  /// out [n, sum of chunks] so that row r, which rank r keeps, holds chunk r
+  /// of every tensor in it.
+  SmallVector<Value> reduceScatterMean(ValueRange values,
+                                       ArrayRef<SmallVector<unsigned>> buckets) {
+    SmallVector<Value> out(values.size());
+    auto avg = dist::ReductionKindAttr::get(b.getContext(),
+                                            dist::ReductionKind::avg);
+    for (ArrayRef<unsigned> bucket : buckets) {
+      if (bucket.size() == 1) {
+        auto t = cast<RankedTensorType>(values[bucket[0]].getType());
+        out[bucket[0]] = dist::ReduceScatterOp::create(
+            b, loc, chunkType(t), flatPadded(values[bucket[0]]), axes, avg,
+            b.getI64IntegerAttr(0));
+        continue;
+      }
+      SmallVector<int64_t> offsets;
+      int64_t total = 0;
+      for (unsigned i : bucket) {
+        offsets.push_back(total);
+        total += chunk(cast<RankedTensorType>(values[i].getType()));
+      }
+      Type elt = cast<RankedTensorType>(values[bucket[0]].getType())
+                     .getElementType();
+      Value packed = tensor::EmptyOp::create(b, loc, {n, total}, elt);
+      for (auto [k, i] : llvm::enumerate(bucket)) {
+        auto t = cast<RankedTensorType>(values[i].getType());
+        Value rows = tensor::ExpandShapeOp::create(
+            b, loc, RankedTensorType::get({n, chunk(t)}, elt),
+            flatPadded(values[i]), ArrayRef<ReassociationIndices>{{0, 1}});
+        packed = insert(rows, packed, {0, offsets[k]}, {n, chunk(t)});
+      }
+      Value mine = dist::ReduceScatterOp::create(
+          b, loc, RankedTensorType::get({1, total}, elt), packed, axes, avg,
+          b.getI64IntegerAttr(0));
+      for (auto [k, i] : llvm::enumerate(bucket)) {
+        auto t = cast<RankedTensorType>(values[i].getType());
+        Value row = extract(mine, {0, offsets[k]}, {1, chunk(t)});
+        out[i] = tensor::CollapseShapeOp::create(
+            b, loc, chunkType(t), row, ArrayRef<ReassociationIndices>{{0, 1}});
+      }
+    }
+    return out;
+  }
+
+  /// The whole tensors (types `types`) from every rank's chunks, bucketed.
+  SmallVector<Value> allGather(ValueRange chunks, ArrayRef<Type> types,
+                               ArrayRef<SmallVector<unsigned>> buckets) {
+    SmallVector<Value> out(chunks.size());
+    for (ArrayRef<unsigned> bucket : buckets) {
+      if (bucket.size() == 1) {
+        out[bucket[0]] = gather(chunks[bucket[0]],
+                                cast<RankedTensorType>(types[bucket[0]]));
+        continue;
+      }
+      SmallVector<int64_t> offsets;
+      int64_t total = 0;
+      for (unsigned i : bucket) {
+        offsets.push_back(total);
+        total += chunk(cast<RankedTensorType>(types[i]));
+      }
+      Type elt = cast<RankedTensorType>(types[bucket[0]]).getElementType();
+      Value packed = tensor::EmptyOp::create(b, loc, {1, total}, elt);
+      for (auto [k, i] : llvm::enumerate(bucket)) {
+        int64_t c = chunk(cast<RankedTensorType>(types[i]));
+        Value row = tensor::ExpandShapeOp::create(
+            b, loc, RankedTensorType::get({1, c}, elt), chunks[i],
+            ArrayRef<ReassociationIndices>{{0, 1}});
+        packed = insert(row, packed, {0, offsets[k]}, {1, c});
+      }
+      Value all = dist::AllGatherOp::create(
+          b, loc, RankedTensorType::get({n, total}, elt), packed, axes,
+          b.getI64IntegerAttr(0));
+      for (auto [k, i] : llvm::enumerate(bucket)) {
+        auto t = cast<RankedTensorType>(types[i]);
+        Value rows = extract(all, {0, offsets[k]}, {n, chunk(t)});
+        Value flat = tensor::CollapseShapeOp::create(
+            b, loc, RankedTensorType::get({n * chunk(t)}, elt), rows,
+            ArrayRef<ReassociationIndices>{{0, 1}});
+        out[i] = unflatten(prefix(flat, numel(t)), t);
+      }
+    }
+    return out;
+  }
+
+  ArrayAttr getAxes() const { return axes; }
+
+private:
+  static ArrayRef<int64_t> shapeOf(Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  }
+  Value insert(Value src, Value dest, ArrayRef<int64_t> offsets,
+               ArrayRef<int64_t> sizes) {
+    SmallVector<int64_t> ones(offsets.size(), 1);
+    return tensor::InsertSliceOp::create(
+        b, loc, src, dest, ValueRange{}, ValueRange{}, ValueRange{},
+        b.getDenseI64ArrayAttr(offsets), b.getDenseI64ArrayAttr(sizes),
+        b.getDenseI64ArrayAttr(ones));
+  }
+  Value extract(Value src, ArrayRef<int64_t> offsets,
+                ArrayRef<int64_t> sizes) {
+    SmallVector<int64_t> ones(offsets.size(), 1);
+    auto elt = cast<RankedTensorType>(src.getType()).getElementType();
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(sizes, elt), src, ValueRange{},
+        ValueRange{}, ValueRange{}, b.getDenseI64ArrayAttr(offsets),
+        b.getDenseI64ArrayAttr(sizes), b.getDenseI64ArrayAttr(ones));
+  }
+
+  OpBuilder &b;
+  Location loc;
+  int64_t n;
+  ArrayAttr axes;
+};
+
+/// Packs tensors into buckets of at most `limit` elements (a tensor larger
+/// than the limit gets a bucket of its own), last tensor first: the backward
+/// produces gradients in that order, so the first bucket is ready first.
+SmallVector<SmallVector<unsigned>> makeBuckets(ArrayRef<int64_t> sizes,
+                                               int64_t limit) {
+  SmallVector<SmallVector<unsigned>> buckets;
+  int64_t fill = 0;
+  for (unsigned i = sizes.size(); i-- > 0;) {
+    if (buckets.empty() || fill + sizes[i] > limit) {
+      buckets.emplace_back();
+      fill = 0;
+    }
+    buckets.back().push_back(i);
+    fill += sizes[i];
+  }
+  return buckets;
+}
+
+struct ZeroPass : ds::impl::ZeroBase<ZeroPass> {
+  using Base::Base;
+
+  void runOnOperation() override;
+
+  LogicalResult fail(Operation *at, const Twine &msg) {
+    at->emitError() << "ds-zero: " << msg;
+    signalPassFailure();
+    return failure();
+  }
+
+  LogicalResult collectUpdates(func::FuncOp fn, SmallVector<Update> &updates);
+  LogicalResult gatherParamsInGradient(func::FuncOp grad, unsigned numParams,
+                                       ArrayRef<Type> fullTypes);
+};
+
+LogicalResult ZeroPass::collectUpdates(func::FuncOp fn,
+                                       SmallVector<Update> &updates) {
+  unsigned numParams = numLeadingParams(fn);
+  SmallVector<Operation *> byParam(numParams, nullptr);
+  for (Operation &op : fn.getBody().front()) {
+    if (!isa<train::AdamOp, train::SGDOp, train::LambOp>(op))
+      continue;
+    auto param = dyn_cast<BlockArgument>(op.getOperand(0));
+    if (!param || param.getArgNumber() >= numParams)
+      return fail(&op, "the optimizer op's parameter is not a parameter "
+                       "argument of @" +
+                           fn.getName() + "; run ds-zero on the step contract "
+                                          "as ds-optimizer builds it");
+    Update u{&op, param.getArgNumber(), 1, {}};
+    for (Value v : op.getOperands().drop_front(2))
+      if (auto arg = dyn_cast<BlockArgument>(v);
+          arg && fn.getArgAttr(arg.getArgNumber(), kStateAttrName))
+        u.stateArgs.push_back(arg.getArgNumber());
+    if (byParam[u.paramArg])
+      return fail(&op, "parameter \"" + paramName(fn, u.paramArg) +
+                           "\" has two optimizer updates");
+    byParam[u.paramArg] = &op;
+    updates.push_back(std::move(u));
+  }
+  for (unsigned p = 0; p < numParams; ++p)
+    if (!byParam[p])
+      return fail(fn, "parameter \"" + paramName(fn, p) +
+                          "\" has no optimizer update; run ds-optimizer "
+                          "before ds-zero");
+  llvm::sort(updates, [](const Update &a, const Update &b) {
+    return a.paramArg < b.paramArg;
+  });
+  return success();
+}
+
+/// The top-level op of `block` that contains `op`.
+Operation *topLevel(Operation *op, Block &block) {
+  while (op->getBlock() != &block)
+    op = op->getParentOp();
+  return op;
+}
+
+LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
+                                               unsigned numParams,
+                                               ArrayRef<Type> fullTypes) {
+  Block &body = grad.getBody().front();
+  // The backward starts at the first op autodiff marked as such; everything
+  // before it is the forward (and the loss).
+  Operation *firstBackward = nullptr;
+  for (Operation &op : body)
+    if (op.hasAttr(kBackwardAttrName)) {
+      firstBackward = &op;
+      break;
+    }
+  auto inBackward = [&](Operation *top) {
+    return firstBackward && (top == firstBackward ||
+                             firstBackward->isBeforeInBlock(top));
+  };
+
+  for (unsigned p = 0; p < numParams; ++p) {
+    BlockArgument arg = body.getArgument(p);
+    auto full = cast<RankedTensorType>(fullTypes[p]);
+    // Uses grouped by phase: [forward, backward].
+    SmallVector<OpOperand *> uses[2];
+    for (OpOperand &use : arg.getUses())
+      uses[inBackward(topLevel(use.getOwner(), body))].push_back(&use);
+    for (auto [index, phase] : llvm::enumerate(uses)) {
+      if (phase.empty())
+        continue;
+      Operation *first = topLevel(phase.front()->getOwner(), body);
+      Operation *last = first;
+      for (OpOperand *use : phase) {
+        Operation *top = topLevel(use->getOwner(), body);
+        if (top->isBeforeInBlock(first))
+          first = top;
+        if (last->isBeforeInBlock(top))
+          last = top;
+      }
+      OpBuilder b(first);
+      DpBuilder dp(b, grad.getLoc(), dpSize);
+      auto flat = RankedTensorType::get({dp.chunk(full) * dpSize},
+                                        full.getElementType());
+      auto gathered = dist::AllGatherOp::create(b, grad.getLoc(), flat, arg,
+                                                dp.getAxes(),
+                                                b.getI64IntegerAttr(0));
+      // Named by phase, so CSE cannot merge the backward's gather into the
+      // forward's and keep the whole parameter alive in between.
+      gathered->setAttr("phase",
+                        b.getStringAttr(index ? "backward" : "forward"));
+      Value whole = dp.unflatten(
+          dp.prefix(gathered, DpBuilder::numel(full)), full);
+      for (OpOperand *use : phase)
+        use->set(whole);
+      b.setInsertionPointAfter(last);
+      dist::ReleaseOp::create(b, grad.getLoc(), whole);
+    }
+  }
+  return success();
+}
+
+void ZeroPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  MLIRContext *ctx = &getContext();
+  if (stage < 0 || stage > 3) {
+    module.emitError() << "ds-zero: stage " << stage
+                       << " does not exist; zero_optimization.stage is 0, 1, "
+                          "2 or 3";
+    return signalPassFailure();
+  }
+  if (dpSize < 1 || reduceBucketSize < 1 || allgatherBucketSize < 1) {
+    module.emitError() << "ds-zero: dp-size, reduce-bucket-size and "
+                          "allgather-bucket-size must be >= 1";
+    return signalPassFailure();
+  }
+
+  // The grid: ours, or one already there that agrees.
+  auto dpName = StringAttr::get(ctx, kDpAxis);
+  if (auto grid = module->getAttrOfType<dist::GridAttr>(
+          dist::DistDialect::kGridAttrName)) {
+    std::optional<int64_t> size = grid.getAxisSize(kDpAxis);
+    if (size.value_or(1) != dpSize) {
+      module.emitError() << "ds-zero: the module's grid " << grid
+                         << " has dp = " << size.value_or(1)
+                         << " but dp-size is " << dpSize
+                         << "; pass the same data-parallel size";
+      return signalPassFailure();
+    }
+  } else {
+    module->setAttr(dist::DistDialect::kGridAttrName,
+                    dist::GridAttr::get(ctx, {dpName}, {dpSize}));
+  }
+
+  auto fn = module.lookupSymbol<func::FuncOp>(entry);
+  if (!fn || fn.isExternal()) {
+    module.emitError() << "ds-zero: no func.func @" << entry
+                       << " with a body; run the training passes first";
+    return signalPassFailure();
+  }
+  SmallVector<Update> updates;
+  if (failed(collectUpdates(fn, updates)))
+    return;
+  if (stage >= 1)
+    for (const Update &u : updates)
+      if (isa<train::LambOp>(u.op)) {
+        (void)fail(u.op, "Lamb's trust ratio needs each parameter's whole "
+                         "norm, which ZeRO stage " +
+                             Twine(stage) +
+                             " shards; use Adam/AdamW/SGD or stage 0 (as "
+                             "DeepSpeed, which refuses Lamb with ZeRO)");
+        return;
+      }
+  if (dpSize == 1)
+    return;
+
+  Block &body = fn.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  unsigned numParams = numLeadingParams(fn);
+  unsigned numResults = ret.getNumOperands();
+  unsigned lossIdx = numResults - 3, normIdx = numResults - 1;
+
+  // The norm op: its operands are the accumulated gradients, in parameter
+  // order (ds-clip-grads).
+  Operation *normOp = ret.getOperand(normIdx).getDefiningOp();
+  if (!normOp || !isa<train::ClipGradNormOp, train::GlobalNormOp>(normOp) ||
+      normOp->getNumOperands() != numParams)
+    return (void)fail(fn, "@" + entry +
+                              " must return the gradient norm of "
+                              "dstrain.clip_grad_norm or dstrain.global_norm "
+                              "over every gradient (ds-clip-grads)");
+  SmallVector<Value> grads(normOp->getOperands());
+  auto clip = dyn_cast<train::ClipGradNormOp>(normOp);
+
+  OpBuilder b(normOp);
+  Location loc = normOp->getLoc();
+  DpBuilder dp(b, loc, dpSize);
+  SmallVector<Type> fullTypes(fn.getArgumentTypes().take_front(numParams));
+  SmallVector<int64_t> sizes, chunkSizes;
+  for (Type t : fullTypes) {
+    sizes.push_back(DpBuilder::numel(cast<RankedTensorType>(t)));
+    chunkSizes.push_back(dp.chunk(cast<RankedTensorType>(t)));
+  }
+
+  // 1. Reduce the gradients at the step boundary.
+  SmallVector<Value> reduced, chunks;
+  if (stage <= 1) {
+    reduced = dp.allReduceMean(grads, makeBuckets(sizes, reduceBucketSize));
+    for (Value g : reduced)
+      chunks.push_back(dp.shard(g));
+  } else {
+    chunks = dp.reduceScatterMean(grads,
+                                  makeBuckets(chunkSizes, reduceBucketSize));
+  }
+
+  // 2. The norm from the chunks, summed over the group.
+  auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
+  Value partial = train::GlobalNormOp::create(b, loc, scalarF32, chunks,
+                                              b.getUnitAttr());
+  Value total = dp.allReduce(partial, dist::ReductionKind::sum);
+  Value norm = math::SqrtOp::create(b, loc, total);
+  SmallVector<Value> finalGrads = stage == 0 ? reduced : chunks;
+  if (clip) {
+    auto newClip = train::ClipGradNormOp::create(
+        b, loc, ValueRange(finalGrads).getTypes(), scalarF32, finalGrads,
+        clip.getMaxNormAttr(), norm);
+    finalGrads.assign(newClip.getClipped().begin(),
+                      newClip.getClipped().end());
+  }
+  ret->setOperand(normIdx, norm);
+
+  // 3. The loss every rank reports: the group's mean.
+  b.setInsertionPoint(ret);
+  ret->setOperand(lossIdx,
+                  dp.allReduce(ret.getOperand(lossIdx), dist::ReductionKind::avg));
+
+  // 4. The optimizer update.
+  if (stage == 0) {
+    for (const Update &u : updates)
+      u.op->setOperand(u.gradOperand, finalGrads[u.paramArg]);
+  } else {
+    SmallVector<Type> argTypes(fn.getArgumentTypes());
+    auto shardingOf = [&](unsigned p) {
+      return dist::ShardingAttr::get(
+          ctx, dp.getAxes(),
+          cast<RankedTensorType>(fullTypes[p]).getShape());
+    };
+    // State (and, at stage 3, parameters) become chunks.
+    for (const Update &u : updates) {
+      auto chunkT = dp.chunkType(cast<RankedTensorType>(fullTypes[u.paramArg]));
+      SmallVector<unsigned> sharded(u.stateArgs);
+      if (stage == 3)
+        sharded.push_back(u.paramArg);
+      for (unsigned a : sharded) {
+        argTypes[a] = chunkT;
+        body.getArgument(a).setType(chunkT);
+        fn.setArgAttr(a, dist::DistDialect::kShardingAttrName,
+                      shardingOf(u.paramArg));
+      }
+    }
+    SmallVector<Value> newChunks(numParams);
+    for (const Update &u : updates) {
+      Operation *op = u.op;
+      b.setInsertionPoint(op);
+      Value param = body.getArgument(u.paramArg);
+      Value paramChunk = stage == 3 ? param : dp.shard(param);
+      SmallVector<Value> operands(op->getOperands());
+      operands[0] = paramChunk;
+      operands[u.gradOperand] = finalGrads[u.paramArg];
+      Type chunkT = paramChunk.getType();
+      SmallVector<Type> resultTypes(op->getNumResults(), chunkT);
+      OperationState state(op->getLoc(), op->getName(), operands, resultTypes,
+                           op->getAttrs());
+      Operation *sharded = b.create(state);
+      op->replaceAllUsesWith(sharded->getResults());
+      newChunks[u.paramArg] = sharded->getResult(0);
+      op->erase();
+    }
+    if (stage <= 2) {
+      // Every rank needs the whole updated parameters for the next forward.
+      b.setInsertionPoint(ret);
+      DpBuilder dpRet(b, loc, dpSize);
+      SmallVector<Value> whole = dpRet.allGather(
+          newChunks, fullTypes, makeBuckets(chunkSizes, allgatherBucketSize));
+      for (unsigned p = 0; p < numParams; ++p)
+        ret->setOperand(p, whole[p]);
+    }
+    SmallVector<Type> resultTypes(ret.getOperandTypes());
+    fn.setFunctionType(FunctionType::get(ctx, argTypes, resultTypes));
+
+    if (stage == 3) {
+      auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
+      if (!grad || grad.isExternal() ||
+          numLeadingParams(grad) != numParams)
+        return (void)fail(fn, "stage 3 gathers parameters inside @" +
+                                  gradientEntry +
+                                  ", which must exist and take the same "
+                                  "parameters (ds-autodiff builds it)");
+      SmallVector<Type> gradArgs(grad.getArgumentTypes());
+      for (unsigned p = 0; p < numParams; ++p) {
+        gradArgs[p] = argTypes[p];
+        grad.getBody().front().getArgument(p).setType(argTypes[p]);
+        grad.setArgAttr(p, dist::DistDialect::kShardingAttrName,
+                        shardingOf(p));
+      }
+      grad.setFunctionType(
+          FunctionType::get(ctx, gradArgs, grad.getResultTypes()));
+      if (failed(gatherParamsInGradient(grad, numParams, fullTypes)))
+        return;
+    }
+  }
+  normOp->erase();
+}
+
+} // namespace
