@@ -42,3 +42,27 @@ func.func @forward_backward(
   %g = arith.constant dense<1.0> : tensor<4x8xf32>
   return %l, %g : tensor<f32>, tensor<4x8xf32>
 }
+
+// -----
+
+// A gradient function with dropout takes its masks' key last: @train_step
+// takes the step right after the parameters (not a batch argument) and
+// passes step * 4 + micro-batch index, a new key per call.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME:      %[[W:.*]]: tensor<4xf32> {dsnn.param
+// CHECK-SAME:      %[[STEP:.*]]: tensor<i64> {dstrain.step}
+// CHECK-SAME:      %[[X:.*]]: tensor<4x3x4xf32>)
+// CHECK:         scf.for %[[I:.*]] = {{.*}} iter_args
+// CHECK:           %[[S:.*]] = tensor.extract %[[STEP]][] : tensor<i64>
+// CHECK:           %[[II:.*]] = arith.index_cast %[[I]] : index to i64
+// CHECK:           %[[SN:.*]] = arith.muli %[[S]], %c4_i64 : i64
+// CHECK:           %[[K:.*]] = arith.addi %[[SN]], %[[II]] : i64
+// CHECK:           %[[KEY:.*]] = tensor.from_elements %[[K]] : tensor<i64>
+// CHECK:           func.call @forward_backward(%[[W]], %{{.*}}, %[[KEY]])
+func.func @forward_backward(%w: tensor<4xf32> {dsnn.param = #dsnn.param<name = "w", init = zeros>},
+                            %x: tensor<3x4xf32>, %key: tensor<i64> {dsnn.rng_key})
+    -> (tensor<f32>, tensor<4xf32>) {
+  %y = dsnn.dropout %w key %key p 0.5 : tensor<4xf32>
+  %l = dsnn.reduce_sum %y dims [0] : tensor<4xf32> -> tensor<f32>
+  return %l, %y : tensor<f32>, tensor<4xf32>
+}
