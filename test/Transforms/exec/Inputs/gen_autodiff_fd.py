@@ -159,6 +159,28 @@ probe_sum(out, [2, 3])
 # A parameter that does not reach the loss gets zeros.
 param("unused", [3])
 
+# Mixture of experts, top-2 and top-1, 6 tokens over 3 experts with 3 slots
+# each (so some choices are dropped): the gradient reaches the tokens
+# (dispatch), the gate (combine weights, aux loss) and the experts. A gate
+# far from uniform keeps every choice clear of a tie that h could flip.
+for name, k in (("moe2", 2), ("moe1", 1)):
+    x = param(name + "_x", [6, 4])
+    gate = param(name + "_gate", [3, 4], -3, 3)
+    w, bias = param(name + "_w", [3, 4, 4]), param(name + "_b", [3, 4])
+    res = fresh()
+    body.append(f"""  {res}:2 = dsnn.moe {x}, {gate} experts({w}, {bias} : {T([3,4,4])}, {T([3,4])})
+      {{num_experts = 3 : i64, k = {k} : i64, capacity_factor = 1.0 : f64}}
+      : {T([6,4])}, {T([3,4])} -> {T([6,4])}, tensor<f64> {{
+    ^bb0(%{name}_tok: {T([3,3,4])}, %{name}_aw: {T([3,4,4])}, %{name}_ab: {T([3,4])}):
+      %{name}_h = dsnn.batch_matmul %{name}_tok, %{name}_aw {{transpose_b}} : {T([3,3,4])}, {T([3,4,4])} -> {T([3,3,4])}
+      %{name}_hb = dsnn.reshape %{name}_ab : {T([3,4])} -> {T([3,1,4])}
+      %{name}_hs = dsnn.add %{name}_h, %{name}_hb : {T([3,3,4])}, {T([3,1,4])} -> {T([3,3,4])}
+      %{name}_y = dsnn.tanh %{name}_hs : {T([3,3,4])}
+      dsnn.yield %{name}_y : {T([3,3,4])}
+  }}""")
+    probe_sum(res + "#0", [6, 4])
+    probe_sum(res + "#1", [])
+
 # The loss: the sum of every contribution.
 loss = scalars[0]
 for s in scalars[1:]:
