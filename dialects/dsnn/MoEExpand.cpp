@@ -1,4 +1,5 @@
-//===- MoEExpand.cpp - dsnn.moe spelled out as its routing -----------------===//
+//===- MoEExpand.cpp - dsnn.moe spelled out as its routing
+//-----------------===//
 //
 // A dsnn.moe is one op so that the model contract reads like the model and
 // expert parallelism finds its experts; training and lowering need its
@@ -71,9 +72,8 @@ void MoEOp::expand(RewriterBase &rewriter) {
   Value y = ReshapeOp::create(rewriter, loc, inType, combined);
 
   // Aux loss: E · Σ_e mean_n(probs[n, e]) · load[e].
-  Value meanProb =
-      ReduceMeanOp::create(rewriter, loc, typeOf({e}, et), probs,
-                           ArrayRef<int64_t>{0});
+  Value meanProb = ReduceMeanOp::create(rewriter, loc, typeOf({e}, et), probs,
+                                        ArrayRef<int64_t>{0});
   Value dot = reduceSum(mul(meanProb, route.getLoad(), {e}), {}, {0});
   auto scalar = typeOf({}, et);
   Value numExperts = arith::ConstantOp::create(

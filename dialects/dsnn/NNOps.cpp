@@ -1,4 +1,5 @@
-//===- NNOps.cpp - dsnn op verifiers and folders ---------------------------===//
+//===- NNOps.cpp - dsnn op verifiers and folders
+//---------------------------===//
 #include "dsnn/NNOps.h"
 #include "ds/Support/ShapeCheck.h"
 
@@ -56,11 +57,9 @@ LogicalResult LinearOp::verify() {
                          << w.getRank();
   if (!dimsCompatible(in.getShape().back(), w.getDimSize(1)))
     return emitOpError() << "weight dim 1 (in) is " << w.getDimSize(1)
-                         << " but input's last dim is "
-                         << in.getShape().back();
-  SmallVector<std::pair<StringRef, Value>> typed = {{"input", getInput()},
-                                                    {"weight", getWeight()},
-                                                    {"result", getResult()}};
+                         << " but input's last dim is " << in.getShape().back();
+  SmallVector<std::pair<StringRef, Value>> typed = {
+      {"input", getInput()}, {"weight", getWeight()}, {"result", getResult()}};
   if (Value b = getBias()) {
     auto bt = rankedType(b);
     if (bt.getRank() != 1 || !dimsCompatible(bt.getDimSize(0), w.getDimSize(0)))
@@ -105,8 +104,8 @@ static LogicalResult verifyMatmul(Operation *op, Value lhs, Value rhs,
   int64_t kb = b.getDimSize(tb ? r - 1 : r - 2);
   int64_t n = b.getDimSize(tb ? r - 2 : r - 1);
   if (!dimsCompatible(ka, kb))
-    return op->emitOpError() << "contraction dims differ: lhs K = " << ka
-                             << ", rhs K = " << kb;
+    return op->emitOpError()
+           << "contraction dims differ: lhs K = " << ka << ", rhs K = " << kb;
   if (failed(verifySameElementType(
           op, {{"lhs", lhs}, {"rhs", rhs}, {"result", result}})))
     return failure();
@@ -151,14 +150,15 @@ static LogicalResult verifyNorm(Operation *op, Value input,
     return op->emitOpError("input must have rank >= 1, got a scalar");
   for (auto [name, v] : affine) {
     auto t = rankedType(v);
-    if (t.getRank() != 1 || !dimsCompatible(t.getDimSize(0), in.getShape().back()))
-      return op->emitOpError()
-             << name << " shape " << formatShape(t.getShape())
-             << " but expected [" << in.getShape().back()
-             << "] (input's last dim)";
+    if (t.getRank() != 1 ||
+        !dimsCompatible(t.getDimSize(0), in.getShape().back()))
+      return op->emitOpError() << name << " shape " << formatShape(t.getShape())
+                               << " but expected [" << in.getShape().back()
+                               << "] (input's last dim)";
   }
   if (!(eps > 0))
-    return op->emitOpError() << "epsilon is " << formatNumber(eps) << " but must be > 0";
+    return op->emitOpError()
+           << "epsilon is " << formatNumber(eps) << " but must be > 0";
   SmallVector<std::pair<StringRef, Value>> typed = {{"input", input}};
   typed.append(affine.begin(), affine.end());
   return verifySameElementType(op, typed);
@@ -166,8 +166,8 @@ static LogicalResult verifyNorm(Operation *op, Value input,
 
 LogicalResult LayerNormOp::verify() {
   return verifyNorm(*this, getInput(),
-                    {{"weight", getWeight()}, {"bias", getBias()}},
-                    getResult(), getEpsilon().convertToDouble());
+                    {{"weight", getWeight()}, {"bias", getBias()}}, getResult(),
+                    getEpsilon().convertToDouble());
 }
 
 LogicalResult RMSNormOp::verify() {
@@ -177,9 +177,9 @@ LogicalResult RMSNormOp::verify() {
 
 static LogicalResult verifyDimAttr(Operation *op, int64_t dim, int64_t rank) {
   if (!normalizeDim(dim, rank))
-    return op->emitOpError() << "dim " << dim << " is out of range for rank "
-                             << rank << " (allowed " << -rank << ".."
-                             << rank - 1 << ")";
+    return op->emitOpError()
+           << "dim " << dim << " is out of range for rank " << rank
+           << " (allowed " << -rank << ".." << rank - 1 << ")";
   return success();
 }
 
@@ -193,11 +193,10 @@ LogicalResult LogSoftmaxOp::verify() {
 
 /// Checks q/k/v against each other and returns the output shape
 /// [..., Tq, Dv] in `outShape`.
-static LogicalResult verifyAttentionOperands(Operation *op, Value query,
-                                             Value key, Value value,
-                                             bool causal,
-                                             std::optional<APFloat> scale,
-                                             SmallVectorImpl<int64_t> &outShape) {
+static LogicalResult
+verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
+                        bool causal, std::optional<APFloat> scale,
+                        SmallVectorImpl<int64_t> &outShape) {
   auto q = rankedType(query), k = rankedType(key), v = rankedType(value);
   int64_t r = q.getRank();
   if (r < 2 || k.getRank() != r || v.getRank() != r)
@@ -211,9 +210,9 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
              << "leading dim " << i << " differs: query " << q.getDimSize(i)
              << ", key " << k.getDimSize(i) << ", value " << v.getDimSize(i);
   if (!dimsCompatible(q.getDimSize(r - 1), k.getDimSize(r - 1)))
-    return op->emitOpError() << "key head dim is " << k.getDimSize(r - 1)
-                             << " but query head dim is "
-                             << q.getDimSize(r - 1);
+    return op->emitOpError()
+           << "key head dim is " << k.getDimSize(r - 1)
+           << " but query head dim is " << q.getDimSize(r - 1);
   if (!dimsCompatible(k.getDimSize(r - 2), v.getDimSize(r - 2)))
     return op->emitOpError() << "value length is " << v.getDimSize(r - 2)
                              << " but key length is " << k.getDimSize(r - 2);
@@ -247,7 +246,8 @@ LogicalResult AttentionOp::verify() {
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p >= 0 && p < 1))
-    return emitOpError() << "p is " << formatNumber(p) << " but must be in [0, 1)";
+    return emitOpError() << "p is " << formatNumber(p)
+                         << " but must be in [0, 1)";
   return success();
 }
 
@@ -269,9 +269,9 @@ static LogicalResult verifyBinary(Operation *op, Value lhs, Value rhs,
   auto a = rankedType(lhs), b = rankedType(rhs);
   auto shape = broadcastShapes(a.getShape(), b.getShape());
   if (!shape)
-    return op->emitOpError() << "operand shapes " << formatShape(a.getShape())
-                             << " and " << formatShape(b.getShape())
-                             << " do not broadcast";
+    return op->emitOpError()
+           << "operand shapes " << formatShape(a.getShape()) << " and "
+           << formatShape(b.getShape()) << " do not broadcast";
   return verifyResultShape(op, rankedType(result), *shape,
                            "broadcasting lhs and rhs");
 }
@@ -328,8 +328,10 @@ LogicalResult TransposeOp::verify() {
   llvm::SmallSet<int64_t, 8> seen;
   for (int64_t p : perm)
     if (p < 0 || p >= in.getRank() || !seen.insert(p).second)
-      return emitOpError() << "permutation [" << llvm::make_range(perm.begin(), perm.end())
-                           << "] is not a permutation of 0.." << in.getRank() - 1;
+      return emitOpError() << "permutation ["
+                           << llvm::make_range(perm.begin(), perm.end())
+                           << "] is not a permutation of 0.."
+                           << in.getRank() - 1;
   if (in.getElementType() != getResult().getType().getElementType())
     return emitOpError("result element type differs from the input's");
   SmallVector<int64_t> expected;
@@ -369,14 +371,15 @@ LogicalResult SplitOp::verify() {
   bool dynamic = false;
   for (auto [i, v] : llvm::enumerate(getResults())) {
     auto t = rankedType(v);
-    if (t.getRank() != in.getRank() || t.getElementType() != in.getElementType())
+    if (t.getRank() != in.getRank() ||
+        t.getElementType() != in.getElementType())
       return emitOpError() << "result " << i << " type " << t
                            << " must have the input's rank and element type";
     for (int64_t d = 0; d < in.getRank(); ++d)
       if (d != *dim && !dimsCompatible(t.getDimSize(d), in.getDimSize(d)))
-        return emitOpError() << "result " << i << " dim " << d << " is "
-                             << t.getDimSize(d) << " but the input's is "
-                             << in.getDimSize(d);
+        return emitOpError()
+               << "result " << i << " dim " << d << " is " << t.getDimSize(d)
+               << " but the input's is " << in.getDimSize(d);
     dynamic |= t.isDynamicDim(*dim);
     total += t.getDimSize(*dim);
   }
@@ -412,9 +415,9 @@ LogicalResult ConcatOp::verify() {
                            << " must have the result's rank and element type";
     for (int64_t d = 0; d < out.getRank(); ++d)
       if (d != *dim && !dimsCompatible(t.getDimSize(d), out.getDimSize(d)))
-        return emitOpError() << "input " << i << " dim " << d << " is "
-                             << t.getDimSize(d) << " but the result's is "
-                             << out.getDimSize(d);
+        return emitOpError()
+               << "input " << i << " dim " << d << " is " << t.getDimSize(d)
+               << " but the result's is " << out.getDimSize(d);
     dynamic |= t.isDynamicDim(*dim);
     total += t.getDimSize(*dim);
   }
@@ -478,13 +481,11 @@ static LogicalResult verifyReduce(Operation *op, Value input, Value result,
 }
 
 LogicalResult ReduceSumOp::verify() {
-  return verifyReduce(*this, getInput(), getResult(), getDims(),
-                      getKeepDims());
+  return verifyReduce(*this, getInput(), getResult(), getDims(), getKeepDims());
 }
 
 LogicalResult ReduceMeanOp::verify() {
-  return verifyReduce(*this, getInput(), getResult(), getDims(),
-                      getKeepDims());
+  return verifyReduce(*this, getInput(), getResult(), getDims(), getKeepDims());
 }
 
 static LogicalResult verifyCrossEntropyOperands(Operation *op, Value logitsV,
@@ -549,8 +550,8 @@ LogicalResult MoEOp::verify() {
   if (e < 1)
     return emitOpError() << "num_experts is " << e << " but must be >= 1";
   if (k < 1 || k > e)
-    return emitOpError() << "k is " << k << " but must be in [1, "
-                         << e << "] (num_experts)";
+    return emitOpError() << "k is " << k << " but must be in [1, " << e
+                         << "] (num_experts)";
   if (!(getCapacityFactor().convertToDouble() > 0) ||
       !(getEvalCapacityFactor().convertToDouble() > 0))
     return emitOpError("capacity_factor and eval_capacity_factor must be > 0");
@@ -563,9 +564,9 @@ LogicalResult MoEOp::verify() {
   int64_t c = in.getShape().back();
   if (gate.getRank() != 2 || !dimsCompatible(gate.getDimSize(0), e) ||
       !dimsCompatible(gate.getDimSize(1), c))
-    return emitOpError() << "gate_weight shape "
-                         << formatShape(gate.getShape()) << " but expected ["
-                         << e << ", " << c << "] (num_experts, input dim)";
+    return emitOpError() << "gate_weight shape " << formatShape(gate.getShape())
+                         << " but expected [" << e << ", " << c
+                         << "] (num_experts, input dim)";
   if (getResult().getType() != in)
     return emitOpError() << "result type " << getResult().getType()
                          << " must equal the input type " << in;
@@ -592,13 +593,12 @@ LogicalResult MoEOp::verifyRegions() {
       !dimsCompatible(tokens.getDimSize(0), getNumExperts()) ||
       !dimsCompatible(tokens.getDimSize(2), c))
     return emitOpError() << "expert region argument 0 has type "
-                         << body.getArgument(0).getType()
-                         << " but must be [" << getNumExperts()
-                         << ", capacity, " << c << "]";
+                         << body.getArgument(0).getType() << " but must be ["
+                         << getNumExperts() << ", capacity, " << c << "]";
   for (auto [i, p] : llvm::enumerate(getExpertParams()))
     if (body.getArgument(i + 1).getType() != p.getType())
-      return emitOpError() << "expert region argument " << i + 1
-                           << " has type " << body.getArgument(i + 1).getType()
+      return emitOpError() << "expert region argument " << i + 1 << " has type "
+                           << body.getArgument(i + 1).getType()
                            << " but expert_params #" << i << " is "
                            << p.getType();
   return verifyYield(*this, body, TypeRange{tokens},
@@ -622,12 +622,13 @@ static FailureOr<int64_t> verifyRouting(Operation *op, Value experts,
   if (e.getRank() != 2 || !e.getElementType().isSignlessInteger(64))
     return op->emitOpError() << "experts must be i64 [N, k], got " << e;
   if (s != e)
-    return op->emitOpError() << "slots type " << s
-                             << " must equal the experts type " << e;
-  if (tokens != ShapedType::kDynamic && !dimsCompatible(e.getDimSize(0), tokens))
-    return op->emitOpError() << "experts has " << e.getDimSize(0)
-                             << " tokens (dim 0) but the tokens operand has "
-                             << tokens;
+    return op->emitOpError()
+           << "slots type " << s << " must equal the experts type " << e;
+  if (tokens != ShapedType::kDynamic &&
+      !dimsCompatible(e.getDimSize(0), tokens))
+    return op->emitOpError()
+           << "experts has " << e.getDimSize(0)
+           << " tokens (dim 0) but the tokens operand has " << tokens;
   return e.getDimSize(1);
 }
 
@@ -665,8 +666,8 @@ LogicalResult MoEGateOp::verify() {
   if (probs.getRank() != 2)
     return emitOpError() << "probs must be rank 2 [tokens, experts], got rank "
                          << probs.getRank();
-  if (failed(verifyRouting(*this, getExperts(), getSlots(),
-                           probs.getDimSize(0))))
+  if (failed(
+          verifyRouting(*this, getExperts(), getSlots(), probs.getDimSize(0))))
     return failure();
   if (failed(verifySameElementType(
           *this, {{"probs", getProbs()}, {"result", getResult()}})))
@@ -681,8 +682,8 @@ LogicalResult MoEGateGradOp::verify() {
   if (probs.getRank() != 2)
     return emitOpError() << "probs must be rank 2 [tokens, experts], got rank "
                          << probs.getRank();
-  if (failed(verifyRouting(*this, getExperts(), getSlots(),
-                           probs.getDimSize(0))))
+  if (failed(
+          verifyRouting(*this, getExperts(), getSlots(), probs.getDimSize(0))))
     return failure();
   auto g = getGrad().getType();
   if (!shapesCompatible(g.getShape(), rankedType(getExperts()).getShape()) ||
@@ -709,8 +710,8 @@ LogicalResult MoEDispatchOp::verify() {
       !dimsCompatible(out.getDimSize(2), in.getShape().back()))
     return emitOpError() << "result type " << out << " must be [experts, "
                          << "capacity, " << in.getShape().back() << "]";
-  return verifySameElementType(*this,
-                               {{"input", getInput()}, {"result", getResult()}});
+  return verifySameElementType(
+      *this, {{"input", getInput()}, {"result", getResult()}});
 }
 
 LogicalResult MoEGatherOp::verify() {
@@ -718,7 +719,8 @@ LogicalResult MoEGatherOp::verify() {
   if (in.getRank() != 3)
     return emitOpError() << "input must be [experts, capacity, C], got rank "
                          << in.getRank();
-  if (failed(verifyRouting(*this, getExperts(), getSlots(), ShapedType::kDynamic)))
+  if (failed(
+          verifyRouting(*this, getExperts(), getSlots(), ShapedType::kDynamic)))
     return failure();
   if (failed(verifySameElementType(
           *this, {{"input", getInput()}, {"result", getResult()}})))

@@ -1,4 +1,5 @@
-//===- NNOps.h - dsnn attributes, interfaces and ops -------------*- C++ -*-===//
+//===- NNOps.h - dsnn attributes, interfaces and ops -------------*- C++
+//-*-===//
 #ifndef DSNN_NNOPS_H
 #define DSNN_NNOPS_H
 
@@ -10,8 +11,8 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dsnn/NNEnums.h.inc"
 

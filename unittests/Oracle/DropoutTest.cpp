@@ -30,8 +30,9 @@ std::unique_ptr<Runner> compileDropouts(double p) {
   const int64_t variants[][2] = {{0, 0}, {0, 1}, {5, 0}};
   for (auto [i, v] : llvm::enumerate(variants))
     text += "func.func @f" + std::to_string(i) + "(%x: " + type() +
-            ", %k: tensor<i64>) -> " + type() + " {\n  %y = dsnn.dropout %x key %k p " +
-            std::to_string(p) + " {seed = " + std::to_string(v[0]) +
+            ", %k: tensor<i64>) -> " + type() +
+            " {\n  %y = dsnn.dropout %x key %k p " + std::to_string(p) +
+            " {seed = " + std::to_string(v[0]) +
             " : i64, stream = " + std::to_string(v[1]) + " : i64} : " + type() +
             "\n  return %y : " + type() + "\n}\n";
   auto runner = ds::oracle::compileDsnn(text);
@@ -64,13 +65,15 @@ TEST(Dropout, MasksAreReproducibleAndIndependent) {
   Tensor x = ones();
   std::vector<float> a = run(*r, "f0", x, 42);
   EXPECT_EQ(a, run(*r, "f0", x, 42)) << "same key, different mask";
-  EXPECT_NE(a, run(*r, "f0", x, 43)) << "the key (step, micro-batch) is ignored";
+  EXPECT_NE(a, run(*r, "f0", x, 43))
+      << "the key (step, micro-batch) is ignored";
   EXPECT_NE(a, run(*r, "f1", x, 42)) << "the stream (op) is ignored";
   EXPECT_NE(a, run(*r, "f2", x, 42)) << "the seed is ignored";
   // Neighbouring keys and streams must not give correlated masks: the
   // fraction of elements where two masks agree is p² + (1-p)² for
   // independent ones.
-  for (auto [fn, key] : {std::pair<std::string, int64_t>{"f0", 43}, {"f1", 42}}) {
+  for (auto [fn, key] :
+       {std::pair<std::string, int64_t>{"f0", 43}, {"f1", 42}}) {
     std::vector<float> b = run(*r, fn, x, key);
     int64_t agree = 0;
     for (int64_t i = 0; i < kN; ++i)
@@ -92,7 +95,8 @@ TEST(Dropout, KeptFractionAndScale) {
       EXPECT_NEAR(kept, 1 - p, 5 * sigma) << "p " << p << ", key " << key;
       float scale = static_cast<float>(1.0 / (1.0 - p));
       for (float v : y)
-        ASSERT_TRUE(v == 0.0f || v == scale) << v << " is neither 0 nor 1/(1-p)";
+        ASSERT_TRUE(v == 0.0f || v == scale)
+            << v << " is neither 0 nor 1/(1-p)";
     }
   }
 }
@@ -105,15 +109,23 @@ TEST(Dropout, GradientIsMaskTimesScaleTimesUpstream) {
     probe[i] = static_cast<float>(std::sin(0.37 * i) + 1.5);
   std::string text =
       "module attributes {dsnn.init_seed = 3 : i64} {\n"
-      "func.func @forward(%x: " + type() +
+      "func.func @forward(%x: " +
+      type() +
       " {dsnn.param = #dsnn.param<name = \"x\", init = zeros>}, %probe: " +
-      type() + ") -> tensor<f32> {\n"
-      "  %y = dsnn.dropout %x p 0.2 : " + type() + "\n"
-      "  %m = dsnn.mul %y, %probe : " + type() + ", " + type() + " -> " +
-      type() + "\n"
-      "  %l = dsnn.reduce_sum %m dims [0, 1] : " + type() + " -> tensor<f32>\n"
+      type() +
+      ") -> tensor<f32> {\n"
+      "  %y = dsnn.dropout %x p 0.2 : " +
+      type() +
+      "\n"
+      "  %m = dsnn.mul %y, %probe : " +
+      type() + ", " + type() + " -> " + type() +
+      "\n"
+      "  %l = dsnn.reduce_sum %m dims [0, 1] : " +
+      type() +
+      " -> tensor<f32>\n"
       "  return %l : tensor<f32>\n}\n"
-      "func.func @mask(%x: " + type() + ", %k: tensor<i64>) -> " + type() +
+      "func.func @mask(%x: " +
+      type() + ", %k: tensor<i64>) -> " + type() +
       " {\n  %y = dsnn.dropout %x key %k p 0.2 {seed = 3 : i64} : " + type() +
       "\n  return %y : " + type() + "\n}\n}\n";
   auto r = ds::oracle::compileDsnn(text, "ds-autodiff");

@@ -211,20 +211,18 @@ TEST_P(GptGradients, MatchLibTorchAutograd) {
 // MLP width, so the LM head's own gradient and those paths are covered.
 INSTANTIATE_TEST_SUITE_P(
     Specs, GptGradients,
-    testing::Values(GptCase{"gpt_tiny", {2, 16, 2, 64, 8}, 2},
-                    GptCase{"gpt_untied_gelu_new",
-                            {1, 24, 3, 50, 6, 40, false, "gelu_new"},
-                            3},
-                    // gpt-moe.json's shape, tiny: top-2 in block h.1 and
-                    // top-1 in both blocks, each overflowing capacity.
-                    GptCase{"gpt_moe_top2",
-                            {2, 16, 2, 64, 8, 0, true, "gelu", 1e-5, 4, 2, 2,
-                             4, 1.0},
-                            2},
-                    GptCase{"gpt_moe_top1",
-                            {2, 16, 2, 64, 8, 0, true, "gelu", 1e-5, 4, 1, 1,
-                             2, 1.0},
-                            2}),
+    testing::Values(
+        GptCase{"gpt_tiny", {2, 16, 2, 64, 8}, 2},
+        GptCase{
+            "gpt_untied_gelu_new", {1, 24, 3, 50, 6, 40, false, "gelu_new"}, 3},
+        // gpt-moe.json's shape, tiny: top-2 in block h.1 and
+        // top-1 in both blocks, each overflowing capacity.
+        GptCase{"gpt_moe_top2",
+                {2, 16, 2, 64, 8, 0, true, "gelu", 1e-5, 4, 2, 2, 4, 1.0},
+                2},
+        GptCase{"gpt_moe_top1",
+                {2, 16, 2, 64, 8, 0, true, "gelu", 1e-5, 4, 1, 1, 2, 1.0},
+                2}),
     [](const testing::TestParamInfo<GptCase> &info) {
       return info.param.name;
     });

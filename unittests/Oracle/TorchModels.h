@@ -98,8 +98,8 @@ inline torch::Tensor torchMoE(const torch::Tensor &x, const torch::Tensor &wg,
   namespace F = torch::nn::functional;
   const int64_t n = x.size(0), e = sz.moeExperts, k = sz.moeK;
   const int64_t capacity = std::max<int64_t>(
-      static_cast<int64_t>(std::ceil(static_cast<double>(n) / e *
-                                     sz.capacityFactor * k)),
+      static_cast<int64_t>(
+          std::ceil(static_cast<double>(n) / e * sz.capacityFactor * k)),
       sz.minCapacity);
   torch::Tensor gates = torch::softmax(F::linear(x, wg), 1);
   torch::Tensor taken = torch::zeros({n, e}, torch::kBool);
@@ -111,11 +111,10 @@ inline torch::Tensor torchMoE(const torch::Tensor &x, const torch::Tensor &wg,
     torch::Tensor free = gates.detach().masked_fill(taken, -1.0);
     auto top2 = free.topk(std::min<int64_t>(2, e - j), 1);
     if (e - j > 1)
-      stats.minGap = std::min(
-          stats.minGap,
-          (std::get<0>(top2).select(1, 0) - std::get<0>(top2).select(1, 1))
-              .min()
-              .item<double>());
+      stats.minGap = std::min(stats.minGap, (std::get<0>(top2).select(1, 0) -
+                                             std::get<0>(top2).select(1, 1))
+                                                .min()
+                                                .item<double>());
     torch::Tensor mask = F::one_hot(free.argmax(1), e).to(gates.dtype());
     if (j == 0)
       firstChoice = mask;
@@ -140,11 +139,11 @@ inline torch::Tensor torchMoE(const torch::Tensor &x, const torch::Tensor &wg,
       w = w / denom;
   }
   for (int64_t j = 0; j < k; ++j)
-    combine = combine + torch::einsum(
-                            "se,sc->sec",
-                            {weight[j].unsqueeze(1) * kept[j],
-                             F::one_hot(locations[j], capacity)
-                                 .to(gates.dtype())});
+    combine =
+        combine +
+        torch::einsum("se,sc->sec",
+                      {weight[j].unsqueeze(1) * kept[j],
+                       F::one_hot(locations[j], capacity).to(gates.dtype())});
   torch::Tensor dispatch = combine.ne(0).to(gates.dtype());
   torch::Tensor tokens = torch::einsum("sec,sm->ecm", {dispatch, x});
   torch::Tensor h = activate(
@@ -239,11 +238,11 @@ struct TorchGpt : TorchParams {
       if (sz.isMoE(i)) {
         std::string q = p + "mlp.experts.";
         torch::Tensor layerAux;
-        torch::Tensor out = torchMoE(
-            ln(x, p + "ln_2").reshape({b * t, c}), get(p + "mlp.gate.weight"),
-            get(q + "c_fc.weight"), get(q + "c_fc.bias"),
-            get(q + "c_proj.weight"), get(q + "c_proj.bias"), sz, layerAux,
-            routing);
+        torch::Tensor out =
+            torchMoE(ln(x, p + "ln_2").reshape({b * t, c}),
+                     get(p + "mlp.gate.weight"), get(q + "c_fc.weight"),
+                     get(q + "c_fc.bias"), get(q + "c_proj.weight"),
+                     get(q + "c_proj.bias"), sz, layerAux, routing);
         aux = aux.defined() ? aux + layerAux : layerAux;
         x = x + out.reshape({b, t, c});
         continue;

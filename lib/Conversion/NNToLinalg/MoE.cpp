@@ -1,4 +1,5 @@
-//===- MoE.cpp - dsnn.moe and its routing ops ------------------------------===//
+//===- MoE.cpp - dsnn.moe and its routing ops
+//------------------------------===//
 //
 // dsnn.moe lowers by expanding into its routing (MoEOp::expand), whose ops
 // lower here:
@@ -56,7 +57,8 @@ struct ExpandMoE : OpRewritePattern<nn::MoEOp> {
   LogicalResult matchAndRewrite(nn::MoEOp op,
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op) ||
-        !cast<RankedTensorType>(op.getExperts().front().getArgument(0).getType())
+        !cast<RankedTensorType>(
+             op.getExperts().front().getArgument(0).getType())
              .hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shape");
     op.expand(rewriter);
@@ -75,7 +77,8 @@ struct RouteLowering : OpRewritePattern<nn::MoERouteOp> {
     MLIRContext *ctx = rewriter.getContext();
     auto probsType = op.getProbs().getType();
     int64_t n = probsType.getDimSize(0), e = probsType.getDimSize(1);
-    int64_t k = op.getKAttr().getInt(), capacity = op.getCapacityAttr().getInt();
+    int64_t k = op.getKAttr().getInt(),
+            capacity = op.getCapacityAttr().getInt();
     AffineExpr d0, d1, d2;
     bindDims(ctx, d0, d1, d2);
     auto map3 = [&](ArrayRef<AffineExpr> exprs) {
@@ -114,8 +117,8 @@ struct RouteLowering : OpRewritePattern<nn::MoERouteOp> {
                   b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 1));
               Value expert = arith::IndexCastOp::create(
                   b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 2));
-              Value hit =
-                  arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, a[0], j);
+              Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                a[0], j);
               Value add =
                   arith::SelectOp::create(b, l, hit, expert, i64Const(b, l, 0));
               return {arith::AddIOp::create(b, l, a[1], add)};
@@ -163,9 +166,9 @@ struct RouteLowering : OpRewritePattern<nn::MoERouteOp> {
                   b, l, b.getI64Type(), linalg::IndexOp::create(b, l, 1));
               Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                                 a[0], expert);
-              Value one = arith::SelectOp::create(b, l, hit,
-                                                  floatConst(b, l, ct, 1.0),
-                                                  floatConst(b, l, ct, 0.0));
+              Value one =
+                  arith::SelectOp::create(b, l, hit, floatConst(b, l, ct, 1.0),
+                                          floatConst(b, l, ct, 0.0));
               return {arith::AddFOp::create(b, l, a[1], one)};
             })
             .front();
@@ -186,8 +189,8 @@ struct Gates {
   Value g, clamped, sum;
 };
 
-Gates buildGates(OpBuilder &rewriter, Location loc, Value probs,
-                 Value experts, Value slots, bool normalize) {
+Gates buildGates(OpBuilder &rewriter, Location loc, Value probs, Value experts,
+                 Value slots, bool normalize) {
   MLIRContext *ctx = rewriter.getContext();
   auto choices = tensorType(experts);
   int64_t n = choices.getDimSize(0), k = choices.getDimSize(1);
@@ -215,18 +218,18 @@ Gates buildGates(OpBuilder &rewriter, Location loc, Value probs,
   if (!normalize)
     return gates;
   gates.sum =
-      buildReduction(rewriter, loc, {n, k}, gates.g, id2, {1}, ct, {0.0},
-                     [&](OpBuilder &b, Location l,
-                         ValueRange a) -> SmallVector<Value> {
-                       return {arith::AddFOp::create(b, l, a[0], a[1])};
-                     })
+      buildReduction(
+          rewriter, loc, {n, k}, gates.g, id2, {1}, ct, {0.0},
+          [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+            return {arith::AddFOp::create(b, l, a[0], a[1])};
+          })
           .front();
   double eps = machineEpsilon(et);
   gates.clamped = buildElementwise(
       rewriter, loc, RankedTensorType::get({n}, ct), gates.sum,
       [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
-        return {arith::MaximumFOp::create(b, l, a[0],
-                                          floatConst(b, l, ct, eps))};
+        return {
+            arith::MaximumFOp::create(b, l, a[0], floatConst(b, l, ct, eps))};
       });
   return gates;
 }
@@ -280,15 +283,14 @@ struct GateGradLowering : OpRewritePattern<nn::MoEGateGradOp> {
     if (op.getNormalize()) {
       Gates gates = buildGates(rewriter, loc, op.getProbs(), op.getExperts(),
                                op.getSlots(), true);
-      Value dot = buildReduction(rewriter, loc, {n, k}, {dg, gates.g},
-                                 {id2, id2}, {1}, ct, {0.0},
-                                 [](OpBuilder &b, Location l,
-                                    ValueRange a) -> SmallVector<Value> {
-                                   Value m = arith::MulFOp::create(b, l, a[0],
-                                                                   a[1]);
-                                   return {arith::AddFOp::create(b, l, a[2], m)};
-                                 })
-                      .front();
+      Value dot =
+          buildReduction(
+              rewriter, loc, {n, k}, {dg, gates.g}, {id2, id2}, {1}, ct, {0.0},
+              [](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
+                Value m = arith::MulFOp::create(b, l, a[0], a[1]);
+                return {arith::AddFOp::create(b, l, a[2], m)};
+              })
+              .front();
       double eps = machineEpsilon(et);
       AffineMap row = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
       dg = buildGeneric(
@@ -300,11 +302,11 @@ struct GateGradLowering : OpRewritePattern<nn::MoEGateGradOp> {
                  Value direct = arith::DivFOp::create(b, l, a[0], a[2]);
                  Value sq = arith::MulFOp::create(b, l, a[2], a[2]);
                  Value through = arith::DivFOp::create(b, l, a[3], sq);
-                 Value open = arith::CmpFOp::create(
-                     b, l, arith::CmpFPredicate::OGE, a[1],
-                     floatConst(b, l, ct, eps));
-                 through = arith::SelectOp::create(
-                     b, l, open, through, floatConst(b, l, ct, 0.0));
+                 Value open =
+                     arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE,
+                                           a[1], floatConst(b, l, ct, eps));
+                 through = arith::SelectOp::create(b, l, open, through,
+                                                   floatConst(b, l, ct, 0.0));
                  return {arith::SubFOp::create(b, l, direct, through)};
                })
                .front();
@@ -359,8 +361,8 @@ struct GatherLowering : OpRewritePattern<nn::MoEGatherOp> {
             [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
               Value kept = arith::CmpIOp::create(
                   b, l, arith::CmpIPredicate::sge, a[1], i64Const(b, l, 0));
-              Value slot = arith::SelectOp::create(b, l, kept, a[1],
-                                                   i64Const(b, l, 0));
+              Value slot =
+                  arith::SelectOp::create(b, l, kept, a[1], i64Const(b, l, 0));
               Value col = linalg::IndexOp::create(b, l, 2);
               Value v = tensor::ExtractOp::create(
                   b, l, y,
@@ -391,10 +393,10 @@ struct DispatchLowering : OpRewritePattern<nn::MoEDispatchOp> {
     int64_t c = type.getDimSize(2);
     bool perChoice = in.getRank() == 3;
     // Rows: one per token, or one per choice (q = n·k + j).
-    Value rows = reshapeTo(rewriter, loc, op.getInput(),
-                           {perChoice ? n * k : n, c});
-    Value init =
-        filledTensor(rewriter, loc, type.getShape(), type.getElementType(), 0.0);
+    Value rows =
+        reshapeTo(rewriter, loc, op.getInput(), {perChoice ? n * k : n, c});
+    Value init = filledTensor(rewriter, loc, type.getShape(),
+                              type.getElementType(), 0.0);
     Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value ub = arith::ConstantIndexOp::create(rewriter, loc, n * k);
     Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);

@@ -56,9 +56,9 @@ Value mix(OpBuilder &b, Location loc, Value z) {
     return mul ? arith::MulIOp::create(b, loc, x, i64(b, loc, mul)).getResult()
                : x;
   };
-  return step(step(step(z, 30, 0xbf58476d1ce4e5b9ULL), 27,
-                   0x94d049bb133111ebULL),
-              31, 0);
+  return step(
+      step(step(z, 30, 0xbf58476d1ce4e5b9ULL), 27, 0x94d049bb133111ebULL), 31,
+      0);
 }
 
 struct DropoutLowering : OpRewritePattern<nn::DropoutOp> {
@@ -81,14 +81,15 @@ struct DropoutLowering : OpRewritePattern<nn::DropoutOp> {
     // base = mix(mix(mix(seed) ^ stream) ^ key): the first two at compile time.
     uint64_t opKey = mix(mix(static_cast<uint64_t>(op.getSeed())) ^
                          static_cast<uint64_t>(op.getStream()));
-    Value key = tensor::ExtractOp::create(rewriter, loc, op.getKey(),
-                                          ValueRange{});
-    Value base = mix(rewriter, loc,
-                     arith::XOrIOp::create(rewriter, loc, key,
-                                           i64(rewriter, loc, opKey)));
+    Value key =
+        tensor::ExtractOp::create(rewriter, loc, op.getKey(), ValueRange{});
+    Value base = mix(
+        rewriter, loc,
+        arith::XOrIOp::create(rewriter, loc, key, i64(rewriter, loc, opKey)));
     // Kept iff u >= floor(p · 2^64), unsigned: P(kept) = 1 - p.
     double scaled = std::ldexp(p, 64);
-    uint64_t threshold = scaled >= 0x1p64 ? ~0ULL : static_cast<uint64_t>(scaled);
+    uint64_t threshold =
+        scaled >= 0x1p64 ? ~0ULL : static_cast<uint64_t>(scaled);
     Type ct = getComputeType(type.getElementType());
     double scale = 1.0 / (1.0 - p);
     ArrayRef<int64_t> shape = type.getShape();
@@ -106,10 +107,9 @@ struct DropoutLowering : OpRewritePattern<nn::DropoutOp> {
           Value counter = arith::MulIOp::create(
               b, l, arith::AddIOp::create(b, l, index, i64(b, l, 1)),
               i64(b, l, kGamma));
-          Value u =
-              mix(b, l, arith::AddIOp::create(b, l, base, counter));
-          Value kept = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
-                                             u, i64(b, l, threshold));
+          Value u = mix(b, l, arith::AddIOp::create(b, l, base, counter));
+          Value kept = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, u,
+                                             i64(b, l, threshold));
           Value scaledX =
               arith::MulFOp::create(b, l, a[0], floatConst(b, l, ct, scale));
           return {arith::SelectOp::create(b, l, kept, scaledX,

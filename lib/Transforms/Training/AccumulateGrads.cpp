@@ -103,9 +103,9 @@ struct AccumulateGradsPass
     if (keyed) {
       argTypes.insert(argTypes.begin() + numParams,
                       RankedTensorType::get({}, b.getI64Type()));
-      argAttrs.insert(argAttrs.begin() + numParams,
-                      b.getDictionaryAttr(
-                          b.getNamedAttr(kStepAttrName, b.getUnitAttr())));
+      argAttrs.insert(
+          argAttrs.begin() + numParams,
+          b.getDictionaryAttr(b.getNamedAttr(kStepAttrName, b.getUnitAttr())));
     }
 
     b.setInsertionPointAfter(grad);
@@ -140,8 +140,8 @@ struct AccumulateGradsPass
         Value n = arith::ConstantIntOp::create(nb, l, steps, 64);
         Value i = getValueOrCreateConstantIndexOp(nb, l, index);
         i = arith::IndexCastOp::create(nb, l, nb.getI64Type(), i);
-        Value k = arith::AddIOp::create(
-            nb, l, arith::MulIOp::create(nb, l, s, n), i);
+        Value k =
+            arith::AddIOp::create(nb, l, arith::MulIOp::create(nb, l, s, n), i);
         operands.push_back(tensor::FromElementsOp::create(
             nb, l, RankedTensorType::get({}, nb.getI64Type()), k));
       }

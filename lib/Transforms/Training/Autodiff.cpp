@@ -293,8 +293,8 @@ static void keyDropouts(func::FuncOp fn) {
   OpBuilder b(fn.getContext());
   int64_t seed = 0;
   if (auto module = fn->getParentOfType<ModuleOp>())
-    if (auto attr = module->getAttrOfType<IntegerAttr>(
-            importer::kInitSeedAttrName))
+    if (auto attr =
+            module->getAttrOfType<IntegerAttr>(importer::kInitSeedAttrName))
       seed = attr.getInt();
   unsigned index = fn.getNumArguments();
   (void)fn.insertArgument(

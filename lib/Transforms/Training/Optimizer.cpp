@@ -125,8 +125,8 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
     numStateTensors = numParams * kinds.size();
     unsigned newStep = numParams + numParams * kinds.size();
     if (oldStep) {
-      unsigned old = *oldStep >= numParams ? *oldStep + indices.size()
-                                           : *oldStep;
+      unsigned old =
+          *oldStep >= numParams ? *oldStep + indices.size() : *oldStep;
       fn.getArgument(old).replaceAllUsesWith(fn.getArgument(newStep));
       if (failed(fn.eraseArgument(old))) {
         fn.emitError("ds-optimizer: could not move the step argument");

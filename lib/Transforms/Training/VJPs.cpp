@@ -530,9 +530,8 @@ struct MoEDispatchVJP : VJP<MoEDispatchVJP, MoEDispatchOp> {
 struct MoEGatherVJP : VJP<MoEGatherVJP, MoEGatherOp> {
   LogicalResult vjp(MoEGatherOp op, OpBuilder &b, Location loc, ValueRange dys,
                     SmallVectorImpl<Value> &dxs) const {
-    dxs.push_back(MoEDispatchOp::create(b, loc, op.getInput().getType(),
-                                        dys[0], op.getExperts(),
-                                        op.getSlots()));
+    dxs.push_back(MoEDispatchOp::create(b, loc, op.getInput().getType(), dys[0],
+                                        op.getExperts(), op.getSlots()));
     dxs.append({Value(), Value()});
     return success();
   }
