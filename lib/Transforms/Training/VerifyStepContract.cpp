@@ -203,8 +203,8 @@ struct VerifyStepContractPass
         return;
       op->emitError() << "step contract: '" << op->getName()
                       << "' is not allowed in @" << fn.getName()
-                      << "; the body uses only dsnn, dstrain, arith, tensor, "
-                         "scf and func.call/return";
+                      << "; the body uses only dsnn, dstrain, dsdist, arith, "
+                         "math, tensor, scf and func.call/return";
       ok = false;
     });
     return ok;
