@@ -23,6 +23,7 @@ inline void registerAllDSDialects(DialectRegistry &registry) {
   registry.insert<nn::NNDialect, dist::DistDialect, train::TrainDialect>();
   registerDifferentiableOpInterfaceExternalModels(registry);
   registerDistBufferizationModels(registry);
+  registerOptimizerBufferizationModels(registry);
 }
 
 inline void registerAllDSPasses() {

@@ -110,6 +110,10 @@ void registerLowerToLLVMDependencies(DialectRegistry &registry);
 /// (lib/Conversion/LinalgToRuntime/LowerCommToRuntime.cpp).
 void registerDistBufferizationModels(DialectRegistry &registry);
 
+/// Bufferization of dstrain.adam, lamb and sgd into dstrain.apply
+/// (lib/Conversion/LinalgToRuntime/LowerOptimizerToRuntime.cpp).
+void registerOptimizerBufferizationModels(DialectRegistry &registry);
+
 } // namespace mlir::ds
 
 #endif // DS_CONVERSION_LINALGTORUNTIME_H

@@ -92,6 +92,67 @@ def LowerCommToRuntime : Pass<"ds-lower-comm-to-runtime", "mlir::ModuleOp"> {
   ];
 }
 
+def LowerOptimizerToRuntime
+    : Pass<"ds-lower-optimizer-to-runtime", "mlir::ModuleOp"> {
+  let summary = "Rewrite dstrain.apply on buffers into libdsrt's fused "
+                "optimizer kernels";
+  let description = [{
+    Bufferization turns each f32 `dstrain.adam`, `dstrain.lamb` and
+    `dstrain.sgd` that `ds-lower-train-to-linalg` left for the kernels into
+    `dstrain.apply` on buffers: param and state updated in place (copied
+    first only where one-shot bufferization must, e.g. a read-only function
+    argument), the grad read. This pass, which runs after deallocation
+    placement because the runtime sees raw pointers the deallocation
+    analysis cannot, makes them calls to `dsrt_adam`, `dsrt_lamb`,
+    `dsrt_sgd` (runtime/include/dsrt/dsrt.h; fp32 state, f32/f16/bf16
+    grads, OpenMP, AVX2/AVX-512, bitwise equal across vector paths), whose
+    status goes to `dsrt_check`.
+
+    Updates of one block with the same optimizer, hyper-parameters, step,
+    lr and grad type become one `dsrt_*_multi` call over arrays of
+    pointers and counts (one parallel region for the whole step), issued
+    where the last of them was: each earlier update moves down past the ops
+    in between only if none of them reads or writes a buffer it uses (by
+    declared memory effects; an op with unknown effects, e.g. a call, ends
+    the group). The kernels treat every tensor of a list as a call of its
+    own would, so grouping changes no bit of the result. Step and lr are
+    read from their 0-d buffers; the hyper-parameters become f32 constants.
+
+      dstrain.apply "adam" %p0, %g0 state(%m0, %v0) step %t lr %lr hyper {...}
+          : memref<64xf32>, memref<64xf32>, (memref<64xf32>, memref<64xf32>),
+            memref<i64>, memref<f32>
+      dstrain.apply "adam" %p1, %g1 state(%m1, %v1) step %t lr %lr hyper {...}
+          : memref<32xf32>, memref<32xbf16>, ...
+
+    becomes (the second has a bf16 grad, so it is a group of its own)
+
+      %st = call @dsrt_adam(%pp0, %pg0, %f32, %pm0, %pv0, %c64, %step, %lr,
+                            %b1, %b2, %eps, %wd, %adamw, %bc, %one, %null,
+                            %c0) : (...) -> i32
+      %0 = call @dsrt_check(%st, %null) : (i32, !llvm.ptr) -> i32
+      ...
+
+    and with several f32 updates, `dsrt_adam_multi(%n, %params, %grads,
+    %f32, %exp_avgs, %exp_avg_sqs, %counts, ...)` on arrays allocated with
+    `llvm.alloca` at the function's entry.
+  }];
+  let options = [
+    Option<"multi", "multi", "bool", "true",
+           "group updates that share optimizer, hyper-parameters, step and "
+           "lr into one dsrt_*_multi call">,
+    Option<"report", "report", "bool", "false",
+           "emit a remark with the number of updates and calls">,
+  ];
+  let statistics = [
+    Statistic<"numUpdates", "updates", "dstrain.apply ops lowered">,
+    Statistic<"numCalls", "calls", "dsrt optimizer calls emitted">,
+  ];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def FuseElementwise : Pass<"ds-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Fuse elementwise linalg producers into consumers that read each element once";
   let description = [{

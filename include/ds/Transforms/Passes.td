@@ -462,6 +462,14 @@ def LowerTrainToLinalg : Pass<"ds-lower-train-to-linalg", "mlir::ModuleOp"> {
     lowered by the runtime lowering. Shapes must be static; the pass fails
     naming every other dstrain op it could not lower.
 
+    With `optimizer-kernels` (the default) the updates libdsrt's fused CPU
+    kernels serve — static f32 param and state, f32/f16/bf16 grad, which is
+    every update ds-optimizer makes today — stay as they are: bufferization
+    makes them `dstrain.apply` and `ds-lower-optimizer-to-runtime` calls
+    `dsrt_adam_multi` and friends (one OpenMP pass for all the parameters).
+    `optimizer-kernels=false` lowers them to the generics below, for
+    comparison and for runs without libdsrt (e.g. `mlir-runner`).
+
       %p1, %m1, %v1 = dstrain.adam %p, %g, %m, %v step %t lr %lr
           {weight_decay = 0.01 : f64} : tensor<64xf32>, tensor<64xbf16>
 
@@ -476,6 +484,12 @@ def LowerTrainToLinalg : Pass<"ds-lower-train-to-linalg", "mlir::ModuleOp"> {
         linalg.yield %pn, %mn, %vn : f32, f32, f32
       } -> (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
   }];
+  let options = [
+    Option<"optimizerKernels", "optimizer-kernels", "bool", "true",
+           "leave the f32 optimizer updates for libdsrt's fused kernels "
+           "(ds-lower-optimizer-to-runtime) instead of lowering them to "
+           "linalg">,
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -3,8 +3,9 @@
 //
 // tensors ─ fuse elementwise ─ one-shot bufferize (function boundaries,
 // identity layouts) ─ results to out-params ─ ds-plan-buffers ─ ownership-
-// based deallocation for what is left ─ ds-lower-to-runtime (BLAS) ─ linalg
-// to (parallel) loops ─ math to LLVM / libm ─ LLVM dialect.
+// based deallocation for what is left ─ ds-lower-to-runtime (BLAS),
+// ds-lower-optimizer-to-runtime, ds-lower-comm-to-runtime ─ linalg to
+// (parallel) loops ─ math to LLVM / libm ─ LLVM dialect.
 //
 // The BLAS rewrite runs after deallocation placement on purpose: it turns a
 // memref use into a raw pointer the deallocation analysis cannot see, so a
@@ -15,6 +16,7 @@
 #include "ds/Conversion/LinalgToRuntime.h"
 #include "ds/Conversion/Passes.h"
 #include "dsdist/DistOps.h"
+#include "dstrain/TrainDialect.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -97,6 +99,10 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Matmuls to the runtime, the rest to loops LLVM can vectorize.
   if (options.blas)
     pm.addPass(ds::createLowerToRuntime({/*foldFill=*/true, options.report}));
+  // Before the collectives: their declared effects (dsdist.comm) let an
+  // optimizer group span them; as calls they would end it.
+  pm.addPass(
+      ds::createLowerOptimizerToRuntime({/*multi=*/true, options.report}));
   pm.addPass(ds::createLowerCommToRuntime({options.report}));
   pm.addPass(ds::createRelaxReductions());
   if (options.parallelLoops)
@@ -154,6 +160,7 @@ void ds::registerLowerToLLVMDependencies(DialectRegistry &registry) {
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerInferTypeOpInterfaceExternalModels(registry);
   tensor::registerSubsetOpInterfaceExternalModels(registry);
-  registry.insert<ds::dist::DistDialect>();
+  registry.insert<ds::dist::DistDialect, ds::train::TrainDialect>();
   registerDistBufferizationModels(registry);
+  registerOptimizerBufferizationModels(registry);
 }

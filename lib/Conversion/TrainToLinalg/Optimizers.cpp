@@ -13,6 +13,7 @@
 
 #include "../NNToLinalg/Utils.h"
 
+#include "ds/Conversion/TrainToLinalg.h"
 #include "dstrain/TrainOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -55,13 +56,23 @@ Value biasCorrection(Arith &a, double beta, Value t) {
   return a.sub(a.cst(t.getType(), 1.0), powConst(a.b, a.loc, beta, t));
 }
 
-struct AdamLowering : OpRewritePattern<train::AdamOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// An update lowering that leaves what the runtime kernels serve when asked
+/// to (ds-lower-train-to-linalg{optimizer-kernels}).
+template <typename OpTy> struct OptimizerPattern : OpRewritePattern<OpTy> {
+  OptimizerPattern(MLIRContext *ctx, bool skipKernelOps)
+      : OpRewritePattern<OpTy>(ctx), skipKernelOps(skipKernelOps) {}
+  bool skipKernelOps;
+};
+
+struct AdamLowering : OptimizerPattern<train::AdamOp> {
+  using OptimizerPattern::OptimizerPattern;
 
   LogicalResult matchAndRewrite(train::AdamOp op,
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
+    if (skipKernelOps && isServedByOptimizerKernels(op))
+      return rewriter.notifyMatchFailure(op, "left for the runtime kernels");
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     Arith a{rewriter, loc};
@@ -112,13 +123,15 @@ struct AdamLowering : OpRewritePattern<train::AdamOp> {
   }
 };
 
-struct LambLowering : OpRewritePattern<train::LambOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct LambLowering : OptimizerPattern<train::LambOp> {
+  using OptimizerPattern::OptimizerPattern;
 
   LogicalResult matchAndRewrite(train::LambOp op,
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
+    if (skipKernelOps && isServedByOptimizerKernels(op))
+      return rewriter.notifyMatchFailure(op, "left for the runtime kernels");
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     Arith a{rewriter, loc};
@@ -201,13 +214,15 @@ struct LambLowering : OpRewritePattern<train::LambOp> {
   }
 };
 
-struct SGDLowering : OpRewritePattern<train::SGDOp> {
-  using OpRewritePattern::OpRewritePattern;
+struct SGDLowering : OptimizerPattern<train::SGDOp> {
+  using OptimizerPattern::OptimizerPattern;
 
   LogicalResult matchAndRewrite(train::SGDOp op,
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
+    if (skipKernelOps && isServedByOptimizerKernels(op))
+      return rewriter.notifyMatchFailure(op, "left for the runtime kernels");
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     double momentum = op.getMomentum().convertToDouble(),
@@ -265,6 +280,7 @@ struct SGDLowering : OpRewritePattern<train::SGDOp> {
 } // namespace
 
 void mlir::ds::traintolinalg::populateOptimizerPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<AdamLowering, LambLowering, SGDLowering>(patterns.getContext());
+    RewritePatternSet &patterns, bool skipKernelOps) {
+  patterns.add<AdamLowering, LambLowering, SGDLowering>(patterns.getContext(),
+                                                        skipKernelOps);
 }

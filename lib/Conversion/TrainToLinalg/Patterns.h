@@ -32,7 +32,8 @@ Value powConst(OpBuilder &b, Location loc, double base, Value exponent);
 Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs);
 
 // Pattern groups; one per file.
-void populateOptimizerPatterns(RewritePatternSet &patterns);
+/// With `skipKernelOps`, updates isServedByOptimizerKernels accepts are left.
+void populateOptimizerPatterns(RewritePatternSet &patterns, bool skipKernelOps);
 void populateNormPatterns(RewritePatternSet &patterns);
 void populateLRSchedulePatterns(RewritePatternSet &patterns);
 void populateLossScalePatterns(RewritePatternSet &patterns);

@@ -1,4 +1,4 @@
-// RUN: ds-opt %s --ds-lower-train-to-linalg --split-input-file | FileCheck %s --implicit-check-not="dstrain."
+// RUN: ds-opt %s --ds-lower-train-to-linalg=optimizer-kernels=false --split-input-file | FileCheck %s --implicit-check-not="dstrain."
 
 // Adam (AdamW mode) is one generic: the grad is the only input, parameter
 // and moments are the outs (updated in place), and the step's scalars are
