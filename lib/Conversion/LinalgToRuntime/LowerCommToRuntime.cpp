@@ -246,13 +246,14 @@ public:
     };
     auto pointer = [&](Value memref) -> Value {
       auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-      Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+      Value base =
+          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
       Value baseI64 = arith::IndexCastOp::create(b, loc, i64, base);
       Value raw = LLVM::IntToPtrOp::create(b, loc, ptr, baseI64);
       Value off = arith::IndexCastOp::create(b, loc, i64, md.getOffset());
       return LLVM::GEPOp::create(
-          b, loc, ptr, cast<MemRefType>(memref.getType()).getElementType(),
-          raw, ValueRange{off});
+          b, loc, ptr, cast<MemRefType>(memref.getType()).getElementType(), raw,
+          ValueRange{off});
     };
 
     Value comm = call(b, loc, "dsrt_comm_axes", {i64c(int64_t(mask))}, ptr);
@@ -265,34 +266,32 @@ public:
     switch (op.getCollective()) {
     case dist::CollectiveKind::all_reduce:
       what = "dsrt_all_reduce";
-      status = call(b, loc, what,
-                    {comm, in, out, i64c(inCount), i32c(dtype), i32c(op32)},
-                    i32);
+      status =
+          call(b, loc, what,
+               {comm, in, out, i64c(inCount), i32c(dtype), i32c(op32)}, i32);
       break;
     case dist::CollectiveKind::all_gather:
       what = "dsrt_all_gather";
-      status = call(b, loc, what, {comm, in, out, i64c(outCount), i32c(dtype)},
-                    i32);
+      status =
+          call(b, loc, what, {comm, in, out, i64c(outCount), i32c(dtype)}, i32);
       break;
     case dist::CollectiveKind::reduce_scatter:
       what = "dsrt_reduce_scatter";
-      status = call(b, loc, what,
-                    {comm, in, out, i64c(inCount), i32c(dtype), i32c(op32)},
-                    i32);
+      status =
+          call(b, loc, what,
+               {comm, in, out, i64c(inCount), i32c(dtype), i32c(op32)}, i32);
       break;
     case dist::CollectiveKind::all_to_all:
       what = "dsrt_all_to_all";
       status = call(b, loc, what,
-                    {comm, in, out, i64c(inCount / groupSize(op)),
-                     i32c(dtype)},
+                    {comm, in, out, i64c(inCount / groupSize(op)), i32c(dtype)},
                     i32);
       break;
     case dist::CollectiveKind::broadcast:
       what = "dsrt_broadcast";
-      status = call(b, loc, what,
-                    {comm, out, i64c(outCount), i32c(dtype),
-                     i32c(op.getRoot())},
-                    i32);
+      status = call(
+          b, loc, what,
+          {comm, out, i64c(outCount), i32c(dtype), i32c(op.getRoot())}, i32);
       break;
     case dist::CollectiveKind::shard: {
       // No communication: copy this rank's slice.
@@ -369,8 +368,7 @@ void ds::registerDistBufferizationModels(DialectRegistry &registry) {
         *ctx);
     dist::ReduceScatterOp::attachInterface<
         OutOfPlaceModel<dist::ReduceScatterOp>>(*ctx);
-    dist::AllToAllOp::attachInterface<OutOfPlaceModel<dist::AllToAllOp>>(
-        *ctx);
+    dist::AllToAllOp::attachInterface<OutOfPlaceModel<dist::AllToAllOp>>(*ctx);
     dist::ShardOp::attachInterface<OutOfPlaceModel<dist::ShardOp>>(*ctx);
     dist::ReleaseOp::attachInterface<ReleaseModel>(*ctx);
   });
