@@ -25,6 +25,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 using namespace ::ds::driver;
 using namespace mlir;
@@ -209,6 +210,16 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   dsrt_comm *world = dsrt_comm_world();
   const int rank = dsrt_comm_rank(world), worldSize = dsrt_comm_size(world);
   const bool lead = rank == 0;
+  // Ranks sharing a machine share its cores: unless the user pinned the
+  // thread count, give each local rank its share (oversubscribed BLAS
+  // threads halve the speed of every rank).
+  if (!getenv("OPENBLAS_NUM_THREADS") && !getenv("OMP_NUM_THREADS"))
+    if (const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) {
+      int ranksHere = std::max(1, atoi(local));
+      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      if (ranksHere > 1)
+        dsrt_threads_set(std::max(1, int(cores) / ranksHere));
+    }
 
   auto config = cfg::loadConfig(options.configPath, {worldSize});
   if (!config)
