@@ -85,8 +85,9 @@ DSRT_API int dsrt_sgemm_strided_batched(int transA, int transB, int64_t M,
 
 /*--- Threads -------------------------------------------------------------*/
 
-/* Threads the BLAS kernels use (OpenBLAS's own pool). n <= 0 keeps the
- * library default (OPENBLAS_NUM_THREADS / the number of cores). */
+/* Threads the BLAS kernels (OpenBLAS's own pool) and the OpenMP optimizer
+ * kernels use. n <= 0 keeps the library defaults (OPENBLAS_NUM_THREADS,
+ * OMP_NUM_THREADS / the number of cores). */
 DSRT_API int dsrt_threads_set(int n);
 DSRT_API int dsrt_threads_get(void);
 
