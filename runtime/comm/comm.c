@@ -81,10 +81,13 @@ int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req) {
     if (status || done)
       return status;
     double waited = now() - start;
-    /* Spin first, as MPI's own blocking calls do: progress happens only
-     * inside MPI_Test, and a yield on a busy machine can cost a whole time
-     * slice. (Open MPI yields inside MPI_Test itself when oversubscribed.) */
-    if (waited < 0.1)
+    /* Spin briefly, as MPI's own blocking calls do: progress happens only
+     * inside MPI_Test, and small messages complete within microseconds.
+     * Not longer: ranks often share cores (two ranks on two cores with
+     * other work around), and a rank spinning on a core holds back the
+     * very peer it waits for — measured, a 100 ms spin made ZeRO-3's
+     * communication time grow 20x on a loaded machine. */
+    if (waited < 200e-6)
       continue;
     if (limit < 0) {
       limit = parse_timeout();
@@ -100,12 +103,12 @@ int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req) {
           "(DSRT_COMM_TIMEOUT_S=%g sets the limit)",
           what, waited, size, rank, limit);
     }
-    /* Then yield, and past a second sleep briefly: a wait that long is a
-     * slow peer, and the core is better left to ranks that still compute. */
-    if (waited < 1.0) {
+    /* Then yield, and past 20 ms sleep briefly: a wait that long is a slow
+     * peer, and the core is better left to ranks that still compute. */
+    if (waited < 0.02) {
       sched_yield();
     } else {
-      struct timespec pause = {0, 100 * 1000};
+      struct timespec pause = {0, 50 * 1000};
       nanosleep(&pause, NULL);
     }
   }
