@@ -122,6 +122,31 @@ LogicalResult SGDOp::verify() {
   return success();
 }
 
+/// The buffer form: the state count the optimizer keeps, f32 param and
+/// state of one shape, a grad of that shape.
+LogicalResult ApplyOp::verify() {
+  StringRef opt = getOptimizer();
+  size_t states = opt == "sgd" ? 1 : 2;
+  if (opt != "adam" && opt != "lamb" && opt != "sgd")
+    return emitOpError() << "optimizer is \"" << opt
+                         << "\" but must be \"adam\", \"lamb\" or \"sgd\"";
+  if (getState().size() != states)
+    return emitOpError() << "\"" << opt << "\" keeps " << states
+                         << " state buffer(s), got " << getState().size();
+  auto p = cast<MemRefType>(getParam().getType());
+  auto g = cast<MemRefType>(getGrad().getType());
+  if (!p.getElementType().isF32())
+    return emitOpError() << "param must be f32, got " << p.getElementType();
+  if (p.getShape() != g.getShape())
+    return emitOpError() << "grad shape differs from the param's";
+  for (Value s : getState()) {
+    auto st = cast<MemRefType>(s.getType());
+    if (st.getShape() != p.getShape() || !st.getElementType().isF32())
+      return emitOpError() << "state buffers must be f32 of the param's shape";
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Loss scaling, norms, clipping
 //===----------------------------------------------------------------------===//

@@ -116,6 +116,38 @@ def Train_SGDOp : Train_Op<"sgd", [Pure, AllTypesMatch<["param",
   let hasVerifier = 1;
 }
 
+def Train_ApplyOp : Train_Op<"apply"> {
+  let summary = "An optimizer update on buffers, in place";
+  let description = [{
+    The bufferized form of `dstrain.adam`, `dstrain.lamb` and `dstrain.sgd`
+    (`optimizer` names which): reads `grad`, `step` and `lr`, updates
+    `param` and the `state` buffers in place (`exp_avg`, `exp_avg_sq` for
+    adam and lamb; `momentum_buffer` for sgd). `hyper` holds the tensor op's
+    hyper-parameters, every one spelled out. Buffers are contiguous row-major
+    (an offset is fine); param and state are f32, grad f32, f16 or bf16.
+    Made by bufferization, lowered to `dsrt_adam_multi` and friends by
+    `ds-lower-optimizer-to-runtime`.
+
+      dstrain.apply "adam" %p, %g state(%m, %v) step %t lr %lr
+          hyper {adam_w_mode = true, beta1 = 0.9 : f64, ...}
+          : memref<64xf32>, memref<64xf32>, memref<64xf32>, memref<64xf32>,
+            memref<i64>, memref<f32>
+  }];
+  let arguments = (ins StrAttr:$optimizer,
+      Arg<AnyMemRef, "updated", [MemRead, MemWrite]>:$param,
+      Arg<AnyMemRef, "read", [MemRead]>:$grad,
+      Arg<Variadic<AnyMemRef>, "updated", [MemRead, MemWrite]>:$state,
+      Arg<MemRefRankOf<[I64], [0]>, "read", [MemRead]>:$step,
+      Arg<MemRefRankOf<[F32], [0]>, "read", [MemRead]>:$lr,
+      DictionaryAttr:$hyper);
+  let assemblyFormat = [{
+    $optimizer $param `,` $grad `state` `(` $state `)` `step` $step `lr` $lr
+    `hyper` $hyper attr-dict `:` type($param) `,` type($grad) `,`
+    `(` type($state) `)` `,` type($step) `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Loss scaling, norms, clipping
 //===----------------------------------------------------------------------===//

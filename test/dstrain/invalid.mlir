@@ -319,3 +319,35 @@ func.func @ckpt_duplicate() {
   %0:2 = dstrain.checkpoint_load ["w", "w"] tag "step1" : tensor<8xf32>, tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @apply_unknown_optimizer(%p: memref<8xf32>, %t: memref<i64>, %lr: memref<f32>) {
+  // expected-error @+1 {{'dstrain.apply' op optimizer is "adagrad" but must be "adam", "lamb" or "sgd"}}
+  dstrain.apply "adagrad" %p, %p state(%p) step %t lr %lr hyper {} : memref<8xf32>, memref<8xf32>, (memref<8xf32>), memref<i64>, memref<f32>
+  return
+}
+
+// -----
+
+func.func @apply_state_count(%p: memref<8xf32>, %t: memref<i64>, %lr: memref<f32>) {
+  // expected-error @+1 {{'dstrain.apply' op "adam" keeps 2 state buffer(s), got 1}}
+  dstrain.apply "adam" %p, %p state(%p) step %t lr %lr hyper {} : memref<8xf32>, memref<8xf32>, (memref<8xf32>), memref<i64>, memref<f32>
+  return
+}
+
+// -----
+
+func.func @apply_grad_shape(%p: memref<8xf32>, %g: memref<4xf32>, %t: memref<i64>, %lr: memref<f32>) {
+  // expected-error @+1 {{'dstrain.apply' op grad shape differs from the param's}}
+  dstrain.apply "sgd" %p, %g state(%p) step %t lr %lr hyper {} : memref<8xf32>, memref<4xf32>, (memref<8xf32>), memref<i64>, memref<f32>
+  return
+}
+
+// -----
+
+func.func @apply_state_type(%p: memref<8xf32>, %s: memref<8xf16>, %t: memref<i64>, %lr: memref<f32>) {
+  // expected-error @+1 {{'dstrain.apply' op state buffers must be f32 of the param's shape}}
+  dstrain.apply "sgd" %p, %p state(%s) step %t lr %lr hyper {} : memref<8xf32>, memref<8xf32>, (memref<8xf16>), memref<i64>, memref<f32>
+  return
+}

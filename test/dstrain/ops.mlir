@@ -81,3 +81,17 @@ func.func @checkpoints(%w: tensor<50x16xf32>, %m: tensor<50x16xf32>) -> tensor<5
   %w1, %m1 = dstrain.checkpoint_load ["wte.weight", "wte.weight.exp_avg"] tag "global_step100" : tensor<50x16xf32>, tensor<50x16xf32>
   return %w1 : tensor<50x16xf32>
 }
+
+// The bufferized update (made by bufferization, lowered by
+// ds-lower-optimizer-to-runtime).
+// CHECK-LABEL: func @apply
+func.func @apply(%p: memref<64xf32>, %g: memref<64xbf16>, %m: memref<64xf32>, %v: memref<64xf32>,
+                 %t: memref<i64>, %lr: memref<f32>) {
+  // CHECK: dstrain.apply "adam" %{{.*}}, %{{.*}} state(%{{.*}}, %{{.*}}) step %{{.*}} lr %{{.*}} hyper {beta1 = 9.000000e-01 : f64} : memref<64xf32>, memref<64xbf16>, (memref<64xf32>, memref<64xf32>), memref<i64>, memref<f32>
+  dstrain.apply "adam" %p, %g state(%m, %v) step %t lr %lr hyper {beta1 = 0.9 : f64}
+      : memref<64xf32>, memref<64xbf16>, (memref<64xf32>, memref<64xf32>), memref<i64>, memref<f32>
+  // CHECK: dstrain.apply "sgd" %{{.*}}, %{{.*}} state(%{{.*}}) step
+  dstrain.apply "sgd" %p, %p state(%m) step %t lr %lr hyper {momentum = 0.9 : f64}
+      : memref<64xf32>, memref<64xf32>, (memref<64xf32>), memref<i64>, memref<f32>
+  return
+}

@@ -204,20 +204,36 @@ def PlanBuffers : Pass<"ds-plan-buffers", "mlir::ModuleOp"> {
   let summary = "Place each function's static buffers in one arena, reused by liveness";
   let description = [{
     After bufferization, every `memref.alloc` of static shape in a function's
-    entry block whose buffer does not escape (is not returned, stored or
+    entry block or in the body of an `scf.for` (nested in `scf.for` only, at
+    any depth) whose buffer does not escape (is not returned, stored or
     yielded out of a region — through any chain of views) gets a fixed byte
     offset in one per-function arena, a private `memref.global` of i8 named
     `__ds_arena_<function>`, and becomes a `memref.view` of it; its
     `memref.dealloc`s are erased. The arena is allocated once (static storage
     of the loaded code) and reused by every call, so a training step
-    allocates nothing for its temporaries. Functions using the arena are not
-    reentrant: one call at a time per function.
+    allocates nothing for its temporaries, micro-batch loop included.
+    Functions using the arena are not reentrant: one call at a time per
+    function.
+
+    A buffer passed to a loop as an initial iteration argument lives until
+    the last use of the loop's result. A buffer made in a loop body and
+    yielded to the next iteration (a gradient accumulator: `acc + g` into a
+    fresh buffer) gets two slots, used alternately by the parity of the
+    iteration number, so iteration k never writes the buffer it reads from
+    iteration k-1; this needs the iteration argument not to be yielded
+    again and the loop result not to leave the loop's block, else the
+    buffer stays on the heap. The computation is unchanged, so are the
+    numbers.
 
     With `reuse` (the default) two buffers share bytes when their live
-    ranges — from the alloc to the last use of any alias, in entry-block
-    order — do not overlap (greedy first-fit, largest first). The function
-    gets `ds.workspace_bytes` (the arena size) and `ds.workspace_unplanned_bytes`
-    (the sum of the buffers' sizes, what reuse saves against).
+    ranges do not overlap (greedy first-fit, largest first). A live range
+    runs from the alloc to the last use of any alias, counted at the op of
+    the alloc's own block that holds the use: a buffer used inside a loop
+    is live for the whole loop, a loop body's temporary for part of one
+    iteration, an accumulator's two slots from the loop to the last use of
+    its result. The function gets `ds.workspace_bytes` (the arena size) and
+    `ds.workspace_unplanned_bytes` (the sum of the slots' sizes, what reuse
+    saves against).
 
     Example: two temporaries whose lives do not overlap share offset 0:
 
@@ -230,6 +246,20 @@ def PlanBuffers : Pass<"ds-plan-buffers", "mlir::ModuleOp"> {
       %g  = memref.get_global @__ds_arena_f : memref<256xi8>
       %t0 = memref.view %g[%c0][] : memref<256xi8> to memref<64xf32>
       %t1 = memref.view %g[%c0][] : memref<256xi8> to memref<64xf32>
+
+    and an accumulator
+
+      %r = scf.for %i = %lb to %ub step %s iter_args(%acc = %init) -> (memref<64xf32>) {
+        %new = memref.alloc() : memref<64xf32>
+        linalg.add ins(%acc, %grad : ...) outs(%new : memref<64xf32>)
+        scf.yield %new : memref<64xf32>
+      }
+
+    gets (the arena also holding %init and %grad)
+
+        %even = arith.cmpi eq, ((%i - %lb) / %s) & 1, 0
+        %off = arith.select %even, %c256, %c512 : index
+        %new = memref.view %g[%off][] : memref<1024xi8> to memref<64xf32>
   }];
   let options = [
     Option<"reuse", "reuse", "bool", "true",
@@ -242,6 +272,9 @@ def PlanBuffers : Pass<"ds-plan-buffers", "mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numPlanned", "planned", "allocations placed in an arena">,
     Statistic<"numKept", "kept", "allocations left to the allocator">,
+    Statistic<"numDoubleBuffered", "double-buffered",
+              "planned loop-body allocations carried to the next iteration "
+              "(two slots each)">,
   ];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
