@@ -67,7 +67,8 @@ def Dist_CollectiveKind : I32EnumAttr<"CollectiveKind",
     "which collective a buffer-level dsdist.comm performs", [
   I32EnumAttrCase<"all_reduce", 0>, I32EnumAttrCase<"all_gather", 1>,
   I32EnumAttrCase<"reduce_scatter", 2>, I32EnumAttrCase<"all_to_all", 3>,
-  I32EnumAttrCase<"broadcast", 4>, I32EnumAttrCase<"shard", 5>
+  I32EnumAttrCase<"broadcast", 4>, I32EnumAttrCase<"shard", 5>,
+  I32EnumAttrCase<"send", 6>, I32EnumAttrCase<"recv", 7>
 ]> {
   let cppNamespace = "::mlir::ds::dist";
   let genSpecializedAttr = 0;

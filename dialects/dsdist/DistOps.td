@@ -149,11 +149,13 @@ def Dist_ShardOp : Dist_Op<"shard", [Pure]> {
 def Dist_CommOp : Dist_Op<"comm"> {
   let summary = "A collective on buffers";
   let description = [{
-    The bufferized form of the tensor collectives and `dsdist.shard`, in
-    destination style: reads `input`, writes `output` (which may be the
-    same buffer for `all_reduce` and `broadcast`). Slices are along the
-    leading dimension, so each rank's part is contiguous. Made by
-    bufferization and lowered to libdsrt calls by `ds-lower-to-runtime`.
+    The bufferized form of the tensor collectives, `dsdist.shard` and
+    point-to-point, in destination style: reads `input`, writes `output`
+    (the same buffer for `all_reduce`, `broadcast`, `send` and `recv`).
+    Slices are along the leading dimension, so each rank's part is
+    contiguous. `send`/`recv` talk to the rank `offset` steps away along
+    the one axis in `axes`. Made by bufferization and lowered to libdsrt
+    calls by `ds-lower-comm-to-runtime`.
 
       dsdist.comm all_gather %shard into %full over ["dp"]
           : memref<512xf32>, memref<1024xf32>
@@ -165,12 +167,53 @@ def Dist_CommOp : Dist_Op<"comm"> {
                        Arg<AnyMemRef, "read", [MemRead]>:$input,
                        Arg<AnyMemRef, "written", [MemWrite]>:$output,
                        StrArrayAttr:$axes,
-                       DefaultValuedAttr<I64Attr, "0">:$root);
+                       DefaultValuedAttr<I64Attr, "0">:$root,
+                       DefaultValuedAttr<I64Attr, "0">:$offset);
   let assemblyFormat = [{
     $collective $input `into` $output `over` $axes attr-dict
     `:` type($input) `,` type($output)
   }];
   let hasVerifier = 1;
+}
+
+def Dist_CommStartOp : Dist_Op<"comm_start"> {
+  let summary = "Starts a collective on buffers; dsdist.comm_wait completes it";
+  let description = [{
+    `dsdist.comm` started asynchronously (the bufferized `*_start`,
+    `send_start` and `recv_start`): `input` must not be written and
+    `output` not read until `dsdist.comm_wait` on the handle, which names
+    both buffers so that they stay allocated until then.
+
+      %h = dsdist.comm_start all_gather %s into %w over ["dp"]
+          : memref<512xf32>, memref<1024xf32>
+      dsdist.comm_wait %h, %s, %w : memref<512xf32>, memref<1024xf32>
+  }];
+  let arguments = (ins Dist_CollectiveKindAttr:$collective,
+                       OptionalAttr<Dist_ReductionKindAttr>:$kind,
+                       Arg<AnyMemRef, "read", [MemRead]>:$input,
+                       Arg<AnyMemRef, "written", [MemWrite]>:$output,
+                       StrArrayAttr:$axes,
+                       DefaultValuedAttr<I64Attr, "0">:$root,
+                       DefaultValuedAttr<I64Attr, "0">:$offset);
+  let results = (outs Dist_SendHandle:$handle);
+  let assemblyFormat = [{
+    $collective $input `into` $output `over` $axes attr-dict
+    `:` type($input) `,` type($output)
+  }];
+}
+
+def Dist_CommWaitOp : Dist_Op<"comm_wait"> {
+  let summary = "Completes a dsdist.comm_start";
+  let description = [{
+    Blocks until the communication behind `handle` is done. `buffers` are
+    the ones it reads and writes, listed so that no buffer planner or
+    deallocation reuses them while the communication is in flight.
+  }];
+  let arguments = (ins Dist_SendHandle:$handle,
+                       Arg<Variadic<AnyMemRef>, "in flight", [MemRead, MemWrite]>:$buffers);
+  let assemblyFormat = [{
+    $handle (`,` $buffers^ `:` type($buffers))? attr-dict
+  }];
 }
 
 //===----------------------------------------------------------------------===//

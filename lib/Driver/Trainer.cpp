@@ -19,12 +19,13 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/xxhash.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/xxhash.h"
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 using namespace ::ds::driver;
 using namespace mlir;
@@ -205,9 +206,20 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                                              : options.backend.c_str()) != 0)
     return createStringError("cannot start communication: %s",
                              dsrt_last_error());
+  dsrt_comm_set_deterministic(options.deterministic);
   dsrt_comm *world = dsrt_comm_world();
   const int rank = dsrt_comm_rank(world), worldSize = dsrt_comm_size(world);
   const bool lead = rank == 0;
+  // Ranks sharing a machine share its cores: unless the user pinned the
+  // thread count, give each local rank its share (oversubscribed BLAS
+  // threads halve the speed of every rank).
+  if (!getenv("OPENBLAS_NUM_THREADS") && !getenv("OMP_NUM_THREADS"))
+    if (const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE")) {
+      int ranksHere = std::max(1, atoi(local));
+      unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+      if (ranksHere > 1)
+        dsrt_threads_set(std::max(1, int(cores) / ranksHere));
+    }
 
   auto config = cfg::loadConfig(options.configPath, {worldSize});
   if (!config)
@@ -375,12 +387,12 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     const ArgPlan &p = (*plans)[i];
     if (p.kind == ArgPlan::Param && options.initFrom.empty()) {
       // The same values as one rank would draw; a shard draws its slice.
-      ChunkRange r = p.fullShape ? chunkRange(product(*p.fullShape),
-                                              p.shape[0], rank)
-                                 : ChunkRange{0, product(p.shape)};
+      ChunkRange r = p.fullShape
+                         ? chunkRange(product(*p.fullShape), p.shape[0], rank)
+                         : ChunkRange{0, product(p.shape)};
       initParameter(p.name, initKindOf(p.param.getInit()),
-                    p.param.getStd().convertToDouble(), seed, r.first,
-                    r.count, inputs[i].data<float>());
+                    p.param.getStd().convertToDouble(), seed, r.first, r.count,
+                    inputs[i].data<float>());
     }
     if (p.kind == ArgPlan::Batch && p.dtype == DType::F32) {
       // Synthetic float batches (MLP): fixed per run, drawn once.
@@ -428,9 +440,8 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     int64_t whole = product(p.fullShape ? *p.fullShape : p.shape);
     paramCount += whole;
     int64_t chunk = llvm::divideCeil(whole, config->dpSize);
-    modelStateBytes += 4 * (config->zero.stage >= 2 && config->dpSize > 1
-                                ? chunk
-                                : whole);
+    modelStateBytes +=
+        4 * (config->zero.stage >= 2 && config->dpSize > 1 ? chunk : whole);
   }
   bool talk = lead && !options.quiet;
   if (talk)
@@ -503,8 +514,7 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                     {"comm_ms", commMs},
                     {"model_state_bytes", modelStateBytes},
                     {"rank", int64_t(rank)}});
-    if (talk &&
-        ((s + 1) % printEvery == 0 || s == 0 || s + 1 == options.steps))
+    if (talk && ((s + 1) % printEvery == 0 || s == 0 || s + 1 == options.steps))
       log << llvm::formatv("step {0,5}/{1}  loss {2:f4}  lr {3:e2}  "
                            "grad_norm {4:f3}  tokens/s {5,8:f0}  step {6:f1} "
                            "ms\n",
@@ -534,8 +544,7 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
         data = gathered.back().data();
       }
       views.push_back({p.name, "F32",
-                       std::vector<int64_t>(shape.begin(), shape.end()),
-                       data});
+                       std::vector<int64_t>(shape.begin(), shape.end()), data});
     }
     if (lead)
       if (llvm::Error err =

@@ -91,4 +91,10 @@ int64_t dsrt_shard_count(int64_t count, int n, int r);
  * backend layered on another (nccl on mpi) uses for the layer below. */
 int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req);
 
+/* all_reduce (scatter = 0) or reduce_scatter (scatter = 1) summed in rank
+ * order on this host (fixed_order.c), for deterministic mode. */
+int dsrt_fixed_order_reduce(const dsrt_backend *b, dsrt_comm *comm,
+                            const void *send, void *recv, int64_t count,
+                            dsrt_dtype dt, dsrt_reduce_op op, int scatter);
+
 #endif /* DSRT_COMM_BACKEND_H */

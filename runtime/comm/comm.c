@@ -27,6 +27,7 @@ static dsrt_comm *groups; /* every live group, world and grid ones too */
 static int grid_ndims;
 static dsrt_comm *grid_groups[1u << DSRT_GRID_MAX_DIMS];
 static _Thread_local double comm_seconds;
+static int deterministic; /* dsrt_comm_set_deterministic */
 
 static double now(void) {
   struct timespec t;
@@ -80,10 +81,13 @@ int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req) {
     if (status || done)
       return status;
     double waited = now() - start;
-    /* Spin first, as MPI's own blocking calls do: progress happens only
-     * inside MPI_Test, and a yield on a busy machine can cost a whole time
-     * slice. (Open MPI yields inside MPI_Test itself when oversubscribed.) */
-    if (waited < 0.1)
+    /* Spin briefly, as MPI's own blocking calls do: progress happens only
+     * inside MPI_Test, and small messages complete within microseconds.
+     * Not longer: ranks often share cores (two ranks on two cores with
+     * other work around), and a rank spinning on a core holds back the
+     * very peer it waits for — measured, a 100 ms spin made ZeRO-3's
+     * communication time grow 20x on a loaded machine. */
+    if (waited < 200e-6)
       continue;
     if (limit < 0) {
       limit = parse_timeout();
@@ -99,12 +103,12 @@ int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req) {
           "(DSRT_COMM_TIMEOUT_S=%g sets the limit)",
           what, waited, size, rank, limit);
     }
-    /* Then yield, and past a second sleep briefly: a wait that long is a
-     * slow peer, and the core is better left to ranks that still compute. */
-    if (waited < 1.0) {
+    /* Then yield, and past 20 ms sleep briefly: a wait that long is a slow
+     * peer, and the core is better left to ranks that still compute. */
+    if (waited < 0.02) {
       sched_yield();
     } else {
-      struct timespec pause = {0, 100 * 1000};
+      struct timespec pause = {0, 50 * 1000};
       nanosleep(&pause, NULL);
     }
   }
@@ -516,9 +520,8 @@ static int started(int status, const char *what, dsrt_comm *comm,
   return DSRT_OK;
 }
 
-static int start_all_reduce(const char *what, dsrt_comm *comm, const void *send,
-                            void *recv, int64_t count, int dtype, int op,
-                            dsrt_request **req) {
+static int check_all_reduce(const char *what, dsrt_comm *comm, const void *send,
+                            void *recv, int64_t count, int dtype, int op) {
   int status;
   if ((status = check_common(what, comm, dtype, "count", count)) ||
       (status = check_op(what, op)) ||
@@ -526,8 +529,31 @@ static int start_all_reduce(const char *what, dsrt_comm *comm, const void *send,
       (status = check_buffer(what, "recv", recv, count)))
     return status;
   size_t bytes = (size_t)count * dsrt_dtype_size(dtype);
-  if ((status = check_overlap(what, send, bytes, recv, bytes, recv,
-                              "pass send == recv for in place")))
+  return check_overlap(what, send, bytes, recv, bytes, recv,
+                       "pass send == recv for in place");
+}
+
+/* Deterministic mode serves the blocking reductions only: they are what
+ * compiled code calls, and checking runs against each other is its use.
+ * Returns 1 when this reduction is summed in rank order here, 0 when the
+ * backend reduces, or a reported error status (> 1). */
+static int fixed_order(const char *what, const dsrt_comm *comm, int async) {
+  if (!deterministic || !comm || comm->size <= 1)
+    return 0;
+  if (async || !strcmp(backend->name, "nccl"))
+    return dsrt_fail(DSRT_ERR_UNSUPPORTED,
+                     "%s: deterministic mode sums in rank order on the host, "
+                     "for blocking reductions on host backends; turn it off "
+                     "(dsrt_comm_set_deterministic(0)) for %s",
+                     what, async ? "asynchronous ones" : "nccl");
+  return 1;
+}
+
+static int start_all_reduce(const char *what, dsrt_comm *comm, const void *send,
+                            void *recv, int64_t count, int dtype, int op,
+                            dsrt_request **req) {
+  int status = check_all_reduce(what, comm, send, recv, count, dtype, op);
+  if (status || (status = fixed_order(what, comm, /*async=*/1)))
     return status;
   return started(backend->all_reduce(comm, send, recv, count, dtype, op, req),
                  what, comm, req);
@@ -554,9 +580,9 @@ static int start_all_gather(const char *what, dsrt_comm *comm, const void *send,
                  comm, req);
 }
 
-static int start_reduce_scatter(const char *what, dsrt_comm *comm,
+static int check_reduce_scatter(const char *what, dsrt_comm *comm,
                                 const void *send, void *recv, int64_t count,
-                                int dtype, int op, dsrt_request **req) {
+                                int dtype, int op) {
   int status;
   if ((status = check_common(what, comm, dtype, "count", count)) ||
       (status = check_op(what, op)))
@@ -564,10 +590,17 @@ static int start_reduce_scatter(const char *what, dsrt_comm *comm,
   int64_t c = dsrt_shard_stride(count, comm->size);
   size_t es = dsrt_dtype_size(dtype);
   if ((status = check_buffer(what, "send", send, count)) ||
-      (status = check_buffer(what, "recv", recv, c)) ||
-      (status =
-           check_overlap(what, send, (size_t)count * es, recv, (size_t)c * es,
-                         recv, "pass send == recv for in place")))
+      (status = check_buffer(what, "recv", recv, c)))
+    return status;
+  return check_overlap(what, send, (size_t)count * es, recv, (size_t)c * es,
+                       recv, "pass send == recv for in place");
+}
+
+static int start_reduce_scatter(const char *what, dsrt_comm *comm,
+                                const void *send, void *recv, int64_t count,
+                                int dtype, int op, dsrt_request **req) {
+  int status = check_reduce_scatter(what, comm, send, recv, count, dtype, op);
+  if (status || (status = fixed_order(what, comm, /*async=*/1)))
     return status;
   return started(
       backend->reduce_scatter(comm, send, recv, count, dtype, op, req), what,
@@ -651,9 +684,29 @@ static int finish(int status, dsrt_request *req, double t0) {
   return status;
 }
 
+/* A blocking reduction in rank order (deterministic mode). */
+static int reduce_fixed(int status, dsrt_comm *comm, const void *send,
+                        void *recv, int64_t count, int dtype, int op,
+                        int scatter, double t0) {
+  if (status == 1)
+    status =
+        dsrt_fixed_order_reduce(backend, comm, send, recv, count,
+                                (dsrt_dtype)dtype, (dsrt_reduce_op)op, scatter);
+  comm_seconds += now() - t0;
+  return status;
+}
+
 int dsrt_all_reduce(dsrt_comm *comm, const void *send, void *recv,
                     int64_t count, int dtype, int op) {
   double t0 = now();
+  if (deterministic) {
+    const char *what = "dsrt_all_reduce";
+    int status = check_all_reduce(what, comm, send, recv, count, dtype, op);
+    if (!status && (status = fixed_order(what, comm, 0)) != 0)
+      return reduce_fixed(status, comm, send, recv, count, dtype, op, 0, t0);
+    if (status)
+      return status;
+  }
   dsrt_request *req;
   int status = start_all_reduce("dsrt_all_reduce", comm, send, recv, count,
                                 dtype, op, &req);
@@ -672,6 +725,14 @@ int dsrt_all_gather(dsrt_comm *comm, const void *send, void *recv,
 int dsrt_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
                         int64_t count, int dtype, int op) {
   double t0 = now();
+  if (deterministic) {
+    const char *what = "dsrt_reduce_scatter";
+    int status = check_reduce_scatter(what, comm, send, recv, count, dtype, op);
+    if (!status && (status = fixed_order(what, comm, 0)) != 0)
+      return reduce_fixed(status, comm, send, recv, count, dtype, op, 1, t0);
+    if (status)
+      return status;
+  }
   dsrt_request *req;
   int status = start_reduce_scatter("dsrt_reduce_scatter", comm, send, recv,
                                     count, dtype, op, &req);
@@ -814,6 +875,13 @@ int dsrt_check(int status, const char *what) {
     backend->abort_job(1);
   exit(1);
 }
+
+int dsrt_comm_set_deterministic(int on) {
+  deterministic = on != 0;
+  return DSRT_OK;
+}
+
+int dsrt_comm_deterministic(void) { return deterministic; }
 
 double dsrt_comm_seconds(void) { return comm_seconds; }
 

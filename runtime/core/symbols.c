@@ -60,6 +60,8 @@ static const dsrt_symbol symbols[] = {
     DSRT_SYMBOL(dsrt_recv_start),
     DSRT_SYMBOL(dsrt_wait),
     DSRT_SYMBOL(dsrt_check),
+    DSRT_SYMBOL(dsrt_comm_set_deterministic),
+    DSRT_SYMBOL(dsrt_comm_deterministic),
     DSRT_SYMBOL(dsrt_comm_seconds),
     DSRT_SYMBOL(dsrt_comm_seconds_reset),
     DSRT_SYMBOL(dsrt_symbol_table),

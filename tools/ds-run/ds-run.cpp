@@ -62,6 +62,11 @@ static cl::opt<double> rtol("rtol", cl::desc("relative tolerance"),
 static cl::opt<double> absTol("atol", cl::desc("absolute tolerance"),
                               cl::init(1e-6));
 static cl::opt<bool> print("print", cl::desc("print every result as text"));
+static cl::list<int64_t>
+    grid("grid", cl::CommaSeparated,
+         cl::desc("start libdsrt communication (backend: DSRT_BACKEND, else "
+                  "mpi under mpirun, else self) over a device grid of these "
+                  "axis sizes, in the order of the module's dsdist.grid"));
 static cl::opt<std::string>
     prePipeline("pre-pipeline",
                 cl::desc("passes to run before ds-lower-to-llvm; default: "
@@ -264,6 +269,15 @@ int main(int argc, char **argv) {
                               "file on .npy inputs\n");
   if (threads > 0)
     dsrt_threads_set(threads);
+  if (!grid.empty()) {
+    std::vector<int64_t> sizes(grid.begin(), grid.end());
+    if (dsrt_comm_init(nullptr) != 0 ||
+        dsrt_comm_set_grid(int(sizes.size()), sizes.data()) != 0) {
+      llvm::errs() << "ds-run: error: --grid: " << dsrt_last_error() << "\n";
+      return 1;
+    }
+    std::atexit([] { dsrt_comm_finalize(); });
+  }
 
   RunnerOptions options;
   options.registerDialects = [](DialectRegistry &registry) {

@@ -43,6 +43,10 @@ static cl::opt<std::string>
             cl::desc("communication backend: self, mpi, nccl or auto "
                      "(default: DSRT_BACKEND, else nccl with a GPU, mpi "
                      "under mpirun, self otherwise)"));
+static cl::opt<bool> deterministic(
+    "deterministic", cl::cat(category),
+    cl::desc("reduce gradients in a fixed rank order, so runs are bitwise "
+             "reproducible across ZeRO stages (slower)"));
 static cl::opt<bool> quiet("quiet", cl::cat(category),
                            cl::desc("no progress lines"));
 
@@ -66,6 +70,7 @@ int main(int argc, char **argv) {
   options.saveWeights = saveWeights;
   options.dumpIRDir = dumpIR;
   options.quiet = quiet;
+  options.deterministic = deterministic;
   if (backend != "auto")
     options.backend = backend;
   if (dataOrder == "shuffled") {

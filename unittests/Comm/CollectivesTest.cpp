@@ -272,3 +272,54 @@ TEST_F(CommTest, HalfSumsRoundToNearestEven) {
 }
 
 } // namespace
+
+namespace {
+
+// Deterministic mode adds contributions in rank order, so the result is the
+// left-to-right f32 sum computed here, bit for bit — values chosen so that
+// another order rounds differently (1e8 absorbs small terms unless they
+// are added to each other first).
+TEST_F(CommTest, DeterministicReductionsSumInRankOrder) {
+  int n = size(), r = rank();
+  if (n < 2 || onDevice())
+    GTEST_SKIP() << "needs two host ranks";
+  auto contribution = [](int rank, int64_t i) {
+    return rank == 0 ? 1e8f : 3.0f + float(i % 5) + 0.25f * float(rank);
+  };
+  const int64_t count = 7 * n + 3; // uneven chunks for the reduce-scatter
+  std::vector<float> send(count), expect(count);
+  for (int64_t i = 0; i < count; ++i) {
+    send[i] = contribution(r, i);
+    float acc = contribution(0, i);
+    for (int j = 1; j < n; ++j)
+      acc += contribution(j, i);
+    expect[i] = acc;
+  }
+  ASSERT_EQ(dsrt_comm_set_deterministic(1), DSRT_OK);
+  std::vector<float> all(count);
+  ASSERT_EQ(dsrt_all_reduce(world(), send.data(), all.data(), count, DSRT_F32,
+                            DSRT_SUM),
+            DSRT_OK)
+      << lastError();
+  int64_t c = (count + n - 1) / n;
+  std::vector<float> mine(c, -1.0f);
+  ASSERT_EQ(dsrt_reduce_scatter(world(), send.data(), mine.data(), count,
+                                DSRT_F32, DSRT_SUM),
+            DSRT_OK)
+      << lastError();
+  dsrt_request *req = nullptr;
+  EXPECT_NE(dsrt_all_reduce_start(world(), send.data(), all.data(), count,
+                                  DSRT_F32, DSRT_SUM, &req),
+            DSRT_OK);
+  EXPECT_NE(lastError().find("deterministic mode"), std::string::npos)
+      << lastError();
+  ASSERT_EQ(dsrt_comm_set_deterministic(0), DSRT_OK);
+  for (int64_t i = 0; i < count; ++i)
+    ASSERT_EQ(all[i], expect[i]) << "element " << i;
+  for (int64_t i = 0; i < c; ++i) {
+    int64_t g = r * c + i;
+    ASSERT_EQ(mine[i], g < count ? expect[g] : 0.0f) << "element " << g;
+  }
+}
+
+} // namespace

@@ -35,6 +35,9 @@ struct TrainOptions {
   bool quiet = false;      ///< no progress lines
   /// Communication backend: "self", "mpi", "nccl"; empty = automatic.
   std::string backend;
+  /// Reductions summed in rank order (bitwise reproducible across ZeRO
+  /// stages and group sizes' algorithms; slower).
+  bool deterministic = false;
 };
 
 /// Runs the whole job; progress goes to `log`. Any problem with the inputs

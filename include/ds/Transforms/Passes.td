@@ -371,6 +371,32 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Predict each rank's model-state memory from the step's types";
+  let description = [{
+    Without running anything, reports (as a remark on the step function,
+    and as its `ds.model_state_bytes` attribute) the bytes one rank holds
+    between steps: parameters and optimizer state as the step's arguments
+    hold them (whole, or chunks carrying `dsdist.sharding`), and the
+    gradient each optimizer update reads as the step boundary leaves it —
+    whole after an all-reduce (ZeRO 0 and 1: stage 1 updates only a
+    `dsdist.shard` of it), a chunk after a reduce-scatter (2 and 3). Next to
+    it, the ZeRO paper's fp32 figure for the same parameter count and group
+    (16Ψ, 8Ψ + 8Ψ/N, 4Ψ + 12Ψ/N, 16Ψ/N); padding to a multiple of N is
+    the difference. ds-train reports what it allocated as
+    `model_state_bytes`.
+
+      $ ds-opt --ds-training-pipeline="config=zero3.json world-size=2" --ds-plan-memory
+      remark: ds-plan-memory: per rank (dp = 2, ZeRO stage 3): parameters
+        15488 B, gradients 15488 B, optimizer state 30976 B; model states
+        61952 B (ZeRO formula for 7744 parameters: 61952 B)
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering phase: dsnn -> linalg on tensors
 //===----------------------------------------------------------------------===//

@@ -189,6 +189,227 @@ struct ReleaseModel
   }
 };
 
+/// A fresh contiguous copy of `buf`: what an asynchronous operation sends
+/// from, so that the operand's own buffer may be reused while it is in
+/// flight (the analysis sees the operand's last read at the start).
+FailureOr<Value> snapshot(RewriterBase &rewriter, Location loc, Value buf,
+                          const BufferizationOptions &options) {
+  auto type = cast<MemRefType>(buf.getType());
+  auto plain = MemRefType::get(type.getShape(), type.getElementType());
+  FailureOr<Value> copy = options.createAlloc(rewriter, loc, plain, {});
+  if (succeeded(copy))
+    memref::CopyOp::create(rewriter, loc, buf, *copy);
+  return copy;
+}
+
+/// Chunks along a leading dim are contiguous; others would need a
+/// transpose the runtime does not do.
+LogicalResult checkLeadingDim(Operation *op, RankedTensorType type,
+                              int64_t dim) {
+  for (int64_t d = 0; d < dim; ++d)
+    if (type.getDimSize(d) != 1)
+      return op->emitOpError()
+             << "lowers to the runtime only along the leading non-unit dim "
+                "(dim "
+             << dim << " has outer dims that are not 1)";
+  return success();
+}
+
+/// The *_start collectives and send_start/recv_start: dsdist.comm_start on
+/// a snapshot of the operand into a fresh buffer, which the matching
+/// dsdist.wait delivers.
+template <typename OpTy>
+struct StartModel
+    : BufferizableOpInterface::ExternalModel<StartModel<OpTy>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto typed = cast<OpTy>(op);
+    Location loc = op->getLoc();
+    MLIRContext *ctx = op->getContext();
+    dist::CollectiveKind collective;
+    dist::ReductionKindAttr kind;
+    ArrayAttr axes;
+    int64_t root = 0, offset = 0, dim = 0;
+    if constexpr (std::is_same_v<OpTy, dist::SendStartOp> ||
+                  std::is_same_v<OpTy, dist::RecvStartOp>) {
+      axes = ArrayAttr::get(ctx, {typed.getAxisAttr()});
+      offset = typed.getOffset();
+      collective = std::is_same_v<OpTy, dist::SendStartOp>
+                       ? dist::CollectiveKind::send
+                       : dist::CollectiveKind::recv;
+    } else {
+      axes = typed.getAxes();
+      if constexpr (std::is_same_v<OpTy, dist::AllReduceStartOp>) {
+        collective = dist::CollectiveKind::all_reduce;
+        kind = typed.getKindAttr();
+      } else if constexpr (std::is_same_v<OpTy, dist::BroadcastStartOp>) {
+        collective = dist::CollectiveKind::broadcast;
+        root = typed.getRoot();
+      } else if constexpr (std::is_same_v<OpTy, dist::AllGatherStartOp>) {
+        collective = dist::CollectiveKind::all_gather;
+        dim = typed.getDim();
+      } else if constexpr (std::is_same_v<OpTy, dist::ReduceScatterStartOp>) {
+        collective = dist::CollectiveKind::reduce_scatter;
+        kind = typed.getKindAttr();
+        dim = typed.getDim();
+      } else {
+        collective = dist::CollectiveKind::all_to_all;
+        if (typed.getSplitDim() != typed.getConcatDim())
+          return op->emitOpError()
+                 << "lowers to the runtime only with split_dim == concat_dim";
+        dim = typed.getSplitDim();
+      }
+      if (failed(checkLeadingDim(
+              op, cast<RankedTensorType>(typed.getInput().getType()), dim)))
+        return failure();
+    }
+    Value in, out;
+    if constexpr (!std::is_same_v<OpTy, dist::RecvStartOp>) {
+      FailureOr<Value> buf =
+          getBuffer(rewriter, typed.getInput(), options, state);
+      if (failed(buf))
+        return failure();
+      FailureOr<Value> copy = snapshot(rewriter, loc, *buf, options);
+      if (failed(copy))
+        return failure();
+      in = *copy;
+    }
+    auto handleType = cast<dist::HandleType>(typed.getHandle().getType());
+    // all_reduce reads the snapshot and writes a fresh buffer (so the
+    // delivered buffer is never a copy target); broadcast and send work
+    // on the snapshot itself.
+    bool inPlace = collective == dist::CollectiveKind::broadcast ||
+                   collective == dist::CollectiveKind::send;
+    if (inPlace) {
+      out = in;
+    } else {
+      RankedTensorType payload = handleType.getPayload();
+      FailureOr<Value> alloc = options.createAlloc(
+          rewriter, loc,
+          MemRefType::get(payload.getShape(), payload.getElementType()), {});
+      if (failed(alloc))
+        return failure();
+      out = *alloc;
+      if (!in)
+        in = out;
+    }
+    Value handle = dist::CommStartOp::create(
+        rewriter, loc, dist::HandleType::get(ctx), collective, kind, in, out,
+        axes, root, offset);
+    replaceOpWithBufferizedValues(rewriter, op, handle);
+    return success();
+  }
+};
+
+/// dsdist.wait: completes the start and delivers its output buffer.
+struct WaitModel
+    : BufferizableOpInterface::ExternalModel<WaitModel, dist::WaitOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return false;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &,
+                          BufferizationState &) const {
+    auto wait = cast<dist::WaitOp>(op);
+    auto start = wait.getHandle().getDefiningOp<dist::CommStartOp>();
+    if (!start)
+      return op->emitOpError()
+             << "its handle must come straight from a *_start in the same "
+                "function (not through control flow or a call) to lower to "
+                "the runtime";
+    SmallVector<Value> buffers = {start.getInput()};
+    if (start.getOutput() != start.getInput())
+      buffers.push_back(start.getOutput());
+    dist::CommWaitOp::create(rewriter, op->getLoc(), start.getHandle(),
+                             buffers);
+    if (wait.getResult())
+      replaceOpWithBufferizedValues(rewriter, op, start.getOutput());
+    else
+      rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Blocking send: reads its operand's buffer.
+struct SendModel
+    : BufferizableOpInterface::ExternalModel<SendModel, dist::SendOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto send = cast<dist::SendOp>(op);
+    FailureOr<Value> buf = getBuffer(rewriter, send.getInput(), options, state);
+    if (failed(buf))
+      return failure();
+    Value plain = contiguous(rewriter, op->getLoc(), *buf);
+    dist::CommOp::create(rewriter, op->getLoc(), dist::CollectiveKind::send,
+                         dist::ReductionKindAttr(), plain, plain,
+                         ArrayAttr::get(op->getContext(), {send.getAxisAttr()}),
+                         0, send.getOffset());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Blocking recv: into a fresh buffer.
+struct RecvModel
+    : BufferizableOpInterface::ExternalModel<RecvModel, dist::RecvOp> {
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &) const {
+    auto recv = cast<dist::RecvOp>(op);
+    RankedTensorType type = recv.getType();
+    FailureOr<Value> out = options.createAlloc(
+        rewriter, op->getLoc(),
+        MemRefType::get(type.getShape(), type.getElementType()), {});
+    if (failed(out))
+      return failure();
+    dist::CommOp::create(rewriter, op->getLoc(), dist::CollectiveKind::recv,
+                         dist::ReductionKindAttr(), *out, *out,
+                         ArrayAttr::get(op->getContext(), {recv.getAxisAttr()}),
+                         0, recv.getOffset());
+    replaceOpWithBufferizedValues(rewriter, op, *out);
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // dsdist.comm -> dsrt_* calls
 //===----------------------------------------------------------------------===//
@@ -212,7 +433,10 @@ class CommRewriter {
 public:
   explicit CommRewriter(ModuleOp module) : module(module), symbols(module) {}
 
-  LogicalResult rewrite(dist::CommOp op, int64_t &count) {
+  /// dsdist.comm (blocking) or dsdist.comm_start (async: the request goes
+  /// into `requests` for the matching dsdist.comm_wait).
+  template <typename OpTy> LogicalResult rewrite(OpTy op) {
+    constexpr bool async = std::is_same_v<OpTy, dist::CommStartOp>;
     dist::GridAttr grid = dist::lookupGrid(op);
     if (!grid)
       return op.emitOpError() << "needs a dsdist.grid on the module";
@@ -244,57 +468,68 @@ public:
     auto i32c = [&](int64_t v) -> Value {
       return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
     };
-    auto pointer = [&](Value memref) -> Value {
-      auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-      Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-      Value baseI64 = arith::IndexCastOp::create(b, loc, i64, base);
-      Value raw = LLVM::IntToPtrOp::create(b, loc, ptr, baseI64);
-      Value off = arith::IndexCastOp::create(b, loc, i64, md.getOffset());
-      return LLVM::GEPOp::create(
-          b, loc, ptr, cast<MemRefType>(memref.getType()).getElementType(),
-          raw, ValueRange{off});
-    };
 
     Value comm = call(b, loc, "dsrt_comm_axes", {i64c(int64_t(mask))}, ptr);
-    Value in = pointer(op.getInput()), out = pointer(op.getOutput());
+    Value in = pointer(b, loc, op.getInput());
+    Value out = pointer(b, loc, op.getOutput());
     int64_t inCount = inType.getNumElements();
     int64_t outCount = outType.getNumElements();
     int op32 = op.getKind() ? int(*op.getKind()) : 0;
+    auto peer = [&]() -> Value {
+      Value rank = call(b, loc, "dsrt_comm_rank", {comm}, i32);
+      return arith::AddIOp::create(b, loc, rank, i32c(op.getOffset()));
+    };
+    // The async forms take one more argument: where to put the request,
+    // a stack slot allocated once at function entry.
+    Value slot;
+    if constexpr (async) {
+      auto fn = op->template getParentOfType<func::FuncOp>();
+      OpBuilder entry = OpBuilder::atBlockBegin(&fn.getBody().front());
+      Value one =
+          arith::ConstantOp::create(entry, loc, entry.getI64IntegerAttr(1));
+      slot = LLVM::AllocaOp::create(entry, loc, ptr, ptr, one);
+    }
+    auto collective = [&](StringRef name, SmallVector<Value> args) -> Value {
+      if constexpr (async)
+        args.push_back(slot);
+      return call(b, loc, async ? (name + "_start").str() : name.str(), args,
+                  i32);
+    };
+
     Value status;
-    StringRef what;
     switch (op.getCollective()) {
     case dist::CollectiveKind::all_reduce:
-      what = "dsrt_all_reduce";
-      status = call(b, loc, what,
-                    {comm, in, out, i64c(inCount), i32c(dtype), i32c(op32)},
-                    i32);
+      status = collective("dsrt_all_reduce", {comm, in, out, i64c(inCount),
+                                              i32c(dtype), i32c(op32)});
       break;
     case dist::CollectiveKind::all_gather:
-      what = "dsrt_all_gather";
-      status = call(b, loc, what, {comm, in, out, i64c(outCount), i32c(dtype)},
-                    i32);
+      status = collective("dsrt_all_gather",
+                          {comm, in, out, i64c(outCount), i32c(dtype)});
       break;
     case dist::CollectiveKind::reduce_scatter:
-      what = "dsrt_reduce_scatter";
-      status = call(b, loc, what,
-                    {comm, in, out, i64c(inCount), i32c(dtype), i32c(op32)},
-                    i32);
+      status = collective("dsrt_reduce_scatter", {comm, in, out, i64c(inCount),
+                                                  i32c(dtype), i32c(op32)});
       break;
     case dist::CollectiveKind::all_to_all:
-      what = "dsrt_all_to_all";
-      status = call(b, loc, what,
-                    {comm, in, out, i64c(inCount / groupSize(op)),
-                     i32c(dtype)},
-                    i32);
+      status = collective(
+          "dsrt_all_to_all",
+          {comm, in, out, i64c(inCount / groupSize(op)), i32c(dtype)});
       break;
     case dist::CollectiveKind::broadcast:
-      what = "dsrt_broadcast";
-      status = call(b, loc, what,
-                    {comm, out, i64c(outCount), i32c(dtype),
-                     i32c(op.getRoot())},
-                    i32);
+      status = collective("dsrt_broadcast", {comm, out, i64c(outCount),
+                                             i32c(dtype), i32c(op.getRoot())});
+      break;
+    case dist::CollectiveKind::send:
+      status = collective(
+          "dsrt_send", {comm, in, i64c(inCount), i32c(dtype), peer(), i32c(0)});
+      break;
+    case dist::CollectiveKind::recv:
+      status = collective("dsrt_recv", {comm, out, i64c(outCount), i32c(dtype),
+                                        peer(), i32c(0)});
       break;
     case dist::CollectiveKind::shard: {
+      if constexpr (async)
+        return op.emitOpError() << "shard has no asynchronous form";
       // No communication: copy this rank's slice.
       Value rank = call(b, loc, "dsrt_comm_rank", {comm}, i32);
       Value offset = arith::MulIOp::create(
@@ -308,16 +543,54 @@ public:
     }
     }
     if (status)
-      call(b, loc, "dsrt_check", {status, LLVM::ZeroOp::create(b, loc, ptr)},
-           i32);
+      check(b, loc, status);
+    if constexpr (async)
+      requests[op.getHandle()] = LLVM::LoadOp::create(b, loc, ptr, slot);
     op.erase();
     ++count;
     return success();
   }
 
+  LogicalResult rewrite(dist::CommWaitOp op) {
+    auto it = requests.find(op.getHandle());
+    if (it == requests.end())
+      return op.emitOpError()
+             << "its handle does not come from a dsdist.comm_start lowered "
+                "in this module";
+    OpBuilder b(op);
+    Value status =
+        call(b, op.getLoc(), "dsrt_wait", {it->second}, b.getI32Type());
+    check(b, op.getLoc(), status);
+    op.erase();
+    return success();
+  }
+
+  int64_t count = 0;
+
 private:
-  int64_t groupSize(dist::CommOp op) {
-    return dist::getGroupSize(op, op.getAxes()).value_or(1);
+  int64_t groupSize(Operation *op) {
+    return dist::getGroupSize(op, op->getAttrOfType<ArrayAttr>("axes"))
+        .value_or(1);
+  }
+
+  /// The element pointer of a memref (aligned base + offset).
+  Value pointer(OpBuilder &b, Location loc, Value memref) {
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    Type i64 = b.getI64Type();
+    auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    Value baseI64 = arith::IndexCastOp::create(b, loc, i64, base);
+    Value raw = LLVM::IntToPtrOp::create(b, loc, ptr, baseI64);
+    Value off = arith::IndexCastOp::create(b, loc, i64, md.getOffset());
+    return LLVM::GEPOp::create(
+        b, loc, ptr, cast<MemRefType>(memref.getType()).getElementType(), raw,
+        ValueRange{off});
+  }
+
+  void check(OpBuilder &b, Location loc, Value status) {
+    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+    call(b, loc, "dsrt_check", {status, LLVM::ZeroOp::create(b, loc, ptr)},
+         b.getI32Type());
   }
 
   Value call(OpBuilder &b, Location loc, StringRef name, ValueRange args,
@@ -337,6 +610,7 @@ private:
 
   ModuleOp module;
   SymbolTable symbols;
+  DenseMap<Value, Value> requests;
 };
 
 struct LowerCommToRuntimePass
@@ -345,17 +619,32 @@ struct LowerCommToRuntimePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<dist::CommOp> ops;
-    module.walk([&](dist::CommOp op) { ops.push_back(op); });
+    SmallVector<Operation *> ops;
+    SmallVector<dist::CommWaitOp> waits;
+    module.walk([&](Operation *op) {
+      if (isa<dist::CommOp, dist::CommStartOp>(op))
+        ops.push_back(op);
+      else if (auto wait = dyn_cast<dist::CommWaitOp>(op))
+        waits.push_back(wait);
+    });
     CommRewriter rewriter(module);
-    int64_t count = 0;
-    for (dist::CommOp op : ops)
-      if (failed(rewriter.rewrite(op, count)))
+    // Starts before waits: a wait needs its start's request.
+    for (Operation *op : ops) {
+      LogicalResult ok = success();
+      if (auto c = dyn_cast<dist::CommOp>(op))
+        ok = rewriter.rewrite(c);
+      else
+        ok = rewriter.rewrite(cast<dist::CommStartOp>(op));
+      if (failed(ok))
+        return signalPassFailure();
+    }
+    for (dist::CommWaitOp wait : waits)
+      if (failed(rewriter.rewrite(wait)))
         return signalPassFailure();
     if (report)
       emitRemark(module.getLoc())
-          << "ds-lower-comm-to-runtime: " << count << " collective(s) call "
-          << "libdsrt";
+          << "ds-lower-comm-to-runtime: " << rewriter.count
+          << " communication(s) call libdsrt";
   }
 };
 
@@ -369,9 +658,23 @@ void ds::registerDistBufferizationModels(DialectRegistry &registry) {
         *ctx);
     dist::ReduceScatterOp::attachInterface<
         OutOfPlaceModel<dist::ReduceScatterOp>>(*ctx);
-    dist::AllToAllOp::attachInterface<OutOfPlaceModel<dist::AllToAllOp>>(
-        *ctx);
+    dist::AllToAllOp::attachInterface<OutOfPlaceModel<dist::AllToAllOp>>(*ctx);
     dist::ShardOp::attachInterface<OutOfPlaceModel<dist::ShardOp>>(*ctx);
     dist::ReleaseOp::attachInterface<ReleaseModel>(*ctx);
+    dist::AllReduceStartOp::attachInterface<StartModel<dist::AllReduceStartOp>>(
+        *ctx);
+    dist::BroadcastStartOp::attachInterface<StartModel<dist::BroadcastStartOp>>(
+        *ctx);
+    dist::AllGatherStartOp::attachInterface<StartModel<dist::AllGatherStartOp>>(
+        *ctx);
+    dist::ReduceScatterStartOp::attachInterface<
+        StartModel<dist::ReduceScatterStartOp>>(*ctx);
+    dist::AllToAllStartOp::attachInterface<StartModel<dist::AllToAllStartOp>>(
+        *ctx);
+    dist::SendStartOp::attachInterface<StartModel<dist::SendStartOp>>(*ctx);
+    dist::RecvStartOp::attachInterface<StartModel<dist::RecvStartOp>>(*ctx);
+    dist::WaitOp::attachInterface<WaitModel>(*ctx);
+    dist::SendOp::attachInterface<SendModel>(*ctx);
+    dist::RecvOp::attachInterface<RecvModel>(*ctx);
   });
 }

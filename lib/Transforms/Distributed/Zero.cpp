@@ -34,9 +34,9 @@ constexpr StringLiteral kDpAxis = "dp";
 
 /// One parameter's optimizer update in @train_step.
 struct Update {
-  Operation *op;            // dstrain.adam / sgd / lamb
-  unsigned paramArg;        // argument index of the parameter
-  unsigned gradOperand;     // operand index of the gradient in `op`
+  Operation *op;                   // dstrain.adam / sgd / lamb
+  unsigned paramArg;               // argument index of the parameter
+  unsigned gradOperand;            // operand index of the gradient in `op`
   SmallVector<unsigned> stateArgs; // argument indices of its state
 };
 
@@ -88,8 +88,8 @@ public:
     if (padded == numel(t))
       return flat;
     auto type = RankedTensorType::get({padded}, t.getElementType());
-    Value zero = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(t.getElementType()));
+    Value zero =
+        arith::ConstantOp::create(b, loc, b.getZeroAttr(t.getElementType()));
     SmallVector<OpFoldResult> low = {b.getIndexAttr(0)};
     SmallVector<OpFoldResult> high = {b.getIndexAttr(padded - numel(t))};
     return tensor::PadOp::create(b, loc, type, flat, low, high, zero);
@@ -133,8 +133,7 @@ public:
     SmallVector<Value> out(values.size());
     for (ArrayRef<unsigned> bucket : buckets) {
       if (bucket.size() == 1) {
-        out[bucket[0]] =
-            allReduce(values[bucket[0]], dist::ReductionKind::avg);
+        out[bucket[0]] = allReduce(values[bucket[0]], dist::ReductionKind::avg);
         continue;
       }
       SmallVector<Value> flats;
@@ -145,8 +144,8 @@ public:
         offsets.push_back(total);
         total += numel(cast<RankedTensorType>(values[i].getType()));
       }
-      Type elt = cast<RankedTensorType>(values[bucket[0]].getType())
-                     .getElementType();
+      Type elt =
+          cast<RankedTensorType>(values[bucket[0]].getType()).getElementType();
       Value packed = tensor::EmptyOp::create(b, loc, {total}, elt);
       for (auto [flat, off] : llvm::zip_equal(flats, offsets))
         packed = insert(flat, packed, {off}, {shapeOf(flat)[0]});
@@ -162,11 +161,12 @@ public:
   /// Each rank's reduced (mean) chunk of each of `values`. A bucket is laid
   /// out [n, sum of chunks] so that row r, which rank r keeps, holds chunk r
   /// of every tensor in it.
-  SmallVector<Value> reduceScatterMean(ValueRange values,
-                                       ArrayRef<SmallVector<unsigned>> buckets) {
+  SmallVector<Value>
+  reduceScatterMean(ValueRange values,
+                    ArrayRef<SmallVector<unsigned>> buckets) {
     SmallVector<Value> out(values.size());
-    auto avg = dist::ReductionKindAttr::get(b.getContext(),
-                                            dist::ReductionKind::avg);
+    auto avg =
+        dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::avg);
     for (ArrayRef<unsigned> bucket : buckets) {
       if (bucket.size() == 1) {
         auto t = cast<RankedTensorType>(values[bucket[0]].getType());
@@ -181,8 +181,8 @@ public:
         offsets.push_back(total);
         total += chunk(cast<RankedTensorType>(values[i].getType()));
       }
-      Type elt = cast<RankedTensorType>(values[bucket[0]].getType())
-                     .getElementType();
+      Type elt =
+          cast<RankedTensorType>(values[bucket[0]].getType()).getElementType();
       Value packed = tensor::EmptyOp::create(b, loc, {n, total}, elt);
       for (auto [k, i] : llvm::enumerate(bucket)) {
         auto t = cast<RankedTensorType>(values[i].getType());
@@ -210,8 +210,8 @@ public:
     SmallVector<Value> out(chunks.size());
     for (ArrayRef<unsigned> bucket : buckets) {
       if (bucket.size() == 1) {
-        out[bucket[0]] = gather(chunks[bucket[0]],
-                                cast<RankedTensorType>(types[bucket[0]]));
+        out[bucket[0]] =
+            gather(chunks[bucket[0]], cast<RankedTensorType>(types[bucket[0]]));
         continue;
       }
       SmallVector<int64_t> offsets;
@@ -258,8 +258,7 @@ private:
         b.getDenseI64ArrayAttr(offsets), b.getDenseI64ArrayAttr(sizes),
         b.getDenseI64ArrayAttr(ones));
   }
-  Value extract(Value src, ArrayRef<int64_t> offsets,
-                ArrayRef<int64_t> sizes) {
+  Value extract(Value src, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
     SmallVector<int64_t> ones(offsets.size(), 1);
     auto elt = cast<RankedTensorType>(src.getType()).getElementType();
     return tensor::ExtractSliceOp::create(
@@ -319,8 +318,9 @@ LogicalResult ZeroPass::collectUpdates(func::FuncOp fn,
     if (!param || param.getArgNumber() >= numParams)
       return fail(&op, "the optimizer op's parameter is not a parameter "
                        "argument of @" +
-                           fn.getName() + "; run ds-zero on the step contract "
-                                          "as ds-optimizer builds it");
+                           fn.getName() +
+                           "; run ds-zero on the step contract "
+                           "as ds-optimizer builds it");
     Update u{&op, param.getArgNumber(), 1, {}};
     for (Value v : op.getOperands().drop_front(2))
       if (auto arg = dyn_cast<BlockArgument>(v);
@@ -363,8 +363,8 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
       break;
     }
   auto inBackward = [&](Operation *top) {
-    return firstBackward && (top == firstBackward ||
-                             firstBackward->isBeforeInBlock(top));
+    return firstBackward &&
+           (top == firstBackward || firstBackward->isBeforeInBlock(top));
   };
 
   for (unsigned p = 0; p < numParams; ++p) {
@@ -390,15 +390,14 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
       DpBuilder dp(b, grad.getLoc(), dpSize);
       auto flat = RankedTensorType::get({dp.chunk(full) * dpSize},
                                         full.getElementType());
-      auto gathered = dist::AllGatherOp::create(b, grad.getLoc(), flat, arg,
-                                                dp.getAxes(),
-                                                b.getI64IntegerAttr(0));
+      auto gathered = dist::AllGatherOp::create(
+          b, grad.getLoc(), flat, arg, dp.getAxes(), b.getI64IntegerAttr(0));
       // Named by phase, so CSE cannot merge the backward's gather into the
       // forward's and keep the whole parameter alive in between.
       gathered->setAttr("phase",
                         b.getStringAttr(index ? "backward" : "forward"));
-      Value whole = dp.unflatten(
-          dp.prefix(gathered, DpBuilder::numel(full)), full);
+      Value whole =
+          dp.unflatten(dp.prefix(gathered, DpBuilder::numel(full)), full);
       for (OpOperand *use : phase)
         use->set(whole);
       b.setInsertionPointAfter(last);
@@ -497,14 +496,14 @@ void ZeroPass::runOnOperation() {
     for (Value g : reduced)
       chunks.push_back(dp.shard(g));
   } else {
-    chunks = dp.reduceScatterMean(grads,
-                                  makeBuckets(chunkSizes, reduceBucketSize));
+    chunks =
+        dp.reduceScatterMean(grads, makeBuckets(chunkSizes, reduceBucketSize));
   }
 
   // 2. The norm from the chunks, summed over the group.
   auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-  Value partial = train::GlobalNormOp::create(b, loc, scalarF32, chunks,
-                                              b.getUnitAttr());
+  Value partial =
+      train::GlobalNormOp::create(b, loc, scalarF32, chunks, b.getUnitAttr());
   Value total = dp.allReduce(partial, dist::ReductionKind::sum);
   Value norm = math::SqrtOp::create(b, loc, total);
   SmallVector<Value> finalGrads = stage == 0 ? reduced : chunks;
@@ -512,15 +511,14 @@ void ZeroPass::runOnOperation() {
     auto newClip = train::ClipGradNormOp::create(
         b, loc, ValueRange(finalGrads).getTypes(), scalarF32, finalGrads,
         clip.getMaxNormAttr(), norm);
-    finalGrads.assign(newClip.getClipped().begin(),
-                      newClip.getClipped().end());
+    finalGrads.assign(newClip.getClipped().begin(), newClip.getClipped().end());
   }
   ret->setOperand(normIdx, norm);
 
   // 3. The loss every rank reports: the group's mean.
   b.setInsertionPoint(ret);
-  ret->setOperand(lossIdx,
-                  dp.allReduce(ret.getOperand(lossIdx), dist::ReductionKind::avg));
+  ret->setOperand(
+      lossIdx, dp.allReduce(ret.getOperand(lossIdx), dist::ReductionKind::avg));
 
   // 4. The optimizer update.
   if (stage == 0) {
@@ -530,8 +528,7 @@ void ZeroPass::runOnOperation() {
     SmallVector<Type> argTypes(fn.getArgumentTypes());
     auto shardingOf = [&](unsigned p) {
       return dist::ShardingAttr::get(
-          ctx, dp.getAxes(),
-          cast<RankedTensorType>(fullTypes[p]).getShape());
+          ctx, dp.getAxes(), cast<RankedTensorType>(fullTypes[p]).getShape());
     };
     // State (and, at stage 3, parameters) become chunks.
     for (const Update &u : updates) {
@@ -578,8 +575,7 @@ void ZeroPass::runOnOperation() {
 
     if (stage == 3) {
       auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
-      if (!grad || grad.isExternal() ||
-          numLeadingParams(grad) != numParams)
+      if (!grad || grad.isExternal() || numLeadingParams(grad) != numParams)
         return (void)fail(fn, "stage 3 gathers parameters inside @" +
                                   gradientEntry +
                                   ", which must exist and take the same "
@@ -588,8 +584,7 @@ void ZeroPass::runOnOperation() {
       for (unsigned p = 0; p < numParams; ++p) {
         gradArgs[p] = argTypes[p];
         grad.getBody().front().getArgument(p).setType(argTypes[p]);
-        grad.setArgAttr(p, dist::DistDialect::kShardingAttrName,
-                        shardingOf(p));
+        grad.setArgAttr(p, dist::DistDialect::kShardingAttrName, shardingOf(p));
       }
       grad.setFunctionType(
           FunctionType::get(ctx, gradArgs, grad.getResultTypes()));

@@ -85,8 +85,9 @@ DSRT_API int dsrt_sgemm_strided_batched(int transA, int transB, int64_t M,
 
 /*--- Threads -------------------------------------------------------------*/
 
-/* Threads the BLAS kernels use (OpenBLAS's own pool). n <= 0 keeps the
- * library default (OPENBLAS_NUM_THREADS / the number of cores). */
+/* Threads the BLAS kernels (OpenBLAS's own pool) and the OpenMP optimizer
+ * kernels use. n <= 0 keeps the library defaults (OPENBLAS_NUM_THREADS,
+ * OMP_NUM_THREADS / the number of cores). */
 DSRT_API int dsrt_threads_set(int n);
 DSRT_API int dsrt_threads_get(void);
 
@@ -238,6 +239,16 @@ DSRT_API int dsrt_send_start(dsrt_comm *comm, const void *buf, int64_t count,
 DSRT_API int dsrt_recv_start(dsrt_comm *comm, void *buf, int64_t count,
                              int dtype, int peer, int tag, dsrt_request **req);
 DSRT_API int dsrt_wait(dsrt_request *req);
+
+/* Deterministic mode (off by default): blocking all_reduce and
+ * reduce_scatter gather every rank's contribution and add them in rank
+ * order on each rank, so results are bitwise reproducible whatever the
+ * algorithm, message sizes or reduction placement (ZeRO 0-3 agree bit for
+ * bit). Costs n times the traffic and memory of the reduction; the async
+ * forms and the nccl backend refuse it. Not collective: set it alike on
+ * every rank before the first reduction. */
+DSRT_API int dsrt_comm_set_deterministic(int on);
+DSRT_API int dsrt_comm_deterministic(void);
 
 /* For compiled code, which has no error path of its own: a non-zero status
  * prints "error: <what> failed: <dsrt_last_error()>" to stderr and ends the

@@ -8,6 +8,10 @@
 #include "core/error.h"
 #include "dsrt/dsrt.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include <cblas.h>
 #include <limits.h>
 
@@ -111,8 +115,13 @@ int dsrt_sgemm_strided_batched(int transA, int transB, int64_t M, int64_t N,
 }
 
 int dsrt_threads_set(int n) {
-  if (n > 0)
+  if (n > 0) {
     openblas_set_num_threads(n);
+#ifdef _OPENMP
+    /* The optimizer kernels' OpenMP team gets the same share. */
+    omp_set_num_threads(n);
+#endif
+  }
   return DSRT_OK;
 }
 

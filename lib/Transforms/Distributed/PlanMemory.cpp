@@ -1,0 +1,100 @@
+//===- PlanMemory.cpp - Per-rank model-state memory of the step -----------===//
+//
+// Reads the sizes off the types the step contract already has: parameters
+// and optimizer state are arguments (whole or chunks, dsdist.sharding), and
+// the gradient a rank keeps at the step boundary is the operand of its
+// optimizer update, traced back through clipping to before a dsdist.shard
+// (stage 1 keeps the whole all-reduced gradient and only updates a chunk).
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Support/ShapeCheck.h"
+#include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
+#include "dstrain/TrainOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::ds {
+#define GEN_PASS_DEF_PLANMEMORY
+#include "ds/Transforms/Passes.h.inc"
+} // namespace mlir::ds
+
+using namespace mlir;
+using namespace mlir::ds;
+
+namespace {
+
+int64_t bytesOf(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
+}
+
+/// The gradient buffer behind an optimizer's gradient operand.
+int64_t gradientBytes(Value grad) {
+  if (auto clip = grad.getDefiningOp<train::ClipGradNormOp>())
+    grad = clip.getGrads()[cast<OpResult>(grad).getResultNumber()];
+  if (auto shard = grad.getDefiningOp<dist::ShardOp>())
+    return bytesOf(shard.getInput().getType());
+  return bytesOf(grad.getType());
+}
+
+struct PlanMemoryPass : ds::impl::PlanMemoryBase<PlanMemoryPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto fn = module.lookupSymbol<func::FuncOp>(entry);
+    if (!fn || fn.isExternal()) {
+      module.emitError() << "ds-plan-memory: no func.func @" << entry
+                         << " with a body; run the training pipeline first";
+      return signalPassFailure();
+    }
+    int64_t params = 0, state = 0, grads = 0, numel = 0;
+    bool paramsSharded = false, stateSharded = false;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      Type type = fn.getArgumentTypes()[i];
+      bool sharded = static_cast<bool>(
+          fn.getArgAttr(i, dist::DistDialect::kShardingAttrName));
+      if (fn.getArgAttr(i, nn::kParamAttrName)) {
+        params += bytesOf(type);
+        paramsSharded |= sharded;
+        auto sharding = fn.getArgAttrOfType<dist::ShardingAttr>(
+            i, dist::DistDialect::kShardingAttrName);
+        numel += sharding ? sharding.getNumElements()
+                          : cast<RankedTensorType>(type).getNumElements();
+      } else if (fn.getArgAttr(i, kStateAttrName)) {
+        state += bytesOf(type);
+        stateSharded |= sharded;
+      }
+    }
+    fn.walk([&](Operation *op) {
+      if (isa<train::AdamOp, train::SGDOp, train::LambOp>(op))
+        grads += gradientBytes(op->getOperand(1));
+    });
+    // Chunked gradients (stage >= 2) hold less than the whole fp32 model.
+    bool gradsChunked = grads < 4 * numel;
+
+    int64_t n = 1;
+    if (auto grid = module->getAttrOfType<dist::GridAttr>(
+            dist::DistDialect::kGridAttrName))
+      n = grid.getAxisSize("dp").value_or(1);
+    int stage = paramsSharded ? 3 : gradsChunked ? 2 : stateSharded ? 1 : 0;
+    // The ZeRO paper's fp32 model states, Ψ parameters over N ranks.
+    double psi = double(numel);
+    double formula[] = {16 * psi, 8 * psi + 8 * psi / n, 4 * psi + 12 * psi / n,
+                        16 * psi / n};
+    int64_t total = params + grads + state;
+    fn.emitRemark() << "ds-plan-memory: per rank (dp = " << n << ", ZeRO stage "
+                    << stage << "): parameters " << params << " B, gradients "
+                    << grads << " B, optimizer state " << state
+                    << " B; model states " << total << " B (ZeRO formula for "
+                    << numel << " parameters: " << formatNumber(formula[stage])
+                    << " B)";
+    fn->setAttr("ds.model_state_bytes",
+                IntegerAttr::get(IntegerType::get(&getContext(), 64), total));
+  }
+};
+
+} // namespace
