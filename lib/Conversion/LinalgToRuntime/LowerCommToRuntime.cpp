@@ -8,6 +8,7 @@
 // with raw pointers, as ds-lower-to-runtime does for BLAS.
 //
 //===----------------------------------------------------------------------===//
+#include "RuntimeCall.h"
 #include "ds/Conversion/LinalgToRuntime.h"
 #include "ds/Conversion/Passes.h"
 #include "dsdist/DistOps.h"
@@ -573,18 +574,8 @@ private:
         .value_or(1);
   }
 
-  /// The element pointer of a memref (aligned base + offset).
   Value pointer(OpBuilder &b, Location loc, Value memref) {
-    Type ptr = LLVM::LLVMPointerType::get(b.getContext());
-    Type i64 = b.getI64Type();
-    auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    Value baseI64 = arith::IndexCastOp::create(b, loc, i64, base);
-    Value raw = LLVM::IntToPtrOp::create(b, loc, ptr, baseI64);
-    Value off = arith::IndexCastOp::create(b, loc, i64, md.getOffset());
-    return LLVM::GEPOp::create(
-        b, loc, ptr, cast<MemRefType>(memref.getType()).getElementType(), raw,
-        ValueRange{off});
+    return runtime_call::elementPointer(b, loc, memref);
   }
 
   void check(OpBuilder &b, Location loc, Value status) {
@@ -595,17 +586,7 @@ private:
 
   Value call(OpBuilder &b, Location loc, StringRef name, ValueRange args,
              Type result) {
-    auto type = FunctionType::get(b.getContext(), ValueRange(args).getTypes(),
-                                  {result});
-    auto fn = symbols.lookup<func::FuncOp>(name);
-    if (!fn) {
-      OpBuilder top(module.getContext());
-      top.setInsertionPointToStart(module.getBody());
-      fn = func::FuncOp::create(top, module.getLoc(), name, type);
-      fn.setPrivate();
-      symbols.insert(fn);
-    }
-    return func::CallOp::create(b, loc, fn, args).getResult(0);
+    return runtime_call::call(b, loc, module, symbols, name, args, result);
   }
 
   ModuleOp module;
