@@ -50,6 +50,38 @@ Value contiguous(RewriterBase &rewriter, Location loc, Value buf) {
   return copy;
 }
 
+/// Chunks along a leading dim are contiguous; others would need a
+/// transpose the runtime does not do.
+LogicalResult checkLeadingDim(Operation *op, RankedTensorType type,
+                              int64_t dim) {
+  for (int64_t d = 0; d < dim; ++d)
+    if (type.getDimSize(d) != 1)
+      return op->emitOpError()
+             << "lowers to the runtime only along the leading non-unit dim "
+                "(dim "
+             << dim << " has outer dims that are not 1)";
+  return success();
+}
+
+/// The analysis answers of an op that never writes its tensor operands and
+/// whose results (if any) are fresh buffers: it only reads them, or (a
+/// marker) not even that.
+template <typename Derived, typename OpTy, bool Reads>
+struct NoAliasModel : BufferizableOpInterface::ExternalModel<Derived, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return Reads;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+};
+
 /// all_reduce, broadcast: in place on the operand's buffer.
 template <typename OpTy>
 struct InPlaceModel
@@ -96,20 +128,7 @@ struct InPlaceModel
 
 /// all_gather, reduce_scatter, all_to_all, shard: a fresh result buffer.
 template <typename OpTy>
-struct OutOfPlaceModel
-    : BufferizableOpInterface::ExternalModel<OutOfPlaceModel<OpTy>, OpTy> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+struct OutOfPlaceModel : NoAliasModel<OutOfPlaceModel<OpTy>, OpTy, true> {
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
 
   static dist::CollectiveKind collectiveOf() {
@@ -127,8 +146,6 @@ struct OutOfPlaceModel
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
     auto typed = cast<OpTy>(op);
-    // Chunks along a leading dim are contiguous; other dims would need a
-    // transpose the runtime does not do.
     auto inType = cast<RankedTensorType>(typed.getInput().getType());
     int64_t dim = 0;
     if constexpr (std::is_same_v<OpTy, dist::AllToAllOp>) {
@@ -139,12 +156,8 @@ struct OutOfPlaceModel
     } else {
       dim = typed.getDim();
     }
-    for (int64_t d = 0; d < dim; ++d)
-      if (inType.getDimSize(d) != 1)
-        return op->emitOpError()
-               << "lowers to the runtime only along the leading non-unit "
-                  "dim (dim "
-               << dim << " has outer dims that are not 1)";
+    if (failed(checkLeadingDim(op, inType, dim)))
+      return failure();
     FailureOr<Value> buf =
         getBuffer(rewriter, typed.getInput(), options, state);
     if (failed(buf))
@@ -168,20 +181,7 @@ struct OutOfPlaceModel
 };
 
 /// release: buffers are planned by liveness; the marker has done its job.
-struct ReleaseModel
-    : BufferizableOpInterface::ExternalModel<ReleaseModel, dist::ReleaseOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return false;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+struct ReleaseModel : NoAliasModel<ReleaseModel, dist::ReleaseOp, false> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &,
                           BufferizationState &) const {
@@ -203,37 +203,11 @@ FailureOr<Value> snapshot(RewriterBase &rewriter, Location loc, Value buf,
   return copy;
 }
 
-/// Chunks along a leading dim are contiguous; others would need a
-/// transpose the runtime does not do.
-LogicalResult checkLeadingDim(Operation *op, RankedTensorType type,
-                              int64_t dim) {
-  for (int64_t d = 0; d < dim; ++d)
-    if (type.getDimSize(d) != 1)
-      return op->emitOpError()
-             << "lowers to the runtime only along the leading non-unit dim "
-                "(dim "
-             << dim << " has outer dims that are not 1)";
-  return success();
-}
-
 /// The *_start collectives and send_start/recv_start: dsdist.comm_start on
 /// a snapshot of the operand into a fresh buffer, which the matching
 /// dsdist.wait delivers.
 template <typename OpTy>
-struct StartModel
-    : BufferizableOpInterface::ExternalModel<StartModel<OpTy>, OpTy> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+struct StartModel : NoAliasModel<StartModel<OpTy>, OpTy, true> {
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
@@ -317,20 +291,7 @@ struct StartModel
 };
 
 /// dsdist.wait: completes the start and delivers its output buffer.
-struct WaitModel
-    : BufferizableOpInterface::ExternalModel<WaitModel, dist::WaitOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return false;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+struct WaitModel : NoAliasModel<WaitModel, dist::WaitOp, false> {
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
@@ -357,20 +318,7 @@ struct WaitModel
 };
 
 /// Blocking send: reads its operand's buffer.
-struct SendModel
-    : BufferizableOpInterface::ExternalModel<SendModel, dist::SendOp> {
-  bool bufferizesToMemoryRead(Operation *, OpOperand &,
-                              const AnalysisState &) const {
-    return true;
-  }
-  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
-                               const AnalysisState &) const {
-    return false;
-  }
-  AliasingValueList getAliasingValues(Operation *, OpOperand &,
-                                      const AnalysisState &) const {
-    return {};
-  }
+struct SendModel : NoAliasModel<SendModel, dist::SendOp, true> {
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
