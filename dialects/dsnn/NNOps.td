@@ -328,6 +328,25 @@ def NN_CastOp : NN_Op<"cast", [Pure]> {
   let hasFolder = 1;
 }
 
+def NN_GradScaleOp : NN_Op<"grad_scale", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Identity whose cotangent is multiplied by `scale`";
+  let description = [{
+    The forward value is `input`; the VJP is `scale · dy`. fp16 training
+    puts it on the loss so the backward starts from the loss scale instead
+    of 1 (dynamic loss scaling: small gradients stay above fp16's
+    subnormals); the reported loss stays unscaled. ds-mixed-precision
+    inserts it, ds-loss-scale owns the scale.
+
+      %l = dsnn.grad_scale %loss by %scale : tensor<f32>, tensor<f32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_ScalarTensor:$scale);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `by` $scale attr-dict `:` type($input) `,` type($scale)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and losses
 //===----------------------------------------------------------------------===//

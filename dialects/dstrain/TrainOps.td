@@ -33,7 +33,9 @@ def Train_AdamOp : Train_Op<"adam", [Pure, AllTypesMatch<["param", "exp_avg",
 
     Without `adam_w_mode` the decay is L2 instead: `g += weight_decay p`
     before the moments. The grad is read in its own precision and widened
-    to f32.
+    to f32. With `skip` true (an fp16 step whose gradients overflowed) the
+    results are the inputs unchanged; the same holds for `dstrain.lamb` and
+    `dstrain.sgd`.
 
       %p1, %m1, %v1 = dstrain.adam %p, %g, %m, %v step %t lr %lr
           {weight_decay = 0.01 : f64} : tensor<4096xf32>, tensor<4096xbf16>
@@ -41,6 +43,7 @@ def Train_AdamOp : Train_Op<"adam", [Pure, AllTypesMatch<["param", "exp_avg",
   let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
       Train_FloatTensor:$exp_avg, Train_FloatTensor:$exp_avg_sq,
       Train_I64Scalar:$step, Train_F32Scalar:$lr,
+      Optional<Train_I1Scalar>:$skip,
       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
       DefaultValuedAttr<F64Attr, "1e-8">:$eps,
@@ -51,7 +54,7 @@ def Train_AdamOp : Train_Op<"adam", [Pure, AllTypesMatch<["param", "exp_avg",
       Train_FloatTensor:$new_exp_avg, Train_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` $step `lr` $lr
-    attr-dict `:` type($param) `,` type($grad)
+    (`skip` $skip^)? attr-dict `:` type($param) `,` type($grad)
   }];
   let hasVerifier = 1;
 }
@@ -72,6 +75,7 @@ def Train_LambOp : Train_Op<"lamb", [Pure, AllTypesMatch<["param", "exp_avg",
   let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
       Train_FloatTensor:$exp_avg, Train_FloatTensor:$exp_avg_sq,
       Train_I64Scalar:$step, Train_F32Scalar:$lr,
+      Optional<Train_I1Scalar>:$skip,
       DefaultValuedAttr<F64Attr, "0.9">:$beta1,
       DefaultValuedAttr<F64Attr, "0.999">:$beta2,
       DefaultValuedAttr<F64Attr, "1e-8">:$eps,
@@ -83,7 +87,7 @@ def Train_LambOp : Train_Op<"lamb", [Pure, AllTypesMatch<["param", "exp_avg",
       Train_FloatTensor:$new_exp_avg, Train_FloatTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `step` $step `lr` $lr
-    attr-dict `:` type($param) `,` type($grad)
+    (`skip` $skip^)? attr-dict `:` type($param) `,` type($grad)
   }];
   let hasVerifier = 1;
 }
@@ -103,6 +107,7 @@ def Train_SGDOp : Train_Op<"sgd", [Pure, AllTypesMatch<["param",
   let arguments = (ins Train_FloatTensor:$param, Train_FloatTensor:$grad,
       Train_FloatTensor:$momentum_buffer,
       Train_I64Scalar:$step, Train_F32Scalar:$lr,
+      Optional<Train_I1Scalar>:$skip,
       DefaultValuedAttr<F64Attr, "0.0">:$momentum,
       DefaultValuedAttr<F64Attr, "0.0">:$dampening,
       DefaultValuedAttr<BoolAttr, "false">:$nesterov,
@@ -111,7 +116,7 @@ def Train_SGDOp : Train_Op<"sgd", [Pure, AllTypesMatch<["param",
       Train_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
     $param `,` $grad `,` $momentum_buffer `step` $step `lr` $lr
-    attr-dict `:` type($param) `,` type($grad)
+    (`skip` $skip^)? attr-dict `:` type($param) `,` type($grad)
   }];
   let hasVerifier = 1;
 }

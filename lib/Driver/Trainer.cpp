@@ -44,6 +44,7 @@ struct ArgPlan {
   DType dtype;
   llvm::SmallVector<int64_t> shape;
   nn::ParamAttr param; // Param only
+  Attribute init;      // State: its first value (zeros when absent)
   /// Param/State split over the dp group: the whole tensor's shape (the
   /// argument itself is this rank's flat, zero-padded chunk).
   std::optional<llvm::SmallVector<int64_t>> fullShape;
@@ -108,7 +109,10 @@ llvm::Expected<std::vector<ArgPlan>> planArguments(func::FuncOp step) {
       plan.kind = ArgPlan::State;
       auto p = state.getAs<StringAttr>("param");
       auto k = state.getAs<StringAttr>("kind");
-      plan.name = (p ? p.str() : "?") + "." + (k ? k.str() : "?");
+      // Step-wide state (the loss scaler's) is named by its kind alone.
+      plan.name = p ? p.str() + "." + (k ? k.str() : "?")
+                    : (k ? k.str() : "?");
+      plan.init = state.get("init");
     } else if (step.getArgAttr(i, mlir::ds::kStepAttrName)) {
       plan.kind = ArgPlan::Step;
       plan.name = "step";
@@ -394,6 +398,18 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                     p.param.getStd().convertToDouble(), seed, r.first, r.count,
                     inputs[i].data<float>());
     }
+    if (p.kind == ArgPlan::State && p.init) {
+      int64_t n = product(p.shape);
+      if (auto f = dyn_cast<FloatAttr>(p.init); f && p.dtype == DType::F32)
+        std::fill_n(inputs[i].data<float>(), n, float(f.getValueAsDouble()));
+      else if (auto v = dyn_cast<IntegerAttr>(p.init);
+               v && p.dtype == DType::I64)
+        std::fill_n(inputs[i].data<int64_t>(), n, v.getInt());
+      else
+        return createStringError("state \"%s\": its init value does not "
+                                 "match its element type",
+                                 p.name.c_str());
+    }
     if (p.kind == ArgPlan::Batch && p.dtype == DType::F32) {
       // Synthetic float batches (MLP): fixed per run, drawn once.
       initParameter(p.name, InitKind::Normal, 1.0, seed, 0, product(p.shape),
@@ -454,6 +470,18 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                          seqLen, compileS, (*runner)->blasCallSites(),
                          config->zero.stage, modelStateBytes / 1e6);
 
+  // The fp16 loss scaler's state, when the step has one: reported, and a
+  // skipped step's non-finite loss is the overflow it skipped, not
+  // divergence.
+  std::optional<size_t> scaleArg, skippedArg;
+  for (size_t i = 0; i < plans->size(); ++i)
+    if ((*plans)[i].kind == ArgPlan::State) {
+      if ((*plans)[i].name == "loss_scale")
+        scaleArg = i;
+      else if ((*plans)[i].name == "skipped_steps")
+        skippedArg = i;
+    }
+
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
   for (int64_t s = 0; s < options.steps; ++s) {
     auto stepStart = Clock::now();
@@ -482,6 +510,8 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                           out + m * micro * seqLen);
       }
     }
+    int64_t skippedBefore =
+        skippedArg ? *inputs[*skippedArg].data<int64_t>() : 0;
     dsrt_comm_seconds_reset();
     if (llvm::Error err = (*runner)->invokeInto("train_step", inputs, outputs))
       return err;
@@ -499,27 +529,43 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     float lossV = *loss.data<float>(), lrV = *lr.data<float>(),
           normV = *gradNorm.data<float>();
     double tokensPerS = globalBatch * seqLen / (stepMs / 1000.0);
-    if (!std::isfinite(lossV))
+    bool skipped =
+        skippedArg && *inputs[*skippedArg].data<int64_t>() > skippedBefore;
+    if (!std::isfinite(lossV) && !skipped)
       return createStringError(
           "step %lld: the loss is %f; training diverged (lower the learning "
           "rate or enable gradient_clipping)",
           (long long)(s + 1), lossV);
-    metrics->write({{"step", s + 1},
-                    {"loss", double(lossV)},
-                    {"lr", double(lrV)},
-                    {"grad_norm", double(normV)},
-                    {"tokens_per_s", tokensPerS},
-                    {"step_ms", stepMs},
-                    {"peak_rss_bytes", peakRssBytes()},
-                    {"comm_ms", commMs},
-                    {"model_state_bytes", modelStateBytes},
-                    {"rank", int64_t(rank)}});
+    std::vector<std::pair<std::string, MetricsWriter::Value>> fields = {
+        {"step", s + 1},
+        {"loss", double(lossV)},
+        {"lr", double(lrV)},
+        {"grad_norm", double(normV)},
+        {"tokens_per_s", tokensPerS},
+        {"step_ms", stepMs},
+        {"peak_rss_bytes", peakRssBytes()},
+        {"comm_ms", commMs},
+        {"model_state_bytes", modelStateBytes},
+        {"rank", int64_t(rank)}};
+    if (scaleArg) {
+      fields.push_back(
+          {"loss_scale", double(*inputs[*scaleArg].data<float>())});
+      fields.push_back({"skipped", skipped});
+    }
+    metrics->write(fields);
     if (talk && ((s + 1) % printEvery == 0 || s == 0 || s + 1 == options.steps))
+    {
       log << llvm::formatv("step {0,5}/{1}  loss {2:f4}  lr {3:e2}  "
                            "grad_norm {4:f3}  tokens/s {5,8:f0}  step {6:f1} "
-                           "ms\n",
+                           "ms",
                            s + 1, options.steps, lossV, lrV, normV, tokensPerS,
                            stepMs);
+      if (scaleArg)
+        log << llvm::formatv("  loss_scale {0}{1}",
+                             *inputs[*scaleArg].data<float>(),
+                             skipped ? "  (skipped: overflow)" : "");
+      log << "\n";
+    }
   }
 
   if (!options.saveWeights.empty()) {

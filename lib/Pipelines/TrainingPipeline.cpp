@@ -16,15 +16,18 @@ namespace cfg = ::ds::config;
 
 llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
                                             const cfg::Config &config) {
-  // The step contract is f32 for now; a silently ignored precision setting
-  // would cost a training run.
-  if (config.fp16.enabled || config.bf16.enabled)
+  if (config.fp16.enabled && config.bf16.enabled)
     return llvm::createStringError(
-        std::string(config.fp16.enabled ? "fp16" : "bf16") +
-        ".enabled: mixed-precision training (casts, loss scaling) is not "
-        "built yet; the training pipeline builds an f32 step");
+        "fp16.enabled and bf16.enabled are both true; pick one precision");
 
   pm.addPass(createVerifyModelContract());
+  if (config.fp16.enabled || config.bf16.enabled) {
+    MixedPrecisionOptions precision;
+    precision.dtype = config.fp16.enabled ? "f16" : "bf16";
+    // bf16 has f32's exponent range: its gradients need no scaling.
+    precision.lossScale = config.fp16.enabled;
+    pm.addPass(createMixedPrecision(precision));
+  }
   pm.addPass(createAutodiff());
 
   AccumulateGradsOptions accumulate;
@@ -70,6 +73,17 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   schedule.cycleSecondStairCount = sched.cycleSecondStairCount;
   schedule.decayStepSize = sched.decayStepSize;
   pm.addPass(createLRSchedule(schedule));
+  if (config.fp16.enabled) {
+    const cfg::Fp16Config &fp16 = config.fp16;
+    LossScaleOptions scaler;
+    scaler.staticScale = fp16.lossScale;
+    scaler.initialScalePower = fp16.initialScalePower;
+    scaler.scaleWindow = fp16.lossScaleWindow;
+    scaler.hysteresis = fp16.hysteresis;
+    scaler.minScale = fp16.minLossScale;
+    scaler.consecutiveHysteresis = fp16.consecutiveHysteresis;
+    pm.addPass(createLossScale(scaler));
+  }
   pm.addPass(createVerifyStepContract());
 
   // Data parallelism: the step every rank of the dp group runs.

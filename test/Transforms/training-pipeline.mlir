@@ -1,6 +1,7 @@
 // RUN: ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline='config=%S/Inputs/train-adamw.json' | FileCheck %s
 // RUN: ds-import --spec %ds_src/examples/models/gpt-tiny.json | ds-opt --ds-training-pipeline='config=%S/Inputs/train-adamw.json' | FileCheck %s --check-prefix=IMPORT
-// RUN: not ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline='config=%S/Inputs/train-fp16.json' 2>&1 | FileCheck %s --check-prefix=FP16
+// RUN: ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline='config=%S/Inputs/train-fp16.json' | FileCheck %s --check-prefix=FP16
+// RUN: not ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline='config=%S/Inputs/train-fp16-bf16.json' 2>&1 | FileCheck %s --check-prefix=BOTH
 // RUN: not ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline='config=%S/Inputs/missing.json' 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not ds-opt %ds_src/examples/models/gpt-tiny.mlir --ds-training-pipeline 2>&1 | FileCheck %s --check-prefix=NOCONFIG
 
@@ -46,6 +47,28 @@
 // IMPORT-COUNT-28: dstrain.adam
 // IMPORT-NOT:     dstrain.adam
 
-// FP16: error: fp16.enabled: mixed-precision training (casts, loss scaling) is not built yet
+// fp16: a 16-bit forward/backward over f32 parameters, the backward seeded
+// with the loss scale, and the scaler's state and skip in the step.
+// FP16-LABEL: func.func @forward(
+// FP16-SAME:      %[[SCALE:[^:]*]]: tensor<f32> {dstrain.state = {kind = "loss_scale"}}
+// FP16:         dsnn.cast %{{.*}} : tensor<64x16xf32> -> tensor<64x16xf16>
+// FP16:         dsnn.linear {{.*}} -> tensor<2x8x64xf16>
+// FP16:         %[[LOGITS:.*]] = dsnn.cast %{{.*}} : tensor<2x8x64xf16> -> tensor<2x8x64xf32>
+// FP16:         %[[LOSS:.*]] = dsnn.cross_entropy %[[LOGITS]]
+// FP16:         dsnn.grad_scale %[[LOSS]] by %[[SCALE]]
+// FP16-LABEL: func.func @train_step(
+// FP16-SAME:      {dstrain.state = {kind = "exp_avg_sq", param = "ln_f.bias"}}
+// FP16-SAME:      %[[S:[^:]*]]: tensor<f32> {dstrain.state = {init = 6.553600e+04 : f64, kind = "loss_scale"}}
+// FP16-SAME:      %[[G:[^:]*]]: tensor<i64> {dstrain.state = {init = 0 : i64, kind = "loss_scale_good_steps"}}
+// FP16-SAME:      %[[H:[^:]*]]: tensor<i64> {dstrain.state = {init = 2 : i64, kind = "loss_scale_hysteresis"}}
+// FP16-SAME:      %[[SK:[^:]*]]: tensor<i64> {dstrain.state = {init = 0 : i64, kind = "skipped_steps"}}
+// FP16-SAME:      %[[STEP:[^:]*]]: tensor<i64> {dstrain.step}
+// FP16:         %[[APPLIED:.*]] = arith.subi %[[STEP]], %[[SK]] : tensor<i64>
+// FP16:         call @forward_backward({{.*}}, %[[S]],
+// FP16:         %[[OVF:.*]] = dstrain.has_overflow
+// FP16:         dstrain.global_norm
+// FP16-COUNT-28: dstrain.adam {{.*}} step %[[APPLIED]] lr %{{.*}} skip %[[OVF]]
+// FP16:         dstrain.loss_scale_update scale %[[S]] good_steps %[[G]] hysteresis_left %[[H]] overflow %[[OVF]] {consecutive_hysteresis = false, hysteresis = 2 : i64, min_scale = 1.000000e+00 : f64, scale_window = 1000 : i64}
+// BOTH: error: fp16.enabled and bf16.enabled are both true; pick one precision
 // MISSING: error: cannot read config file "{{.*}}missing.json"
 // NOCONFIG: ds-training-pipeline needs config=FILE

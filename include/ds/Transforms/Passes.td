@@ -44,6 +44,46 @@ def VerifyModelContract : Pass<"ds-verify-model-contract", "mlir::ModuleOp"> {
 // Training phase: model contract -> step contract
 //===----------------------------------------------------------------------===//
 
+def MixedPrecision : Pass<"ds-mixed-precision", "mlir::ModuleOp"> {
+  let summary = "16-bit forward (and so backward) over f32 master parameters";
+  let description = [{
+    On the model contract, before ds-autodiff: every `dsnn` op computes in
+    `dtype` (bf16 or f16) — its float operands are cast to it
+    (`dsnn.cast`) and its float results take it — except the ops that need
+    f32, which get f32 operands: the losses (`dsnn.cross_entropy`,
+    `dsnn.mse_loss`) and MoE routing (`dsnn.moe`, gating as DeepSpeed does
+    it in f32). Parameters stay f32 arguments (the master weights the
+    optimizer updates); each use reads a 16-bit cast of it, so ds-autodiff's
+    VJP of the cast hands back f32 gradients. The lowering computes every
+    16-bit op in f32 registers (reductions accumulate in f32, matmuls widen
+    their operands and accumulate in f32) and stores 16-bit activations.
+
+    With `loss-scale` (fp16), `@forward` also takes the loss scale right
+    after the parameters, `tensor<f32> {dstrain.state = {kind =
+    "loss_scale"}}`, and the returned loss goes through `dsnn.grad_scale`,
+    so the backward starts from the scale; ds-loss-scale unscales, checks
+    for overflow and updates the scale.
+
+      %w16 = dsnn.cast %w : tensor<64x16xf32> -> tensor<64x16xbf16>
+      %y = dsnn.linear %x, %w16 : (tensor<4x16xbf16>, tensor<64x16xbf16>) -> tensor<4x64xbf16>
+      %y32 = dsnn.cast %y : tensor<4x64xbf16> -> tensor<4x64xf32>
+      %l = dsnn.cross_entropy %y32, %t : tensor<4x64xf32>, tensor<4xi64> -> tensor<f32>
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", "\"bf16\"",
+           "the 16-bit compute type: bf16 or f16">,
+    Option<"lossScale", "loss-scale", "bool", "false",
+           "take a loss scale and seed the backward with it (fp16)">,
+    Option<"entry", "entry", "std::string", "\"forward\"",
+           "the model contract's function">,
+  ];
+  let statistics = [
+    Statistic<"numCasts", "casts", "dsnn.cast ops inserted">,
+    Statistic<"numLowOps", "low-precision-ops", "ops computing in dtype">,
+  ];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect"];
+}
+
 def Autodiff : Pass<"ds-autodiff", "mlir::ModuleOp"> {
   let summary = "Reverse-mode autodiff: @forward -> @forward_backward";
   let description = [{
@@ -265,6 +305,49 @@ def LRSchedule : Pass<"ds-lr-schedule", "mlir::ModuleOp"> {
            "the step function">,
   ];
   let dependentDialects = ["::mlir::ds::train::TrainDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def LossScale : Pass<"ds-loss-scale", "mlir::ModuleOp"> {
+  let summary = "fp16 loss scaling: unscale, overflow check, skip, scale update";
+  let description = [{
+    On `@train_step` whose backward ds-mixed-precision seeded with the loss
+    scale (the `dstrain.state = {kind = "loss_scale"}` argument), after
+    ds-lr-schedule. DeepSpeed's dynamic loss scaler, as IR:
+
+    - the scaler's state joins the step-wide state after the scale:
+      `loss_scale_good_steps`, `loss_scale_hysteresis` and `skipped_steps`
+      (each with its `init` value; the scale starts at
+      2^`initial-scale-power`, or at `static-scale` when that is > 0);
+    - the gradients are multiplied by 1/scale before the norm, so clipping
+      and the optimizer see unscaled gradients;
+    - `dstrain.has_overflow` over them is the step's skip flag (ds-zero
+      makes it the OR over the data-parallel group);
+    - every optimizer update takes `skip`, and the optimizer and the LR
+      schedule count applied updates, `step - skipped_steps`, as DeepSpeed
+      neither steps the optimizer nor the scheduler on an overflow;
+    - `dstrain.loss_scale_update` computes the next scale, and
+      `skipped_steps` counts the skipped step.
+  }];
+  let options = [
+    Option<"staticScale", "static-scale", "double", "0.0",
+           "fp16.loss_scale: a fixed scale (0: dynamic)">,
+    Option<"initialScalePower", "initial-scale-power", "int64_t", "16",
+           "fp16.initial_scale_power: the dynamic scale starts at 2^this">,
+    Option<"scaleWindow", "scale-window", "int64_t", "1000",
+           "fp16.loss_scale_window: clean steps before the scale doubles">,
+    Option<"hysteresis", "hysteresis", "int64_t", "2",
+           "fp16.hysteresis: overflows tolerated before the scale halves">,
+    Option<"minScale", "min-scale", "double", "1.0",
+           "fp16.min_loss_scale: the scale never drops below this">,
+    Option<"consecutiveHysteresis", "consecutive-hysteresis", "bool", "false",
+           "fp16.consecutive_hysteresis: refill hysteresis on every clean "
+           "step">,
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+  ];
+  let dependentDialects = ["::mlir::ds::train::TrainDialect",
+                           "::mlir::ds::nn::NNDialect",
                            "::mlir::arith::ArithDialect"];
 }
 
@@ -519,6 +602,7 @@ def LowerTrainToLinalg : Pass<"ds-lower-train-to-linalg", "mlir::ModuleOp"> {
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
   ];
 }
 

@@ -139,6 +139,17 @@ struct CastLowering : OpRewritePattern<nn::CastOp> {
   }
 };
 
+/// Only the backward differs from the identity.
+struct GradScaleLowering : OpRewritePattern<nn::GradScaleOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::GradScaleOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ds::nntolinalg::populateElementwisePatterns(
@@ -150,6 +161,7 @@ void mlir::ds::nntolinalg::populateElementwisePatterns(
                ElementwiseLowering<nn::MulOp>, ElementwiseLowering<nn::DivOp>,
                ElementwiseLowering<nn::GeluGradOp>,
                ElementwiseLowering<nn::ReluGradOp>,
-               ElementwiseLowering<nn::SiluGradOp>, CastLowering>(
+               ElementwiseLowering<nn::SiluGradOp>, CastLowering,
+               GradScaleLowering>(
       patterns.getContext());
 }

@@ -162,6 +162,11 @@ Value buildMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs,
     shape.push_back(a[0]);
   shape.append({m, n});
   Type accType = getComputeType(tensorType(lhs).getElementType());
+  // 16-bit operands are widened first: the products and sums are then
+  // exactly those of a 16-bit-input, f32-accumulate matmul unit, and the
+  // contraction stays f32, which the BLAS lowering calls sgemm for.
+  lhs = castElements(b, loc, lhs, accType);
+  rhs = castElements(b, loc, rhs, accType);
   Value acc = filledTensor(b, loc, shape, accType, 0.0);
   // Owning storage: a TypeRange/ValueRange over a braced list would dangle.
   SmallVector<Type> resultTypes{acc.getType()};

@@ -71,6 +71,8 @@ struct AdamLowering : OptimizerPattern<train::AdamOp> {
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
+    if (op.getSkip())
+      return rewriter.notifyMatchFailure(op, "skip not yet an scf.if");
     if (skipKernelOps && isServedByOptimizerKernels(op))
       return rewriter.notifyMatchFailure(op, "left for the runtime kernels");
     Location loc = op.getLoc();
@@ -130,6 +132,8 @@ struct LambLowering : OptimizerPattern<train::LambOp> {
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
+    if (op.getSkip())
+      return rewriter.notifyMatchFailure(op, "skip not yet an scf.if");
     if (skipKernelOps && isServedByOptimizerKernels(op))
       return rewriter.notifyMatchFailure(op, "left for the runtime kernels");
     Location loc = op.getLoc();
@@ -221,6 +225,8 @@ struct SGDLowering : OptimizerPattern<train::SGDOp> {
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
+    if (op.getSkip())
+      return rewriter.notifyMatchFailure(op, "skip not yet an scf.if");
     if (skipKernelOps && isServedByOptimizerKernels(op))
       return rewriter.notifyMatchFailure(op, "left for the runtime kernels");
     Location loc = op.getLoc();

@@ -16,8 +16,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::ds {
@@ -90,11 +92,90 @@ void clusterKernelUpdates(Block &block) {
     u->moveBefore(firstUse);
 }
 
+Value skipOf(Operation *op) {
+  if (auto adam = dyn_cast<train::AdamOp>(op))
+    return adam.getSkip();
+  if (auto lamb = dyn_cast<train::LambOp>(op))
+    return lamb.getSkip();
+  if (auto sgd = dyn_cast<train::SGDOp>(op))
+    return sgd.getSkip();
+  return {};
+}
+
+/// The values an update returns when it is skipped: its inputs.
+SmallVector<Value> unchanged(Operation *op) {
+  if (auto sgd = dyn_cast<train::SGDOp>(op))
+    return {sgd.getParam(), sgd.getMomentumBuffer()};
+  return {op->getOperand(0), op->getOperand(2), op->getOperand(3)};
+}
+
+/// Puts the updates of `block` that share a `skip` flag into one
+/// `scf.if %skip { inputs } else { updates }`, so a skipped step costs
+/// nothing and the updates stay side by side for one dsrt_*_multi call.
+/// The if goes where the last update was; an update whose result is used
+/// before that keeps its own if.
+void wrapSkippableUpdates(Block &block) {
+  llvm::MapVector<Value, SmallVector<Operation *>> bySkip;
+  for (Operation &op : block)
+    if (Value skip = skipOf(&op))
+      bySkip[skip].push_back(&op);
+  for (auto &[skip, ops] : bySkip) {
+    SmallVector<SmallVector<Operation *>> groups;
+    Operation *last = ops.back();
+    SmallVector<Operation *> together;
+    for (Operation *op : ops) {
+      bool usedEarly = llvm::any_of(op->getUsers(), [&](Operation *user) {
+        Operation *at = block.findAncestorOpInBlock(*user);
+        return at && at != last && at->isBeforeInBlock(last) &&
+               !llvm::is_contained(ops, at);
+      });
+      if (usedEarly)
+        groups.push_back({op});
+      else
+        together.push_back(op);
+    }
+    if (!together.empty())
+      groups.push_back(together);
+    for (ArrayRef<Operation *> group : groups) {
+      Operation *at = group.back();
+      OpBuilder b(at);
+      Location loc = at->getLoc();
+      SmallVector<Type> types;
+      SmallVector<Value> inputs;
+      for (Operation *op : group) {
+        llvm::append_range(types, op->getResultTypes());
+        llvm::append_range(inputs, unchanged(op));
+      }
+      Value flag = tensor::ExtractOp::create(b, loc, skip, ValueRange{});
+      auto ifOp = scf::IfOp::create(b, loc, types, flag, /*withElse=*/true);
+      b.setInsertionPointToEnd(ifOp.thenBlock());
+      scf::YieldOp::create(b, loc, inputs);
+      SmallVector<Value> results;
+      unsigned next = 0;
+      for (Operation *op : group) {
+        op->moveBefore(ifOp.elseBlock(), ifOp.elseBlock()->end());
+        op->eraseOperand(op->getNumOperands() - 1);
+        for (Value r : op->getResults()) {
+          r.replaceAllUsesExcept(ifOp.getResult(next++), ifOp);
+          results.push_back(r);
+        }
+      }
+      b.setInsertionPointToEnd(ifOp.elseBlock());
+      scf::YieldOp::create(b, loc, results);
+    }
+  }
+}
+
 struct LowerTrainToLinalgPass
     : ds::impl::LowerTrainToLinalgBase<LowerTrainToLinalgPass> {
   using Base::Base;
 
   void runOnOperation() override {
+    SmallVector<Block *> blocks;
+    getOperation()->walk([&](Block *block) { blocks.push_back(block); });
+    for (Block *block : blocks)
+      wrapSkippableUpdates(*block);
+
     RewritePatternSet patterns(&getContext());
     populateTrainToLinalgPatterns(patterns, optimizerKernels);
     // Only dstrain ops are this pass's business; regions stay as they are.

@@ -515,6 +515,23 @@ void ZeroPass::runOnOperation() {
   }
   ret->setOperand(normIdx, norm);
 
+  // 2b. An fp16 step skips when any rank's gradients overflowed: each
+  // rank checked its own, so the flag is their OR.
+  for (auto check :
+       llvm::make_early_inc_range(body.getOps<train::HasOverflowOp>())) {
+    OpBuilder fb(check->getContext());
+    fb.setInsertionPointAfter(check);
+    Location at = check.getLoc();
+    DpBuilder dpFlag(fb, at, dpSize);
+    auto asFloat = arith::UIToFPOp::create(fb, at, scalarF32, check);
+    Value any = dpFlag.allReduce(asFloat, dist::ReductionKind::max);
+    Value zero = arith::ConstantOp::create(
+        fb, at, DenseElementsAttr::get(scalarF32, fb.getF32FloatAttr(0.0f)));
+    Value flag = arith::CmpFOp::create(fb, at, arith::CmpFPredicate::OGT, any,
+                                       zero);
+    check.getResult().replaceAllUsesExcept(flag, asFloat);
+  }
+
   // 3. The loss every rank reports: the group's mean.
   b.setInsertionPoint(ret);
   ret->setOperand(

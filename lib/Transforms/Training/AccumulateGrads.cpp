@@ -76,16 +76,22 @@ struct AccumulateGradsPass
     unsigned numInputs = gradType.getNumInputs();
     bool keyed = numInputs > numParams &&
                  grad.getArgAttr(numInputs - 1, kRngKeyAttrName);
-    unsigned numBatch = numInputs - numParams - (keyed ? 1 : 0);
+    // Step state the forward reads (the fp16 loss scale) follows the
+    // parameters and is passed to every micro-batch as is.
+    unsigned numGlobal = 0;
+    while (numParams + numGlobal < numInputs &&
+           grad.getArgAttr(numParams + numGlobal, kStateAttrName))
+      ++numGlobal;
+    unsigned numBatch = numInputs - numParams - numGlobal - (keyed ? 1 : 0);
 
     // Batch arguments gain the leading micro-batch dim.
     SmallVector<Type> argTypes;
     SmallVector<DictionaryAttr> argAttrs;
     for (auto [i, type] : llvm::enumerate(gradType.getInputs())) {
-      if (i >= numParams + numBatch)
+      if (i >= numParams + numGlobal + numBatch)
         break;
       argAttrs.push_back(grad.getArgAttrDict(i));
-      if (i < numParams) {
+      if (i < numParams + numGlobal) {
         argTypes.push_back(type);
         continue;
       }
@@ -101,10 +107,10 @@ struct AccumulateGradsPass
     SmallVector<Type> resultTypes(gradType.getResults());
     OpBuilder b(ctx);
     if (keyed) {
-      argTypes.insert(argTypes.begin() + numParams,
+      argTypes.insert(argTypes.begin() + numParams + numGlobal,
                       RankedTensorType::get({}, b.getI64Type()));
       argAttrs.insert(
-          argAttrs.begin() + numParams,
+          argAttrs.begin() + numParams + numGlobal,
           b.getDictionaryAttr(b.getNamedAttr(kStepAttrName, b.getUnitAttr())));
     }
 
@@ -116,8 +122,8 @@ struct AccumulateGradsPass
     Block *body = step.addEntryBlock();
     b.setInsertionPointToStart(body);
 
-    ValueRange params = body->getArguments().take_front(numParams);
-    Value stepArg = keyed ? body->getArgument(numParams) : Value();
+    ValueRange params = body->getArguments().take_front(numParams + numGlobal);
+    Value stepArg = keyed ? body->getArgument(numParams + numGlobal) : Value();
     ValueRange batch = body->getArguments().take_back(numBatch);
     auto microBatch = [&](OpBuilder &nb, Location l, OpFoldResult index) {
       SmallVector<Value> operands(params);

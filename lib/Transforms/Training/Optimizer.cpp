@@ -106,6 +106,12 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
             b.getDictionaryAttr(b.getNamedAttr(kStateAttrName, state)));
         locs.push_back(fn.getArgument(p).getLoc());
       }
+    // Step-wide state (the loss scale) stays between the per-parameter
+    // state and the step.
+    unsigned numGlobal = 0;
+    while (numParams + numGlobal < fn.getNumArguments() &&
+           fn.getArgAttr(numParams + numGlobal, kStateAttrName))
+      ++numGlobal;
     // A step argument that is already there (dropout's masks need it in the
     // micro-batch loop) moves to its place after the state.
     std::optional<unsigned> oldStep;
@@ -113,7 +119,7 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
       if (fn.getArgAttr(i, kStepAttrName))
         oldStep = i;
     auto stepType = RankedTensorType::get({}, b.getI64Type());
-    indices.push_back(numParams);
+    indices.push_back(numParams + numGlobal);
     types.push_back(stepType);
     attrs.push_back(
         b.getDictionaryAttr(b.getNamedAttr(kStepAttrName, b.getUnitAttr())));
@@ -123,7 +129,7 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
       return signalPassFailure();
     }
     numStateTensors = numParams * kinds.size();
-    unsigned newStep = numParams + numParams * kinds.size();
+    unsigned newStep = numParams + numParams * kinds.size() + numGlobal;
     if (oldStep) {
       unsigned old =
           *oldStep >= numParams ? *oldStep + indices.size() : *oldStep;
@@ -138,7 +144,7 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
     unsigned numState = numParams * kinds.size();
     ValueRange params = entryBlock.getArguments().take_front(numParams);
     ValueRange states = entryBlock.getArguments().slice(numParams, numState);
-    Value step = entryBlock.getArgument(numParams + numState);
+    Value step = entryBlock.getArgument(numParams + numState + numGlobal);
 
     b.setInsertionPointToStart(&entryBlock);
     Location loc = ret.getLoc();
@@ -158,18 +164,18 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
       case Kind::AdamW:
         op = train::AdamOp::create(
             b, loc, type, type, type, param, grad, states[2 * p],
-            states[2 * p + 1], step, lrValue, f64(beta1), f64(beta2), f64(eps),
+            states[2 * p + 1], step, lrValue, /*skip=*/Value(), f64(beta1), f64(beta2), f64(eps),
             f64(weightDecay), kind == Kind::AdamW || adamWMode, biasCorrection);
         break;
       case Kind::Lamb:
         op = train::LambOp::create(
             b, loc, type, type, type, param, grad, states[2 * p],
-            states[2 * p + 1], step, lrValue, f64(beta1), f64(beta2), f64(eps),
+            states[2 * p + 1], step, lrValue, /*skip=*/Value(), f64(beta1), f64(beta2), f64(eps),
             f64(weightDecay), biasCorrection, f64(maxCoeff), f64(minCoeff));
         break;
       case Kind::SGD:
         op = train::SGDOp::create(b, loc, type, type, param, grad, states[p],
-                                  step, lrValue, f64(momentum), f64(dampening),
+                                  step, lrValue, /*skip=*/Value(), f64(momentum), f64(dampening),
                                   nesterov, f64(weightDecay));
         break;
       }

@@ -421,6 +421,19 @@ struct CastVJP : VJP<CastVJP, CastOp> {
   }
 };
 
+struct GradScaleVJP : VJP<GradScaleVJP, GradScaleOp> {
+  LogicalResult vjp(GradScaleOp op, OpBuilder &b, Location loc, ValueRange dys,
+                    SmallVectorImpl<Value> &dxs) const {
+    Type elem = tensorType(dys[0]).getElementType();
+    Value scale = op.getScale();
+    if (tensorType(scale).getElementType() != elem)
+      scale = CastOp::create(b, loc, RankedTensorType::get({}, elem), scale);
+    dxs.push_back(MulOp::create(b, loc, dys[0].getType(), dys[0], scale));
+    dxs.push_back(Value()); // the scale is a constant of the step
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Reductions and losses
 //===----------------------------------------------------------------------===//
@@ -568,6 +581,7 @@ void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
     SplitOp::attachInterface<SplitVJP>(*ctx);
     ConcatOp::attachInterface<ConcatVJP>(*ctx);
     CastOp::attachInterface<CastVJP>(*ctx);
+    GradScaleOp::attachInterface<GradScaleVJP>(*ctx);
     ReduceSumOp::attachInterface<ReduceSumVJP>(*ctx);
     ReduceMeanOp::attachInterface<ReduceMeanVJP>(*ctx);
     CrossEntropyOp::attachInterface<CrossEntropyVJP>(*ctx);

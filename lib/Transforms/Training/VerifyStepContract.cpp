@@ -31,6 +31,11 @@ namespace {
 
 constexpr StringLiteral kKnownKinds[] = {"exp_avg", "exp_avg_sq",
                                          "momentum_buffer"};
+/// State of the whole step rather than of one parameter (the fp16 loss
+/// scaler's), after the per-parameter state.
+constexpr StringLiteral kStepWideKinds[] = {
+    "loss_scale", "loss_scale_good_steps", "loss_scale_hysteresis",
+    "skipped_steps"};
 
 struct VerifyStepContractPass
     : ds::impl::VerifyStepContractBase<VerifyStepContractPass> {
@@ -94,6 +99,7 @@ struct VerifyStepContractPass
     // Optimizer state, grouped per parameter in parameter order.
     unsigned i = numParams;
     SmallVector<SmallVector<StringRef>> kindsOf(numParams);
+    bool stepWide = false;
     for (; i < numArgs; ++i) {
       auto state = fn.getArgAttrOfType<DictionaryAttr>(i, kStateAttrName);
       if (!state) {
@@ -108,9 +114,28 @@ struct VerifyStepContractPass
                   "first";
       auto param = state.getAs<StringAttr>("param");
       auto kind = state.getAs<StringAttr>("kind");
+      if (!param && kind && llvm::is_contained(kStepWideKinds, kind.getValue())) {
+        auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
+        bool isScale = kind.getValue() == "loss_scale";
+        if (!t || t.getRank() != 0 ||
+            (isScale ? !t.getElementType().isF32()
+                     : !t.getElementType().isSignlessInteger(64)))
+          fail() << "argument #" << i << ": step-wide state \""
+                 << kind.getValue() << "\" has type "
+                 << fn.getArgumentTypes()[i] << " but must be "
+                 << (isScale ? "tensor<f32>" : "tensor<i64>");
+        stepWide = true;
+        continue;
+      }
+      if (stepWide)
+        fail() << "argument #" << i
+               << ": per-parameter state after the step-wide state; it "
+                  "comes first";
       if (!param || !kind) {
         fail() << "argument #" << i << ": " << kStateAttrName
-               << " needs string entries \"param\" and \"kind\"";
+               << " needs string entries \"param\" and \"kind\" (or a "
+                  "step-wide kind: loss_scale, loss_scale_good_steps, "
+                  "loss_scale_hysteresis, skipped_steps)";
         continue;
       }
       if (!llvm::is_contained(kKnownKinds, kind.getValue()))

@@ -1,0 +1,160 @@
+//===- MixedPrecision.cpp - 16-bit forward over f32 master parameters -----===//
+//
+// Runs on the model contract, before autodiff, so the backward follows the
+// forward's precision without any pass of its own: the VJP of a 16-bit op
+// is 16-bit, and the VJP of the cast that reads a parameter casts its
+// cotangent back to f32. Ops are rewritten in place (operands cast, result
+// types changed) rather than re-created, so every attribute and region
+// stays as the importer made it.
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Training.h"
+#include "dsnn/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::ds {
+#define GEN_PASS_DEF_MIXEDPRECISION
+#include "ds/Transforms/Passes.h.inc"
+} // namespace mlir::ds
+
+using namespace mlir;
+using namespace mlir::ds;
+using namespace mlir::ds::nn;
+
+namespace {
+
+RankedTensorType floatTensor(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  return t && isa<FloatType>(t.getElementType()) ? t : RankedTensorType();
+}
+
+struct MixedPrecisionPass
+    : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
+  using Base::Base;
+
+  Type low;
+  /// The type a value had before its producer moved to `low`.
+  DenseMap<Value, Type> original;
+
+  /// Ops whose numerics need f32 inputs: the losses (a log-sum-exp over the
+  /// vocabulary) and MoE routing (top-k over gate probabilities).
+  static bool needsF32(Operation *op) {
+    return isa<CrossEntropyOp, MSELossOp, MoEOp, MoERouteOp, MoEGateOp>(op);
+  }
+
+  Value castTo(OpBuilder &b, Location loc, Value v, Type elem) {
+    ++numCasts;
+    return CastOp::create(b, loc, floatTensor(v.getType()).clone(elem), v);
+  }
+
+  /// Casts each float operand of `op` to `elem`.
+  void castOperandsTo(Operation *op, Type elem) {
+    OpBuilder b(op);
+    for (OpOperand &use : op->getOpOperands()) {
+      RankedTensorType t = floatTensor(use.get().getType());
+      if (t && t.getElementType() != elem)
+        use.set(castTo(b, op->getLoc(), use.get(), elem));
+    }
+  }
+
+  /// Gives `op` back the operand types it was built with.
+  void restoreOperands(Operation *op) {
+    OpBuilder b(op);
+    for (OpOperand &use : op->getOpOperands()) {
+      auto it = original.find(use.get());
+      if (it != original.end() && it->second != use.get().getType())
+        use.set(castTo(b, op->getLoc(), use.get(),
+                     cast<RankedTensorType>(it->second).getElementType()));
+    }
+  }
+
+  void lowerResults(Operation *op) {
+    for (Value r : op->getResults())
+      if (RankedTensorType t = floatTensor(r.getType());
+          t && t.getElementType() != low) {
+        original.try_emplace(r, t);
+        r.setType(t.clone(low));
+      }
+  }
+
+  void convertBlock(Block &block) {
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      if (!isa<NNDialect>(op.getDialect()) || needsF32(&op)) {
+        restoreOperands(&op);
+        continue;
+      }
+      if (isa<CastOp, GradScaleOp>(op))
+        continue;
+      if (auto layer = dyn_cast<LayerOp>(op)) {
+        convertBlock(layer.getBody().front());
+        auto yield = cast<YieldOp>(layer.getBody().front().getTerminator());
+        for (auto [result, value] :
+             llvm::zip(layer.getResults(), yield.getValues()))
+          if (result.getType() != value.getType()) {
+            original.try_emplace(result, result.getType());
+            result.setType(value.getType());
+          }
+        continue;
+      }
+      castOperandsTo(&op, low);
+      lowerResults(&op);
+      ++numLowOps;
+    }
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    Builder builder(&getContext());
+    if (dtype == "bf16")
+      low = builder.getBF16Type();
+    else if (dtype == "f16" || dtype == "fp16")
+      low = builder.getF16Type();
+    else {
+      module.emitError() << "ds-mixed-precision: dtype \"" << dtype
+                         << "\" is not a 16-bit float; use bf16 or f16";
+      return signalPassFailure();
+    }
+    auto fn = module.lookupSymbol<func::FuncOp>(entry);
+    if (!fn || fn.isExternal()) {
+      module.emitError() << "ds-mixed-precision: no func.func @" << entry
+                         << " with a body (the model contract)";
+      return signalPassFailure();
+    }
+    Block &body = fn.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() != 1 || !floatTensor(ret.getOperand(0).getType()))
+      {
+      fn.emitError() << "ds-mixed-precision: @" << entry
+                     << " must return one float loss (the model contract)";
+      return signalPassFailure();
+    }
+    convertBlock(body);
+
+    if (!lossScale)
+      return;
+    // The scale is read-only state of the step, right after the parameters;
+    // ds-loss-scale gives it its initial value and its update.
+    unsigned index = numLeadingParams(fn);
+    auto scalar = RankedTensorType::get({}, builder.getF32Type());
+    auto state = builder.getDictionaryAttr(
+        builder.getNamedAttr("kind", builder.getStringAttr("loss_scale")));
+    if (failed(fn.insertArgument(
+            index, scalar,
+            builder.getDictionaryAttr(
+                builder.getNamedAttr(kStateAttrName, state)),
+            fn.getLoc()))) {
+      fn.emitError("ds-mixed-precision: cannot add the loss-scale argument");
+      return signalPassFailure();
+    }
+    OpBuilder b(ret);
+    Value loss = ret.getOperand(0);
+    ret->setOperand(0, GradScaleOp::create(b, ret.getLoc(), loss.getType(),
+                                           loss, fn.getArgument(index)));
+  }
+};
+
+} // namespace
