@@ -68,7 +68,7 @@
 // FP16:         %[[OVF:.*]] = dstrain.has_overflow
 // FP16:         dstrain.global_norm
 // FP16-COUNT-28: dstrain.adam {{.*}} step %[[APPLIED]] lr %{{.*}} skip %[[OVF]]
-// FP16:         dstrain.loss_scale_update scale %[[S]] good_steps %[[G]] hysteresis_left %[[H]] overflow %[[OVF]] {consecutive_hysteresis = false, hysteresis = 2 : i64, min_scale = 1.000000e+00 : f64, scale_window = 1000 : i64}
-// BOTH: error: fp16.enabled and bf16.enabled are both true; pick one precision
+// FP16:         dstrain.loss_scale_update scale %[[S]] good_steps %[[G]] hysteresis_left %[[H]] overflow %[[OVF]]{{$}}
+// BOTH: error: fp16.enabled and bf16.enabled are both true; enable at most one
 // MISSING: error: cannot read config file "{{.*}}missing.json"
 // NOCONFIG: ds-training-pipeline needs config=FILE

@@ -73,9 +73,13 @@ func.func @batch_matmul_rank4(%a: tensor<2x3x4x5xf32>, %b: tensor<2x3x6x5xf32>) 
 
 // -----
 
-// bf16 operands accumulate in f32, then round once.
+// bf16 operands are widened (exactly) and accumulate in f32, so the
+// contraction is an f32 one BLAS serves; the result rounds once.
 // CHECK-LABEL: func @matmul_bf16
-// CHECK:         %[[MM:.*]] = linalg.matmul ins(%arg0, %arg1 : tensor<4x5xbf16>, tensor<5x6xbf16>) outs(%{{.*}} : tensor<4x6xf32>)
+// CHECK:         %[[A:.*]] = linalg.generic {{.*}} ins(%arg0 : tensor<4x5xbf16>) outs(%{{.*}} : tensor<4x5xf32>)
+// CHECK:           arith.extf %{{.*}} : bf16 to f32
+// CHECK:         %[[B:.*]] = linalg.generic {{.*}} ins(%arg1 : tensor<5x6xbf16>) outs(%{{.*}} : tensor<5x6xf32>)
+// CHECK:         %[[MM:.*]] = linalg.matmul ins(%[[A]], %[[B]] : tensor<4x5xf32>, tensor<5x6xf32>) outs(%{{.*}} : tensor<4x6xf32>)
 // CHECK:         linalg.generic {{.*}} ins(%[[MM]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<4x6xbf16>)
 // CHECK:           arith.truncf %{{.*}} : f32 to bf16
 func.func @matmul_bf16(%a: tensor<4x5xbf16>, %b: tensor<5x6xbf16>) -> tensor<4x6xbf16> {
