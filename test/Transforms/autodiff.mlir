@@ -367,6 +367,24 @@ func.func @forward(%x: tensor<2x8xf32> {dsnn.param = #dsnn.param<name = "x", ini
 
 // -----
 
+// grad_scale: the loss passes through, the backward starts from the scale
+// (a constant of the step: no cotangent of its own).
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK-SAME:      %[[S:[^:]*]]: tensor<f32>)
+// CHECK:         %[[L:.*]] = dsnn.reduce_sum
+// CHECK-NEXT:    %[[SL:.*]] = dsnn.grad_scale %[[L]] by %[[S]]
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[SEED:.*]] = dsnn.mul %[[ONE]], %[[S]] : tensor<f32>, tensor<f32> -> tensor<f32>
+// CHECK:         dsnn.add %{{.*}}, %[[SEED]] : tensor<2x8xf32>, tensor<f32> -> tensor<2x8xf32>
+// CHECK:         return %[[SL]],
+func.func @forward(%x: tensor<2x8xf32> {dsnn.param = #dsnn.param<name = "x", init = normal, std = 0.02>}, %s: tensor<f32>) -> tensor<f32> {
+  %l = dsnn.reduce_sum %x dims [0, 1] : tensor<2x8xf32> -> tensor<f32>
+  %sl = dsnn.grad_scale %l by %s : tensor<f32>, tensor<f32>
+  return %sl : tensor<f32>
+}
+
+// -----
+
 // reduce_sum over a middle dim: reshape to keep the dim as 1, then broadcast.
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK:         %[[DY:.*]] = dsnn.add %{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>

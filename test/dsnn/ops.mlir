@@ -86,6 +86,9 @@ func.func @shapes_and_casts(%x: tensor<2x8x48xf32>, %y: tensor<2x8x16xbf16>) {
   %2 = dsnn.concat %q, %k dim -1 : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x32xf32>
   // CHECK: dsnn.cast %{{.*}} : tensor<2x8x16xbf16> -> tensor<2x8x16xf32>
   %3 = dsnn.cast %y : tensor<2x8x16xbf16> -> tensor<2x8x16xf32>
+  // CHECK: dsnn.grad_scale %{{.*}} by %{{.*}} : tensor<2x8x16xf32>, tensor<f32>
+  %s = arith.constant dense<1024.0> : tensor<f32>
+  %4 = dsnn.grad_scale %3 by %s : tensor<2x8x16xf32>, tensor<f32>
   return
 }
 

@@ -17,6 +17,15 @@ func.func @optimizers(%p: tensor<4096xf32>, %g: tensor<4096xbf16>, %g32: tensor<
   // CHECK: dstrain.sgd %{{.*}}, %{{.*}}, %{{.*}} step %{{.*}} lr %{{.*}} {momentum = 9.000000e-01 : f64, nesterov = true} : tensor<4096xf32>, tensor<4096xf32>
   %p4, %b4 = dstrain.sgd %p, %g32, %m step %step lr %lr {momentum = 0.9 : f64, nesterov = true}
       : tensor<4096xf32>, tensor<4096xf32>
+  // The skip flag of fp16 loss scaling.
+  %skip = arith.constant dense<false> : tensor<i1>
+  // CHECK: dstrain.adam %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} step %{{.*}} lr %{{.*}} skip %{{.*}} : tensor<4096xf32>, tensor<4096xbf16>
+  %p5, %m5, %v5 = dstrain.adam %p, %g, %m, %v step %step lr %lr skip %skip : tensor<4096xf32>, tensor<4096xbf16>
+  // CHECK: dstrain.lamb {{.*}} skip %{{.*}} : tensor<4096xf32>, tensor<4096xbf16>
+  %p6, %m6, %v6 = dstrain.lamb %p, %g, %m, %v step %step lr %lr skip %skip : tensor<4096xf32>, tensor<4096xbf16>
+  // CHECK: dstrain.sgd {{.*}} skip %{{.*}} {momentum = 9.000000e-01 : f64} : tensor<4096xf32>, tensor<4096xf32>
+  %p7, %b7 = dstrain.sgd %p, %g32, %m step %step lr %lr skip %skip {momentum = 0.9 : f64}
+      : tensor<4096xf32>, tensor<4096xf32>
   return
 }
 

@@ -146,17 +146,24 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
         isa<train::ClipGradNormOp>(normOp)
             ? cast<train::ClipGradNormOp>(normOp).getGrads()
             : cast<train::GlobalNormOp>(normOp).getInputs();
-    SmallVector<Value> unscaled;
-    for (Value g : grads) {
+    SmallVector<Value> scaled(grads), unscaled;
+    DenseMap<Value, Value> done; // a gradient value may repeat (zeros)
+    for (Value g : scaled) {
+      if (Value u = done.lookup(g)) {
+        unscaled.push_back(u);
+        continue;
+      }
       auto type = cast<RankedTensorType>(g.getType());
       Value factor = inverse;
       if (type.getElementType() != f32)
         factor = nn::CastOp::create(b, loc, scalar(type.getElementType()),
                                     inverse);
-      unscaled.push_back(nn::MulOp::create(b, loc, type, g, factor));
+      auto mul = nn::MulOp::create(b, loc, type, g, factor);
+      unscaled.push_back(mul);
+      done[g] = mul;
+      // Without clipping the updates read the gradients directly.
+      g.replaceAllUsesExcept(mul, mul);
     }
-    for (auto [i, g] : llvm::enumerate(unscaled))
-      normOp->setOperand(i, g);
     Value overflow =
         train::HasOverflowOp::create(b, loc, scalar(b.getI1Type()), unscaled);
 
