@@ -5,7 +5,7 @@
 // RUN: not ds-opt %s --split-input-file --ds-loss-scale=min-scale=0 2>&1 | FileCheck %s --check-prefix=MIN
 // HYST: error: ds-loss-scale: hysteresis (fp16.hysteresis) is 0 but must be >= 1
 // WINDOW: error: ds-loss-scale: scale-window (fp16.loss_scale_window) is 0 but must be >= 1
-// POWER: error: ds-loss-scale: initial-scale-power (fp16.initial_scale_power) is 200 but 2^power must be an f32 in [1, 2^126]
+// POWER: error: ds-loss-scale: initial-scale-power (fp16.initial_scale_power) is 200 but 2^power must be an f32 in [1, 2^127]
 // MIN: error: ds-loss-scale: min-scale (fp16.min_loss_scale) is 0 but must be > 0
 
 // The backward was not seeded with a scale: nothing to unscale.

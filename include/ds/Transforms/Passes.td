@@ -149,7 +149,10 @@ def AccumulateGrads : Pass<"ds-accumulate-grads", "mlir::ModuleOp"> {
     the loss by 1/gradient_accumulation_steps before backward. For
     `steps > 1` the loop is an `scf.for` carrying the sums; `steps = 1` is
     one straight call (the batch still has its leading dim of 1). The
-    function gets `dstrain.gradient_accumulation_steps = steps`.
+    function gets `dstrain.gradient_accumulation_steps = steps`. Step-wide
+    state the forward reads (arguments right after the parameters with
+    `dstrain.state`, the fp16 loss scale) is passed to every micro-batch as
+    is and stays right after the parameters.
 
       %r:3 = scf.for %i = %c0 to %c4 step %c1
           iter_args(%l = %zero, %g0 = %zw, %g1 = %zb) -> (...) {
@@ -209,7 +212,8 @@ def Optimizer : Pass<"ds-optimizer", "mlir::ModuleOp"> {
     state after the parameters (per parameter, in parameter order:
     `exp_avg`, `exp_avg_sq` for Adam/AdamW/Lamb, `momentum_buffer` for SGD;
     each of the parameter's type with `dstrain.state = {param = "<name>",
-    kind = "<kind>"}`), then `%step: tensor<i64> {dstrain.step}` (1 for the
+    kind = "<kind>"}`), then, after any step-wide state already there (the
+    fp16 loss scale), `%step: tensor<i64> {dstrain.step}` (1 for the
     first update), and one `dstrain.adam`/`lamb`/`sgd` per parameter. The
     results become `(new params, new state, loss, lr, grad_norm)`; `lr` is
     the constant `lr` until ds-lr-schedule replaces it. As DeepSpeed does

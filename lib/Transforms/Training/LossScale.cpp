@@ -43,11 +43,11 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
       return fail(module, "static-scale (fp16.loss_scale) is " +
                               formatNumber(staticScale) +
                               " but must be 0 (dynamic) or a positive scale");
-    if (initialScalePower < 0 || initialScalePower > 126)
+    if (initialScalePower < 0 || initialScalePower > 127)
       return fail(module, "initial-scale-power (fp16.initial_scale_power) "
                           "is " +
                               Twine(initialScalePower) +
-                              " but 2^power must be an f32 in [1, 2^126]");
+                              " but 2^power must be an f32 in [1, 2^127]");
     if (scaleWindow < 1)
       return fail(module, "scale-window (fp16.loss_scale_window) is " +
                               Twine(scaleWindow) + " but must be >= 1");
