@@ -114,3 +114,49 @@ func.func @forward_backward(%w: tensor<4xf32> {dsnn.param = #dsnn.param<name = "
   %l = arith.constant dense<1.0> : tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Step-wide state (the fp16 loss scaler's) after the per-parameter state:
+// valid, with each kind's type.
+// CHECK-LABEL: func.func @train_step(
+// CHECK-SAME:      kind = "loss_scale"
+func.func @train_step(
+    %w: tensor<4xf32> {dsnn.param = #dsnn.param<name = "w", init = zeros>},
+    %m: tensor<4xf32> {dstrain.state = {param = "w", kind = "momentum_buffer"}},
+    %s: tensor<f32> {dstrain.state = {kind = "loss_scale", init = 65536.0}},
+    %k: tensor<i64> {dstrain.state = {kind = "skipped_steps", init = 0}},
+    %step: tensor<i64> {dstrain.step}, %x: tensor<1x4xf32>)
+    -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>)
+    attributes {dstrain.gradient_accumulation_steps = 1 : i64} {
+  %lr = arith.constant dense<1.0e-3> : tensor<f32>
+  %w1, %m1 = dstrain.sgd %w, %w, %m step %step lr %lr : tensor<4xf32>, tensor<4xf32>
+  return %w1, %m1, %s, %k, %lr, %lr, %lr : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>, tensor<f32>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{step contract: argument #1: step-wide state "skipped_steps" has type 'tensor<f32>' but must be tensor<i64>}}
+func.func @train_step(
+    %w: tensor<4xf32> {dsnn.param = #dsnn.param<name = "w", init = zeros>},
+    %k: tensor<f32> {dstrain.state = {kind = "skipped_steps"}},
+    %step: tensor<i64> {dstrain.step})
+    -> (tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>)
+    attributes {dstrain.gradient_accumulation_steps = 1 : i64} {
+  %lr = arith.constant dense<1.0e-3> : tensor<f32>
+  return %w, %k, %lr, %lr, %lr : tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{step contract: argument #2: per-parameter state after the step-wide state; it comes first}}
+func.func @train_step(
+    %w: tensor<4xf32> {dsnn.param = #dsnn.param<name = "w", init = zeros>},
+    %s: tensor<f32> {dstrain.state = {kind = "loss_scale"}},
+    %m: tensor<4xf32> {dstrain.state = {param = "w", kind = "momentum_buffer"}},
+    %step: tensor<i64> {dstrain.step})
+    -> (tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>)
+    attributes {dstrain.gradient_accumulation_steps = 1 : i64} {
+  %lr = arith.constant dense<1.0e-3> : tensor<f32>
+  return %w, %s, %m, %lr, %lr, %lr : tensor<4xf32>, tensor<f32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>
+}
