@@ -385,6 +385,29 @@ func.func @forward(%x: tensor<2x8xf32> {dsnn.param = #dsnn.param<name = "x", ini
 
 // -----
 
+// A layer's casts of values from outside it (mixed precision: parameters
+// and inputs) are recomputed in the backward layer, not saved: the forward
+// layer exports nothing here.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK:         dsnn.layer "fc"("Linear") -> tensor<2x4xbf16> {
+// CHECK:         dsnn.layer "fc.backward"("Linear")
+// CHECK-NEXT:      %[[X16:.*]] = dsnn.cast %arg1 : tensor<2x3xf32> -> tensor<2x3xbf16>
+// CHECK-NEXT:      %[[DW:.*]] = dsnn.matmul %{{.*}}, %[[X16]] {transpose_a}
+// CHECK-NEXT:      dsnn.cast %[[DW]] : tensor<4x3xbf16> -> tensor<4x3xf32>
+func.func @forward(%w: tensor<4x3xf32> {dsnn.param = #dsnn.param<name = "w", init = normal, std = 0.02>}, %x: tensor<2x3xf32>) -> tensor<f32> {
+  %h = dsnn.layer "fc"("Linear") -> tensor<2x4xbf16> {
+    %x16 = dsnn.cast %x : tensor<2x3xf32> -> tensor<2x3xbf16>
+    %w16 = dsnn.cast %w : tensor<4x3xf32> -> tensor<4x3xbf16>
+    %y = dsnn.linear %x16, %w16 : (tensor<2x3xbf16>, tensor<4x3xbf16>) -> tensor<2x4xbf16>
+    dsnn.yield %y : tensor<2x4xbf16>
+  }
+  %h32 = dsnn.cast %h : tensor<2x4xbf16> -> tensor<2x4xf32>
+  %l = dsnn.reduce_sum %h32 dims [0, 1] : tensor<2x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // reduce_sum over a middle dim: reshape to keep the dim as 1, then broadcast.
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK:         %[[DY:.*]] = dsnn.add %{{.*}}, %{{.*}} : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>

@@ -388,18 +388,55 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
       }
       OpBuilder b(first);
       DpBuilder dp(b, grad.getLoc(), dpSize);
+      // Mixed precision reads a parameter only through casts to its 16-bit
+      // type: casting commutes with gathering, so gather the 16-bit chunks
+      // (half the bytes) and let the gathered value replace the casts.
+      Type narrow;
+      bool onlyCasts = llvm::all_of(phase, [&](OpOperand *use) {
+        auto castOp = dyn_cast<nn::CastOp>(use->getOwner());
+        if (!castOp)
+          return false;
+        Type to = castOp.getType().getElementType();
+        if (narrow && narrow != to)
+          return false;
+        narrow = to;
+        return to.getIntOrFloatBitWidth() <
+               full.getElementType().getIntOrFloatBitWidth();
+      });
+      Value source = arg;
+      RankedTensorType wholeType = full;
+      if (onlyCasts) {
+        source = nn::CastOp::create(
+            b, grad.getLoc(),
+            cast<RankedTensorType>(arg.getType()).clone(narrow), arg);
+        wholeType = full.clone(narrow);
+      }
       auto flat = RankedTensorType::get({dp.chunk(full) * dpSize},
-                                        full.getElementType());
+                                        wholeType.getElementType());
       auto gathered = dist::AllGatherOp::create(
-          b, grad.getLoc(), flat, arg, dp.getAxes(), b.getI64IntegerAttr(0));
+          b, grad.getLoc(), flat, source, dp.getAxes(), b.getI64IntegerAttr(0));
       // Named by phase, so CSE cannot merge the backward's gather into the
       // forward's and keep the whole parameter alive in between.
       gathered->setAttr("phase",
                         b.getStringAttr(index ? "backward" : "forward"));
-      Value whole =
-          dp.unflatten(dp.prefix(gathered, DpBuilder::numel(full)), full);
-      for (OpOperand *use : phase)
-        use->set(whole);
+      Value whole = dp.unflatten(
+          dp.prefix(gathered, DpBuilder::numel(full)), wholeType);
+      for (OpOperand *use : phase) {
+        if (!onlyCasts) {
+          use->set(whole);
+          continue;
+        }
+        Operation *castOp = use->getOwner();
+        castOp->getResult(0).replaceAllUsesWith(whole);
+        castOp->erase();
+      }
+      if (onlyCasts) {
+        // The gathered copy now lives as long as the casts' users.
+        last = whole.getDefiningOp();
+        for (Operation *user : whole.getUsers())
+          if (Operation *top = topLevel(user, body); last->isBeforeInBlock(top))
+            last = top;
+      }
       b.setInsertionPointAfter(last);
       dist::ReleaseOp::create(b, grad.getLoc(), whole);
     }

@@ -208,6 +208,27 @@ private:
 /// later op) leave the layer as extra results: the saved activations.
 /// Innermost layers go first, so an outer layer exports what an inner one
 /// already exported to it.
+/// A cast of a value from outside the layer (a parameter's 16-bit copy in
+/// mixed precision) is recomputed where the backward reads it rather than
+/// saved: it costs one elementwise pass, and a saved copy would keep every
+/// layer's 16-bit weights alive from forward to backward (under ZeRO-3, the
+/// gathered weights the backward gathers again anyway).
+static void recomputeOuterCasts(LayerOp layer) {
+  Block &body = layer.getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    auto cast = dyn_cast<CastOp>(op);
+    if (!cast || layer->isAncestor(cast.getInput().getParentBlock()->getParentOp()))
+      continue;
+    for (OpOperand &use : llvm::make_early_inc_range(cast->getUses())) {
+      Operation *user = use.getOwner();
+      if (layer->isAncestor(user))
+        continue;
+      OpBuilder b(user);
+      use.set(b.clone(*cast)->getResult(0));
+    }
+  }
+}
+
 static LogicalResult exportSavedActivations(func::FuncOp fn) {
   SmallVector<LayerOp> layers;
   fn.walk([&](LayerOp layer) {
@@ -215,6 +236,7 @@ static LogicalResult exportSavedActivations(func::FuncOp fn) {
       layers.push_back(layer);
   });
   for (LayerOp layer : layers) {
+    recomputeOuterCasts(layer);
     Block &body = layer.getBody().front();
     llvm::SetVector<Value> escaping;
     for (Operation &op : body.without_terminator())
