@@ -473,14 +473,17 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   // The fp16 loss scaler's state, when the step has one: reported, and a
   // skipped step's non-finite loss is the overflow it skipped, not
   // divergence.
-  std::optional<size_t> scaleArg, skippedArg;
+  std::optional<size_t> scaleArg, skippedArg, hysteresisArg;
   for (size_t i = 0; i < plans->size(); ++i)
     if ((*plans)[i].kind == ArgPlan::State) {
       if ((*plans)[i].name == "loss_scale")
         scaleArg = i;
       else if ((*plans)[i].name == "skipped_steps")
         skippedArg = i;
+      else if ((*plans)[i].name == "loss_scale_hysteresis")
+        hysteresisArg = i;
     }
+  const bool dynamicScale = config->fp16.enabled && config->fp16.lossScale == 0;
 
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
   for (int64_t s = 0; s < options.steps; ++s) {
@@ -512,6 +515,9 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     }
     int64_t skippedBefore =
         skippedArg ? *inputs[*skippedArg].data<int64_t>() : 0;
+    float scaleBefore = scaleArg ? *inputs[*scaleArg].data<float>() : 0;
+    int64_t hysteresisBefore =
+        hysteresisArg ? *inputs[*hysteresisArg].data<int64_t>() : 0;
     dsrt_comm_seconds_reset();
     if (llvm::Error err = (*runner)->invokeInto("train_step", inputs, outputs))
       return err;
@@ -531,6 +537,16 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     double tokensPerS = globalBatch * seqLen / (stepMs / 1000.0);
     bool skipped =
         skippedArg && *inputs[*skippedArg].data<int64_t>() > skippedBefore;
+    // An overflow the scaler can no longer answer by lowering the scale
+    // would skip every step from here on: stop, as DeepSpeed does.
+    if (skipped && dynamicScale && scaleBefore <= config->fp16.minLossScale &&
+        (config->fp16.hysteresis <= 1 || hysteresisBefore <= 1))
+      return createStringError(
+          "step %lld: the fp16 gradients overflow at the minimum loss scale "
+          "(fp16.min_loss_scale = %g), so every further step would be "
+          "skipped; lower fp16.min_loss_scale, lower the learning rate, or "
+          "train in bf16",
+          (long long)(s + 1), config->fp16.minLossScale);
     if (!std::isfinite(lossV) && !skipped)
       return createStringError(
           "step %lld: the loss is %f; training diverged (lower the learning "
