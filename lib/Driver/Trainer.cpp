@@ -110,8 +110,7 @@ llvm::Expected<std::vector<ArgPlan>> planArguments(func::FuncOp step) {
       auto p = state.getAs<StringAttr>("param");
       auto k = state.getAs<StringAttr>("kind");
       // Step-wide state (the loss scaler's) is named by its kind alone.
-      plan.name = p ? p.str() + "." + (k ? k.str() : "?")
-                    : (k ? k.str() : "?");
+      plan.name = p ? p.str() + "." + (k ? k.str() : "?") : (k ? k.str() : "?");
       plan.init = state.get("init");
     } else if (step.getArgAttr(i, mlir::ds::kStepAttrName)) {
       plan.kind = ArgPlan::Step;
@@ -569,8 +568,8 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
       fields.push_back({"skipped", skipped});
     }
     metrics->write(fields);
-    if (talk && ((s + 1) % printEvery == 0 || s == 0 || s + 1 == options.steps))
-    {
+    if (talk &&
+        ((s + 1) % printEvery == 0 || s == 0 || s + 1 == options.steps)) {
       log << llvm::formatv("step {0,5}/{1}  loss {2:f4}  lr {3:e2}  "
                            "grad_norm {4:f3}  tokens/s {5,8:f0}  step {6:f1} "
                            "ms",

@@ -154,14 +154,13 @@ struct GradScaleLowering : OpRewritePattern<nn::GradScaleOp> {
 
 void mlir::ds::nntolinalg::populateElementwisePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<ElementwiseLowering<nn::GeluOp>, ElementwiseLowering<nn::ReluOp>,
-               ElementwiseLowering<nn::SiluOp>, ElementwiseLowering<nn::TanhOp>,
-               ElementwiseLowering<nn::ExpOp>, ElementwiseLowering<nn::NegOp>,
-               ElementwiseLowering<nn::AddOp>, ElementwiseLowering<nn::SubOp>,
-               ElementwiseLowering<nn::MulOp>, ElementwiseLowering<nn::DivOp>,
-               ElementwiseLowering<nn::GeluGradOp>,
-               ElementwiseLowering<nn::ReluGradOp>,
-               ElementwiseLowering<nn::SiluGradOp>, CastLowering,
-               GradScaleLowering>(
+  patterns.add<
+      ElementwiseLowering<nn::GeluOp>, ElementwiseLowering<nn::ReluOp>,
+      ElementwiseLowering<nn::SiluOp>, ElementwiseLowering<nn::TanhOp>,
+      ElementwiseLowering<nn::ExpOp>, ElementwiseLowering<nn::NegOp>,
+      ElementwiseLowering<nn::AddOp>, ElementwiseLowering<nn::SubOp>,
+      ElementwiseLowering<nn::MulOp>, ElementwiseLowering<nn::DivOp>,
+      ElementwiseLowering<nn::GeluGradOp>, ElementwiseLowering<nn::ReluGradOp>,
+      ElementwiseLowering<nn::SiluGradOp>, CastLowering, GradScaleLowering>(
       patterns.getContext());
 }

@@ -419,8 +419,8 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
       // forward's and keep the whole parameter alive in between.
       gathered->setAttr("phase",
                         b.getStringAttr(index ? "backward" : "forward"));
-      Value whole = dp.unflatten(
-          dp.prefix(gathered, DpBuilder::numel(full)), wholeType);
+      Value whole =
+          dp.unflatten(dp.prefix(gathered, DpBuilder::numel(full)), wholeType);
       for (OpOperand *use : phase) {
         if (!onlyCasts) {
           use->set(whole);
@@ -564,8 +564,8 @@ void ZeroPass::runOnOperation() {
     Value any = dpFlag.allReduce(asFloat, dist::ReductionKind::max);
     Value zero = arith::ConstantOp::create(
         fb, at, DenseElementsAttr::get(scalarF32, fb.getF32FloatAttr(0.0f)));
-    Value flag = arith::CmpFOp::create(fb, at, arith::CmpFPredicate::OGT, any,
-                                       zero);
+    Value flag =
+        arith::CmpFOp::create(fb, at, arith::CmpFPredicate::OGT, any, zero);
     check.getResult().replaceAllUsesExcept(flag, asFloat);
   }
 

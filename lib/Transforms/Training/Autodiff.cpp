@@ -217,7 +217,8 @@ static void recomputeOuterCasts(LayerOp layer) {
   Block &body = layer.getBody().front();
   for (Operation &op : body.without_terminator()) {
     auto cast = dyn_cast<CastOp>(op);
-    if (!cast || layer->isAncestor(cast.getInput().getParentBlock()->getParentOp()))
+    if (!cast ||
+        layer->isAncestor(cast.getInput().getParentBlock()->getParentOp()))
       continue;
     for (OpOperand &use : llvm::make_early_inc_range(cast->getUses())) {
       Operation *user = use.getOwner();

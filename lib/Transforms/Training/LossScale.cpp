@@ -92,9 +92,9 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
     Block &entryBlock = fn.getBody().front();
     auto ret = cast<func::ReturnOp>(entryBlock.getTerminator());
     unsigned numResults = ret.getNumOperands();
-    Operation *normOp =
-        numResults >= 3 ? ret.getOperand(numResults - 1).getDefiningOp()
-                        : nullptr;
+    Operation *normOp = numResults >= 3
+                            ? ret.getOperand(numResults - 1).getDefiningOp()
+                            : nullptr;
     if (!normOp || !isa<train::ClipGradNormOp, train::GlobalNormOp>(normOp))
       return (void)fail(fn, "@" + entry +
                                 " must return the gradient norm of "
@@ -142,10 +142,9 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
     b.setInsertionPoint(normOp);
     Value one = scalarConstant(b, loc, f32, 1.0);
     Value inverse = nn::DivOp::create(b, loc, scalar(f32), one, scale);
-    OperandRange grads =
-        isa<train::ClipGradNormOp>(normOp)
-            ? cast<train::ClipGradNormOp>(normOp).getGrads()
-            : cast<train::GlobalNormOp>(normOp).getInputs();
+    OperandRange grads = isa<train::ClipGradNormOp>(normOp)
+                             ? cast<train::ClipGradNormOp>(normOp).getGrads()
+                             : cast<train::GlobalNormOp>(normOp).getInputs();
     SmallVector<Value> scaled(grads), unscaled;
     DenseMap<Value, Value> done; // a gradient value may repeat (zeros)
     for (Value g : scaled) {
@@ -156,8 +155,8 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
       auto type = cast<RankedTensorType>(g.getType());
       Value factor = inverse;
       if (type.getElementType() != f32)
-        factor = nn::CastOp::create(b, loc, scalar(type.getElementType()),
-                                    inverse);
+        factor =
+            nn::CastOp::create(b, loc, scalar(type.getElementType()), inverse);
       auto mul = nn::MulOp::create(b, loc, type, g, factor);
       unscaled.push_back(mul);
       done[g] = mul;
@@ -172,11 +171,11 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
     Value applied = arith::SubIOp::create(b, fn.getLoc(), step, skipped);
     for (OpOperand &use : llvm::make_early_inc_range(step.getUses())) {
       Operation *user = use.getOwner();
-      bool feedsSchedule =
-          isa<arith::SubIOp>(user) && user != applied.getDefiningOp() &&
-          llvm::any_of(user->getUsers(), [](Operation *u) {
-            return isa<train::LRScheduleOp>(u);
-          });
+      bool feedsSchedule = isa<arith::SubIOp>(user) &&
+                           user != applied.getDefiningOp() &&
+                           llvm::any_of(user->getUsers(), [](Operation *u) {
+                             return isa<train::LRScheduleOp>(u);
+                           });
       if (isa<train::AdamOp, train::LambOp, train::SGDOp>(user) ||
           feedsSchedule)
         use.set(applied);

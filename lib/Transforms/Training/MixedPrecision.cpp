@@ -32,8 +32,7 @@ RankedTensorType floatTensor(Type type) {
   return t && isa<FloatType>(t.getElementType()) ? t : RankedTensorType();
 }
 
-struct MixedPrecisionPass
-    : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
+struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
   using Base::Base;
 
   Type low;
@@ -68,7 +67,7 @@ struct MixedPrecisionPass
       auto it = original.find(use.get());
       if (it != original.end() && it->second != use.get().getType())
         use.set(castTo(b, op->getLoc(), use.get(),
-                     cast<RankedTensorType>(it->second).getElementType()));
+                       cast<RankedTensorType>(it->second).getElementType()));
     }
   }
 
@@ -126,8 +125,8 @@ struct MixedPrecisionPass
     }
     Block &body = fn.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    if (ret.getNumOperands() != 1 || !floatTensor(ret.getOperand(0).getType()))
-      {
+    if (ret.getNumOperands() != 1 ||
+        !floatTensor(ret.getOperand(0).getType())) {
       fn.emitError() << "ds-mixed-precision: @" << entry
                      << " must return one float loss (the model contract)";
       return signalPassFailure();
@@ -142,11 +141,10 @@ struct MixedPrecisionPass
     auto scalar = RankedTensorType::get({}, builder.getF32Type());
     auto state = builder.getDictionaryAttr(
         builder.getNamedAttr("kind", builder.getStringAttr("loss_scale")));
-    if (failed(fn.insertArgument(
-            index, scalar,
-            builder.getDictionaryAttr(
-                builder.getNamedAttr(kStateAttrName, state)),
-            fn.getLoc()))) {
+    if (failed(fn.insertArgument(index, scalar,
+                                 builder.getDictionaryAttr(builder.getNamedAttr(
+                                     kStateAttrName, state)),
+                                 fn.getLoc()))) {
       fn.emitError("ds-mixed-precision: cannot add the loss-scale argument");
       return signalPassFailure();
     }

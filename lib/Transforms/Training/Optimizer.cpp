@@ -164,19 +164,22 @@ struct OptimizerPass : ds::impl::OptimizerBase<OptimizerPass> {
       case Kind::AdamW:
         op = train::AdamOp::create(
             b, loc, type, type, type, param, grad, states[2 * p],
-            states[2 * p + 1], step, lrValue, /*skip=*/Value(), f64(beta1), f64(beta2), f64(eps),
-            f64(weightDecay), kind == Kind::AdamW || adamWMode, biasCorrection);
+            states[2 * p + 1], step, lrValue, /*skip=*/Value(), f64(beta1),
+            f64(beta2), f64(eps), f64(weightDecay),
+            kind == Kind::AdamW || adamWMode, biasCorrection);
         break;
       case Kind::Lamb:
         op = train::LambOp::create(
             b, loc, type, type, type, param, grad, states[2 * p],
-            states[2 * p + 1], step, lrValue, /*skip=*/Value(), f64(beta1), f64(beta2), f64(eps),
-            f64(weightDecay), biasCorrection, f64(maxCoeff), f64(minCoeff));
+            states[2 * p + 1], step, lrValue, /*skip=*/Value(), f64(beta1),
+            f64(beta2), f64(eps), f64(weightDecay), biasCorrection,
+            f64(maxCoeff), f64(minCoeff));
         break;
       case Kind::SGD:
-        op = train::SGDOp::create(b, loc, type, type, param, grad, states[p],
-                                  step, lrValue, /*skip=*/Value(), f64(momentum), f64(dampening),
-                                  nesterov, f64(weightDecay));
+        op =
+            train::SGDOp::create(b, loc, type, type, param, grad, states[p],
+                                 step, lrValue, /*skip=*/Value(), f64(momentum),
+                                 f64(dampening), nesterov, f64(weightDecay));
         break;
       }
       newParams.push_back(op->getResult(0));

@@ -114,7 +114,8 @@ struct VerifyStepContractPass
                   "first";
       auto param = state.getAs<StringAttr>("param");
       auto kind = state.getAs<StringAttr>("kind");
-      if (!param && kind && llvm::is_contained(kStepWideKinds, kind.getValue())) {
+      if (!param && kind &&
+          llvm::is_contained(kStepWideKinds, kind.getValue())) {
         auto t = dyn_cast<RankedTensorType>(fn.getArgumentTypes()[i]);
         bool isScale = kind.getValue() == "loss_scale";
         if (!t || t.getRank() != 0 ||
