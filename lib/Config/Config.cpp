@@ -304,11 +304,19 @@ const KeySet &topLevelKeys() {
        {"gradient_predivide_factor", "a gradient predivide factor", 1.0},
        {"sparse_gradients", "sparse (CSR) gradients"},
        {"disable_allgather", "disable_allgather"},
-       {"fp32_allreduce", "fp32_allreduce"},
-       {"communication_data_type", "a separate communication data type"},
+       // ds reduces gradients in fp32 (they are f32 by then, even in mixed
+       // precision) and accumulates them in fp32: asking for exactly that
+       // is fine.
+       {"fp32_allreduce", "fp32_allreduce", true},
+       {"communication_data_type",
+        "a 16-bit communication data type (ds communicates gradients in "
+        "fp32)",
+        "fp32"},
        {"seq_parallel_communication_data_type",
         "a separate sequence-parallel communication data type"},
-       {"data_types", "a separate gradient-accumulation data type"},
+       {"data_types",
+        "a 16-bit gradient-accumulation data type (ds accumulates in fp32)",
+        json{{"grad_accum_dtype", "fp32"}}},
        {"sparse_attention", "sparse attention"},
        {"curriculum_learning", "curriculum learning"},
        {"data_efficiency", "data efficiency (curriculum, data routing)"},

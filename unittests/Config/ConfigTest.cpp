@@ -568,6 +568,23 @@ TEST(ConfigKeys, AmpIsUnsupportedUnlessDisabled) {
   EXPECT_EQ(c.ignoredKeys, std::vector<std::string>{"amp"});
 }
 
+TEST(ConfigKeys, Fp32CommunicationAndAccumulationAreWhatDsDoes) {
+  Config c = parseOk(withBatch(R"("bf16": {"enabled": true},
+      "fp32_allreduce": true, "communication_data_type": "fp32",
+      "data_types": {"grad_accum_dtype": "fp32"})"));
+  EXPECT_EQ(c.ignoredKeys,
+            (std::vector<std::string>{"communication_data_type", "data_types",
+                                      "fp32_allreduce"}));
+  EXPECT_EQ(parseError(withBatch(R"("communication_data_type": "bf16")")),
+            "communication_data_type: ds does not support a 16-bit "
+            "communication data type (ds communicates gradients in fp32); "
+            "remove the key or switch it off");
+  EXPECT_EQ(
+      parseError(withBatch(R"("data_types": {"grad_accum_dtype": "bf16"})")),
+      "data_types: ds does not support a 16-bit gradient-accumulation data "
+      "type (ds accumulates in fp32); remove the key or switch it off");
+}
+
 TEST(ConfigKeys, DuplicateKey) {
   EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 1,
                 "stage": 2})")),
