@@ -292,18 +292,16 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
   p->tensors.assign(tensors.begin(), tensors.end());
 
   // A committed checkpoint is never overwritten in place: a crash half way
-  // would leave `latest` naming a mix of two saves. A complete tag newer
-  // than `latest` is the leftover of a save that crashed before its
-  // commit, so it may go.
-  std::string latest;
-  if (auto text = readSmallFile(dir + "/" + kLatest))
-    latest = llvm::StringRef(*text).trim().str();
-  else
-    llvm::consumeError(text.takeError());
+  // would leave `latest` naming a mix of two saves.
   std::string manifest = p->tagDir + "/" + kManifest;
   if (fs::exists(manifest)) {
+    std::string latest;
+    if (auto text = readSmallFile(dir + "/" + kLatest))
+      latest = llvm::StringRef(*text).trim().str();
+    else
+      llvm::consumeError(text.takeError());
     std::optional<int64_t> latestStep = stepOfTag(latest);
-    if (latest == p->tag || (latestStep && *latestStep >= run.step))
+    if (latestStep && *latestStep >= run.step)
       return createStringError(
           "--save %s: %s already holds a committed checkpoint; this run "
           "would overwrite it at step %lld. Save to another directory or "
@@ -373,6 +371,30 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
   stallS =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  return llvm::Error::success();
+}
+
+llvm::Error CheckpointSaver::checkPlannedSaves(int64_t firstStep,
+                                               int64_t lastStep,
+                                               int64_t interval) const {
+  auto listing = listCheckpoints(dir);
+  if (!listing)
+    return listing.takeError();
+  // A complete tag newer than `latest` is the leftover of a save that
+  // crashed before its commit: it may go.
+  std::optional<int64_t> latest = stepOfTag(listing->latest);
+  for (const auto &e : listing->tags) {
+    bool planned =
+        e.step == lastStep || (interval > 0 && e.step % interval == 0);
+    if (!e.complete || !planned || e.step <= firstStep || e.step > lastStep ||
+        !latest || e.step > *latest)
+      continue;
+    return createStringError(
+        "--save %s: %s/%s already holds a committed checkpoint, which this "
+        "run would overwrite at step %lld; save to another directory or "
+        "remove that tag",
+        dir.c_str(), dir.c_str(), e.tag.c_str(), (long long)e.step);
+  }
   return llvm::Error::success();
 }
 

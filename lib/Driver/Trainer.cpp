@@ -313,6 +313,8 @@ llvm::Error openCheckpoints(const TrainOptions &options,
   if (options.loadDir.empty()) {
     if (!options.loadTag.empty())
       return createStringError("--tag needs --load DIR");
+    if (saver)
+      return saver->checkPlannedSaves(0, options.steps, options.saveInterval);
     return llvm::Error::success();
   }
   if (!options.initFrom.empty())
@@ -346,6 +348,9 @@ llvm::Error openCheckpoints(const TrainOptions &options,
   if (!seedOption)
     seedOption = run.seedOption;
   resume.emplace(std::move(*ckpt));
+  if (saver)
+    return saver->checkPlannedSaves(run.step, options.steps,
+                                    options.saveInterval);
   return llvm::Error::success();
 }
 

@@ -76,6 +76,12 @@ public:
   create(llvm::StringRef dir, bool async, int rank, int worldSize);
   ~CheckpointSaver();
 
+  /// Fails if a save this run plans (every `interval` steps after
+  /// firstStep, and at lastStep) would overwrite a committed checkpoint, so
+  /// the run stops before it trains rather than at that save.
+  llvm::Error checkPlannedSaves(int64_t firstStep, int64_t lastStep,
+                                int64_t interval) const;
+
   llvm::Error save(const CkptRunInfo &run, llvm::ArrayRef<CkptTensor> tensors);
   /// Waits for the save in flight and commits it.
   llvm::Error finish();
