@@ -50,6 +50,7 @@ static cl::opt<bool> withState("with-state",
                                cl::sub(exportCmd));
 
 static int fail(const Twine &message, int code = 1) {
+  outs().flush();
   WithColor::error(errs(), "ds-ckpt") << message << "\n";
   return code;
 }
