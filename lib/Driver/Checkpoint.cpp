@@ -14,12 +14,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <thread>
 
 #include <cerrno>
 #include <csignal>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 using namespace ds::driver;
@@ -141,17 +145,40 @@ static llvm::Error syncDir(llvm::StringRef dir) {
 static llvm::Error
 writeFileAtomically(llvm::StringRef file,
                     llvm::ArrayRef<std::pair<const void *, size_t>> pieces,
-                    llvm::StringRef crashPointBeforeRename = "") {
+                    llvm::StringRef crashPointBeforeRename = "",
+                    bool syncDirectory = true,
+                    const std::function<void()> &duringSync = {},
+                    const std::function<void()> &afterWrites = {}) {
   std::string tmp = (file + ".tmp").str();
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return sysError("cannot create", tmp);
-  for (auto [data, bytes] : pieces)
+  // Start the device on each 8 MiB as soon as it is written, so it works
+  // while the rest is copied in and the final fsync has little left.
+  const uint64_t kFlushChunk = 8 << 20;
+  uint64_t written = 0, flushed = 0;
+  for (auto [data, bytes] : pieces) {
     if (llvm::Error err = writeAll(fd, data, bytes, tmp)) {
       ::close(fd);
       return err;
     }
-  if (::fsync(fd) != 0) {
+    written += bytes;
+    if (written - flushed >= kFlushChunk) {
+      ::sync_file_range(fd, off_t(flushed), off_t(written - flushed),
+                        SYNC_FILE_RANGE_WRITE);
+      flushed = written;
+    }
+  }
+  if (afterWrites)
+    afterWrites();
+  // fsync mostly waits for the device: other work fits in that time.
+  std::thread helper;
+  if (duringSync)
+    helper = std::thread(duringSync);
+  int rc = ::fsync(fd);
+  if (helper.joinable())
+    helper.join();
+  if (rc != 0) {
     ::close(fd);
     return sysError("fsync failed", tmp);
   }
@@ -160,7 +187,8 @@ writeFileAtomically(llvm::StringRef file,
     ckptCrashPoint(crashPointBeforeRename);
   if (::rename(tmp.c_str(), file.str().c_str()) != 0)
     return sysError("cannot rename " + tmp + " to", file);
-  return syncDir(path::parent_path(file));
+  return syncDirectory ? syncDir(path::parent_path(file))
+                       : llvm::Error::success();
 }
 
 static llvm::Expected<std::string> readSmallFile(const Twine &file) {
@@ -181,7 +209,7 @@ namespace {
 struct ShardSlice {
   size_t tensor; // index into the save's tensor list
   int64_t first = 0, count = 0;
-  const char *data = nullptr; // live buffer (sync) or the snapshot (async)
+  const char *data = nullptr; // the rank's live buffer
   uint64_t bytes = 0;
   // Filled by the write:
   uint64_t offset = 0, xxh3 = 0;
@@ -195,12 +223,40 @@ struct WriteResult {
 };
 } // namespace
 
+/// Rank 0's part of a commit: the manifest, then `latest`.
+struct CheckpointSaver::CommitFiles {
+  std::string manifestPath, manifest, latestPath, latest;
+};
+
+static llvm::Error writeCommitFiles(const CheckpointSaver::CommitFiles &c) {
+  llvm::Error err = writeFileAtomically(
+      c.manifestPath, {{c.manifest.data(), c.manifest.size()}});
+  if (err)
+    return err;
+  ckptCrashPoint("manifest-written");
+  // No directory sync after `latest`'s rename: if a crash loses it,
+  // `latest` names the previous complete checkpoint, which stays intact.
+  return writeFileAtomically(c.latestPath, {{c.latest.data(), c.latest.size()}},
+                             "latest-written", /*syncDirectory=*/false);
+}
+
 struct CheckpointSaver::Pending {
   std::string tag, tagDir, shardName;
   CkptRunInfo run;
   std::vector<CkptTensor> tensors; // data pointers unused after the copy
   std::vector<ShardSlice> slices;
-  std::vector<char> snapshot; // async: the copied state
+  // Async: the writer thread hashes and write()s straight from the live
+  // buffers while the next step runs (the compiled step never writes its
+  // inputs); the kernel's copy into the page cache is the snapshot. The
+  // step after that overwrites those buffers, so it waits for `copied`.
+  int64_t overwriteStep = 0;
+  std::promise<void> copiedPromise;
+  std::shared_future<void> copied;
+  bool copyWaited = false;
+  /// Async, rank 0: the previous save's commit files, written by this
+  /// save's thread before anything else (four fsyncs off the training
+  /// thread; `latest` still moves only after every shard is complete).
+  std::unique_ptr<CommitFiles> previousCommit;
   WriteResult result;
   std::thread writer;
 };
@@ -211,8 +267,9 @@ static std::string shardFileName(int rank) {
 
 /// Writes the shard: a safetensors file whose tensors are this rank's
 /// slices (flat, or whole with their shape when the rank holds all).
-static void writeShard(CheckpointSaver::Pending &p, int rank) {
+static void writeShard(CheckpointSaver::Pending &p, int rank, bool async) {
   auto start = std::chrono::steady_clock::now();
+
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   header["__metadata__"] = {{"format", "ds-checkpoint-shard"},
                             {"tag", p.tag},
@@ -240,13 +297,40 @@ static void writeShard(CheckpointSaver::Pending &p, int rank) {
   p.result.headerXxh3 = llvm::xxh3_64bits(llvm::StringRef(headerBytes));
   for (ShardSlice &s : p.slices) {
     s.offset += headerBytes.size();
-    s.xxh3 = llvm::xxh3_64bits(llvm::StringRef(s.data, s.bytes));
     pieces.push_back({s.data, s.bytes});
   }
+  auto hashAll = [&p] {
+    for (ShardSlice &s : p.slices)
+      s.xxh3 = llvm::xxh3_64bits(llvm::StringRef(s.data, s.bytes));
+  };
   p.result.fileSize = headerBytes.size() + offset;
   std::string file = (p.tagDir + "/" + p.shardName);
-  if (llvm::Error err =
-          writeFileAtomically(file, pieces, /*crash point*/ "shard-written")) {
+  // Sync: the checksums are computed while fsync waits for the device.
+  // Async: everything that reads the live buffers comes first; then the
+  // step may overwrite them, and the previous save's manifest and `latest`
+  // are written before this shard's fsync.
+  bool released = false;
+  llvm::Error commitErr = llvm::Error::success();
+  auto release = [&] {
+    released = true;
+    p.copiedPromise.set_value();
+    if (p.previousCommit)
+      commitErr = writeCommitFiles(*p.previousCommit);
+  };
+  if (async)
+    hashAll();
+  // Rank 0 makes the rename durable with the manifest's directory sync.
+  llvm::Error err = writeFileAtomically(
+      file, pieces, "shard-written", /*syncDirectory=*/rank != 0,
+      async ? std::function<void()>() : hashAll,
+      async ? std::function<void()>(release) : std::function<void()>());
+  if (async && !released)
+    p.copiedPromise.set_value();
+  if (!err)
+    err = std::move(commitErr);
+  else
+    llvm::consumeError(std::move(commitErr));
+  if (err) {
     p.result.error = llvm::toString(std::move(err));
   } else {
     ckptCrashPoint("shard-renamed");
@@ -281,7 +365,7 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
                                   llvm::ArrayRef<CkptTensor> tensors) {
   auto start = std::chrono::steady_clock::now();
   if (pending)
-    if (llvm::Error err = commit())
+    if (llvm::Error err = commit(/*deferWrite=*/async))
       return err;
 
   auto p = std::make_unique<Pending>();
@@ -293,6 +377,7 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
 
   // A committed checkpoint is never overwritten in place: a crash half way
   // would leave `latest` naming a mix of two saves.
+  p->previousCommit = std::move(deferred);
   std::string manifest = p->tagDir + "/" + kManifest;
   if (fs::exists(manifest)) {
     std::string latest;
@@ -348,24 +433,22 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
   bytes = total;
 
   if (async) {
-    // The snapshot: training may overwrite the buffers from the next step.
-    p->snapshot.resize(total);
-    uint64_t at = 0;
-    for (ShardSlice &s : p->slices) {
-      std::memcpy(p->snapshot.data() + at, s.data, s.bytes);
-      s.data = p->snapshot.data() + at;
-      at += s.bytes;
-    }
+    p->overwriteStep = run.step + 2;
+    p->copied = p->copiedPromise.get_future().share();
     for (CkptTensor &t : p->tensors)
       t.data = nullptr;
     Pending *raw = p.get();
     int r = rank;
-    p->writer = std::thread([raw, r] { writeShard(*raw, r); });
+    p->writer = std::thread([raw, r] {
+      // Training runs on the other threads: on a contended core it wins.
+      setpriority(PRIO_PROCESS, pid_t(syscall(SYS_gettid)), 10);
+      writeShard(*raw, r, true);
+    });
     pending = std::move(p);
   } else {
-    writeShard(*p, rank);
+    writeShard(*p, rank, false);
     pending = std::move(p);
-    if (llvm::Error err = commit())
+    if (llvm::Error err = commit(/*deferWrite=*/false))
       return err;
   }
   stallS =
@@ -398,13 +481,30 @@ llvm::Error CheckpointSaver::checkPlannedSaves(int64_t firstStep,
   return llvm::Error::success();
 }
 
+double CheckpointSaver::beforeStep(int64_t step) {
+  if (!pending || !pending->writer.joinable() || pending->copyWaited ||
+      step < pending->overwriteStep)
+    return 0;
+  auto start = std::chrono::steady_clock::now();
+  pending->copied.wait();
+  pending->copyWaited = true;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+void CheckpointSaver::abandon() {
+  if (pending && pending->writer.joinable())
+    pending->writer.join();
+  pending.reset();
+}
+
 llvm::Error CheckpointSaver::finish() {
   if (!pending)
     return llvm::Error::success();
-  return commit();
+  return commit(/*deferWrite=*/false);
 }
 
-llvm::Error CheckpointSaver::commit() {
+llvm::Error CheckpointSaver::commit(bool deferWrite) {
   std::unique_ptr<Pending> p = std::move(pending);
   if (p->writer.joinable())
     p->writer.join();
@@ -442,13 +542,14 @@ llvm::Error CheckpointSaver::commit() {
   for (int r = 0; r < worldSize; ++r)
     if (!all[r * rowLen])
       return createStringError(
-          "checkpoint %s: rank %d could not write its shard (its own error "
-          "says why); `latest` still names the previous checkpoint",
+          "checkpoint %s: rank %d could not write its part (its own error "
+          "says why); `latest` still names the last complete checkpoint",
           p->tag.c_str(), r);
 
   int status = 0;
   std::string failure;
   if (rank == 0) {
+    CommitFiles commitFiles;
     nlohmann::ordered_json m = nlohmann::ordered_json::object();
     m["format"] = "ds-checkpoint";
     m["format_version"] = kFormatVersion;
@@ -499,21 +600,23 @@ llvm::Error CheckpointSaver::commit() {
                          {"slices", slices}});
     }
     m["tensors"] = tensors;
-    std::string text = m.dump(1) + "\n";
-    std::string latestText = p->tag + "\n";
-    llvm::Error err = writeFileAtomically(p->tagDir + "/" + kManifest,
-                                          {{text.data(), text.size()}});
-    if (!err) {
-      ckptCrashPoint("manifest-written");
-      err = writeFileAtomically(dir + "/" + kLatest,
-                                {{latestText.data(), latestText.size()}},
-                                "latest-written");
+    commitFiles.manifestPath = p->tagDir + "/" + kManifest;
+    commitFiles.manifest = m.dump(1) + "\n";
+    commitFiles.latestPath = dir + "/" + kLatest;
+    commitFiles.latest = p->tag + "\n";
+    if (deferWrite) {
+      // Written by the next save's thread; its outcome travels with that
+      // save's shard status.
+      deferred = std::make_unique<CommitFiles>(std::move(commitFiles));
+      return llvm::Error::success();
     }
-    if (err) {
+    if (llvm::Error err = writeCommitFiles(commitFiles)) {
       status = 1;
       failure = llvm::toString(std::move(err));
     }
   }
+  if (deferWrite)
+    return llvm::Error::success();
   // Rank 0's outcome, so no rank trains on believing a save landed.
   if (worldSize > 1 &&
       dsrt_broadcast(dsrt_comm_world(), &status, 1, DSRT_I32, 0) != 0)

@@ -18,6 +18,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -651,6 +652,12 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                          seqLen, compileS, (*runner)->blasCallSites(),
                          config->zero.stage, modelStateBytes / 1e6);
 
+  // A save in flight reads these buffers: on any early return it ends
+  // before they go.
+  auto dropSave = llvm::make_scope_exit([&] {
+    if (saver)
+      saver->abandon();
+  });
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
   const int64_t firstStep = resume ? resume->run().step : 0;
   if (resume && talk)
@@ -683,6 +690,9 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                           out + m * micro * seqLen);
       }
     }
+    if (saver)
+      if (double waited = saver->beforeStep(s + 1))
+        metrics->addToNextLine("checkpoint_copy_wait_ms", waited * 1000.0);
     dsrt_comm_seconds_reset();
     if (llvm::Error err = (*runner)->invokeInto("train_step", inputs, outputs))
       return err;

@@ -65,10 +65,10 @@ std::string ckptTagForStep(int64_t step);
 
 /// Saves the training state of this rank; collective over the world
 /// (every rank calls save()/finish() at the same steps). In async mode a
-/// save copies the buffers and returns; a background thread writes the
-/// shard while training continues, and the next save (or finish) waits for
-/// it and commits it: every rank reports its shard complete, rank 0 writes
-/// the manifest, then `latest`.
+/// save returns at once; a background thread writes the shard from the
+/// buffers while the next step runs (see beforeStep), and the next save (or
+/// finish) waits for it and commits it: every rank reports its shard
+/// complete, rank 0 writes the manifest, then `latest`.
 class CheckpointSaver {
 public:
   /// Checks DIR is usable now, so a bad --save fails before training.
@@ -86,6 +86,16 @@ public:
   /// Waits for the save in flight and commits it.
   llvm::Error finish();
 
+  /// Call before running (1-based) step `step`: an async save of step N
+  /// reads the buffers while step N+1 runs, so step N+2, which overwrites
+  /// them, waits here until the shard's bytes are hashed and handed to the
+  /// kernel. Returns the seconds waited.
+  double beforeStep(int64_t step);
+
+  /// Waits for a write in flight and drops it (error paths: the buffers it
+  /// reads are about to go).
+  void abandon();
+
   /// Of the last save() call: seconds the caller was held (waiting for and
   /// committing the previous save, copying, or the whole write when sync).
   double lastStallSeconds() const { return stallS; }
@@ -94,15 +104,17 @@ public:
   int64_t lastBytes() const { return bytes; }
 
   struct Pending;
+  struct CommitFiles;
 
 private:
   CheckpointSaver() = default;
-  llvm::Error commit();
+  llvm::Error commit(bool deferWrite);
 
   std::string dir;
   bool async = true;
   int rank = 0, worldSize = 1;
   std::unique_ptr<Pending> pending;
+  std::unique_ptr<CommitFiles> deferred;
   double stallS = 0, writeS = 0;
   int64_t bytes = 0;
 };
