@@ -375,32 +375,50 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
   p->shardName = shardFileName(rank);
   p->run = run;
   p->tensors.assign(tensors.begin(), tensors.end());
-
-  // A committed checkpoint is never overwritten in place: a crash half way
-  // would leave `latest` naming a mix of two saves.
   p->previousCommit = std::move(deferred);
   std::string manifest = p->tagDir + "/" + kManifest;
-  if (fs::exists(manifest)) {
-    std::string latest;
-    if (auto text = readSmallFile(dir + "/" + kLatest))
-      latest = llvm::StringRef(*text).trim().str();
-    else
-      llvm::consumeError(text.takeError());
-    std::optional<int64_t> latestStep = stepOfTag(latest);
-    if (latestStep && *latestStep >= run.step)
-      return createStringError(
-          "--save %s: %s already holds a committed checkpoint; this run "
-          "would overwrite it at step %lld. Save to another directory or "
-          "remove that tag",
-          dir.c_str(), p->tagDir.c_str(), (long long)run.step);
+  auto prepare = [&]() -> llvm::Error {
+    // A committed checkpoint is never overwritten in place: a crash half
+    // way would leave `latest` naming a mix of two saves.
+    if (fs::exists(manifest)) {
+      std::string latest;
+      if (auto text = readSmallFile(dir + "/" + kLatest))
+        latest = llvm::StringRef(*text).trim().str();
+      else
+        llvm::consumeError(text.takeError());
+      std::optional<int64_t> latestStep = stepOfTag(latest);
+      if (latestStep && *latestStep >= run.step)
+        return createStringError(
+            "--save %s: %s already holds a committed checkpoint; this run "
+            "would overwrite it at step %lld. Save to another directory or "
+            "remove that tag",
+            dir.c_str(), p->tagDir.c_str(), (long long)run.step);
+    }
+    if (std::error_code ec = fs::create_directories(p->tagDir))
+      return createStringError("%s: cannot create the directory: %s",
+                               p->tagDir.c_str(), ec.message().c_str());
+    return llvm::Error::success();
+  };
+  llvm::Error prepared = prepare();
+  // Every rank has checked the old manifest before rank 0 drops it, and no
+  // rank starts a save another could not (it would wait for it forever).
+  if (worldSize > 1) {
+    int32_t failed = prepared ? 1 : 0;
+    if (dsrt_all_reduce(dsrt_comm_world(), &failed, &failed, 1, DSRT_I32,
+                        DSRT_MAX) != 0) {
+      llvm::consumeError(std::move(prepared));
+      return createStringError("checkpoint %s: %s", p->tag.c_str(),
+                               dsrt_last_error());
+    }
+    if (prepared)
+      return prepared;
+    if (failed)
+      return createStringError("checkpoint %s: another rank could not start "
+                               "the save (its error says why)",
+                               p->tag.c_str());
+  } else if (prepared) {
+    return prepared;
   }
-  if (std::error_code ec = fs::create_directories(p->tagDir))
-    return createStringError("%s: cannot create the directory: %s",
-                             p->tagDir.c_str(), ec.message().c_str());
-  // Every rank has checked the old manifest before rank 0 drops it.
-  if (worldSize > 1 && dsrt_barrier(dsrt_comm_world()) != 0)
-    return createStringError("checkpoint %s: %s", p->tag.c_str(),
-                             dsrt_last_error());
   if (rank == 0)
     fs::remove(manifest);
 
