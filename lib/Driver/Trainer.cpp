@@ -266,14 +266,18 @@ readCheckpointState(const CheckpointReader &ckpt, llvm::ArrayRef<ArgPlan> plans,
           where.c_str(), p.name.c_str());
     llvm::ArrayRef<int64_t> shape = p.fullShape ? *p.fullShape : p.shape;
     if (t->shape != std::vector<int64_t>(shape.begin(), shape.end()) ||
-        t->dtype != ckptDType(p.dtype))
+        t->dtype != ckptDType(p.dtype)) {
+      auto str = [](llvm::StringRef dtype, llvm::ArrayRef<int64_t> dims) {
+        std::string out = dtype.str() + " [";
+        for (size_t d = 0; d < dims.size(); ++d)
+          out += (d ? ", " : "") + std::to_string(dims[d]);
+        return out + "]";
+      };
       return createStringError(
-          "%s: tensor \"%s\" is %s %s in the checkpoint but %s %s in this "
-          "run",
-          where.c_str(), p.name.c_str(), t->dtype.c_str(),
-          mlir::ds::exec::typeString(DType::F32, t->shape).c_str(),
-          ckptDType(p.dtype),
-          mlir::ds::exec::typeString(DType::F32, shape).c_str());
+          "%s: tensor \"%s\" is %s in the checkpoint but %s in this run",
+          where.c_str(), p.name.c_str(), str(t->dtype, t->shape).c_str(),
+          str(ckptDType(p.dtype), shape).c_str());
+    }
     ChunkRange r = p.fullShape ? chunkRange(product(shape), p.shape[0], rank)
                                : ChunkRange{0, product(shape)};
     values[i].assign(product(p.shape) * mlir::ds::exec::dtypeBytes(p.dtype), 0);
