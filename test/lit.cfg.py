@@ -18,7 +18,8 @@ llvm_config.use_default_substitutions()
 # ds tools first, then LLVM's FileCheck/not/split-file.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ds_tools_dir, append_path=True)
-tools = ["ds-opt", "ds-report", "ds-import", "ds-run", "ds-train", "ds-launch"]
+tools = ["ds-opt", "ds-report", "ds-import", "ds-run", "ds-train", "ds-launch",
+         "ds-ckpt"]
 llvm_config.add_tool_substitutions(tools, [config.ds_tools_dir])
 
 # Integration tests say REQUIRES: mpi | cuda | torch.

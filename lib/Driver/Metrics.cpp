@@ -30,10 +30,14 @@ llvm::Expected<MetricsWriter> MetricsWriter::open(llvm::StringRef path) {
 
 void MetricsWriter::write(
     const std::vector<std::pair<std::string, Value>> &fields) {
+  std::vector<std::pair<std::string, Value>> more = std::move(extra);
+  extra.clear();
   if (!out)
     return;
   nlohmann::ordered_json line = nlohmann::ordered_json::object();
   for (auto &[key, value] : fields)
+    std::visit([&](auto &&v) { line[key] = v; }, value);
+  for (auto &[key, value] : more)
     std::visit([&](auto &&v) { line[key] = v; }, value);
   *out << line.dump() << '\n';
   out->flush();

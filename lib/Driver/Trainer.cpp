@@ -1,6 +1,7 @@
 //===- Trainer.cpp - Compile a model + config and run training ------------===//
 #include "ds/Driver/Trainer.h"
 #include "ds/Config/Config.h"
+#include "ds/Driver/Checkpoint.h"
 #include "ds/Driver/Metrics.h"
 #include "ds/Driver/ParamInit.h"
 #include "ds/Driver/SafeTensors.h"
@@ -17,6 +18,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -196,6 +198,170 @@ llvm::Error loadInitialWeights(llvm::StringRef path,
   return llvm::Error::success();
 }
 
+//===- Checkpoint hooks (the format and protocol live in Checkpoint.cpp) --===//
+
+const char *ckptDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "F32";
+  case DType::F64:
+    return "F64";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::I1:
+    return "BOOL";
+  case DType::I8:
+    return "I8";
+  case DType::I16:
+    return "I16";
+  case DType::I32:
+    return "I32";
+  case DType::I64:
+    return "I64";
+  }
+  return "?";
+}
+
+/// Every parameter and optimizer-state argument, as its plan says, over
+/// the buffers that hold its current value.
+std::vector<CkptTensor> checkpointTensors(llvm::ArrayRef<ArgPlan> plans,
+                                          llvm::ArrayRef<Tensor> values) {
+  std::vector<CkptTensor> tensors;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const ArgPlan &p = plans[i];
+    if (p.kind != ArgPlan::Param && p.kind != ArgPlan::State)
+      continue;
+    CkptTensor t;
+    t.name = p.name;
+    t.kind = p.kind == ArgPlan::Param ? "param" : "state";
+    t.dtype = ckptDType(p.dtype);
+    llvm::ArrayRef<int64_t> shape = p.fullShape ? *p.fullShape : p.shape;
+    t.shape.assign(shape.begin(), shape.end());
+    if (p.fullShape)
+      t.chunk = p.shape[0];
+    t.data = values[i].data();
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+/// This rank's part of every parameter and optimizer state from `ckpt`,
+/// whatever world size and ZeRO stage wrote it: the slices the index says
+/// hold the elements this rank needs are read and checksummed.
+llvm::Expected<std::vector<std::vector<char>>>
+readCheckpointState(const CheckpointReader &ckpt, llvm::ArrayRef<ArgPlan> plans,
+                    int rank) {
+  std::vector<std::vector<char>> values(plans.size());
+  std::string where = (ckpt.tagDir()).str();
+  for (size_t i = 0; i < plans.size(); ++i) {
+    const ArgPlan &p = plans[i];
+    if (p.kind != ArgPlan::Param && p.kind != ArgPlan::State)
+      continue;
+    const CkptTensorInfo *t = ckpt.find(p.name);
+    if (!t)
+      return createStringError(
+          "%s: no tensor \"%s\", which this run's training step needs (the "
+          "checkpoint was saved with another model, optimizer or precision); "
+          "to start from its weights only, export them with `ds-ckpt export` "
+          "and pass --init-from",
+          where.c_str(), p.name.c_str());
+    llvm::ArrayRef<int64_t> shape = p.fullShape ? *p.fullShape : p.shape;
+    if (t->shape != std::vector<int64_t>(shape.begin(), shape.end()) ||
+        t->dtype != ckptDType(p.dtype)) {
+      auto str = [](llvm::StringRef dtype, llvm::ArrayRef<int64_t> dims) {
+        std::string out = dtype.str() + " [";
+        for (size_t d = 0; d < dims.size(); ++d)
+          out += (d ? ", " : "") + std::to_string(dims[d]);
+        return out + "]";
+      };
+      return createStringError(
+          "%s: tensor \"%s\" is %s in the checkpoint but %s in this run",
+          where.c_str(), p.name.c_str(), str(t->dtype, t->shape).c_str(),
+          str(ckptDType(p.dtype), shape).c_str());
+    }
+    ChunkRange r = p.fullShape ? chunkRange(product(shape), p.shape[0], rank)
+                               : ChunkRange{0, product(shape)};
+    values[i].assign(product(p.shape) * mlir::ds::exec::dtypeBytes(p.dtype), 0);
+    if (llvm::Error err = ckpt.read(*t, r.first, r.count, values[i].data()))
+      return err;
+  }
+  return values;
+}
+
+std::string modelHash(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return "";
+  char hex[17];
+  snprintf(hex, sizeof(hex), "%016llx",
+           (unsigned long long)llvm::xxh3_64bits((*buf)->getBuffer()));
+  return hex;
+}
+
+/// Opens --load's checkpoint (checking it can continue this run) and
+/// --save's directory.
+llvm::Error openCheckpoints(const TrainOptions &options,
+                            const cfg::Config &config, int worldSize, int rank,
+                            std::optional<uint64_t> &seedOption,
+                            std::optional<CheckpointReader> &resume,
+                            std::unique_ptr<CheckpointSaver> &saver) {
+  if (options.saveInterval < 0)
+    return createStringError("--save-interval must be >= 0, got %lld",
+                             (long long)options.saveInterval);
+  if (!options.saveDir.empty()) {
+    auto created = CheckpointSaver::create(
+        options.saveDir, /*async=*/!options.saveSync, rank, worldSize);
+    if (!created)
+      return created.takeError();
+    saver = std::move(*created);
+  }
+  if (options.loadDir.empty()) {
+    if (!options.loadTag.empty())
+      return createStringError("--tag needs --load DIR");
+    if (saver)
+      return saver->checkPlannedSaves(0, options.steps, options.saveInterval);
+    return llvm::Error::success();
+  }
+  if (!options.initFrom.empty())
+    return createStringError("give --load (the whole training state) or "
+                             "--init-from (weights only), not both");
+  auto ckpt = CheckpointReader::open(options.loadDir, options.loadTag);
+  if (!ckpt)
+    return ckpt.takeError();
+  const CkptRunInfo &run = ckpt->run();
+  std::string where = ckpt->tagDir().str();
+  if (options.steps <= run.step)
+    return createStringError("%s is at step %lld; --steps %lld leaves "
+                             "nothing to run (--steps is the step the "
+                             "continued run ends at)",
+                             where.c_str(), (long long)run.step,
+                             (long long)options.steps);
+  if (run.globalBatch != config.trainBatchSize)
+    return createStringError(
+        "%s: saved with train_batch_size %lld, this config has %lld; the "
+        "data position is counted in global batches, keep it the same "
+        "(micro-batch, accumulation and world size may change)",
+        where.c_str(), (long long)run.globalBatch,
+        (long long)config.trainBatchSize);
+  std::string order =
+      options.order == DataOrder::Shuffled ? "shuffled" : "sequential";
+  if (run.dataOrder != order)
+    return createStringError("%s: saved with --data-order %s, this run "
+                             "uses %s; give --data-order %s",
+                             where.c_str(), run.dataOrder.c_str(),
+                             order.c_str(), run.dataOrder.c_str());
+  if (!seedOption)
+    seedOption = run.seedOption;
+  resume.emplace(std::move(*ckpt));
+  if (saver)
+    return saver->checkPlannedSaves(run.step, options.steps,
+                                    options.saveInterval);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 namespace ds::driver {
@@ -230,6 +396,15 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   if (options.steps < 1)
     return createStringError("--steps must be >= 1, got %lld",
                              (long long)options.steps);
+
+  // --load: the checkpoint's seed and data position apply before anything
+  // draws from them; --save: a bad directory fails before the compile.
+  std::optional<uint64_t> seedOption = options.seed;
+  std::optional<CheckpointReader> resume;
+  std::unique_ptr<CheckpointSaver> saver;
+  if (llvm::Error err = openCheckpoints(options, *config, worldSize, rank,
+                                        seedOption, resume, saver))
+    return err;
 
   std::optional<TokenData> data;
   if (!options.synthetic) {
@@ -342,13 +517,37 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   if (options.synthetic && seqLen)
     data = TokenData::synthetic(std::max<int64_t>(1 << 16, 4 * seqLen),
                                 modelVocab ? modelVocab : 256,
-                                options.seed.value_or(0));
+                                seedOption.value_or(0));
 
-  uint64_t seed = options.seed.value_or(0);
-  if (!options.seed)
+  uint64_t seed = seedOption.value_or(0);
+  if (!seedOption)
     if (auto attr = (**module)->getAttrOfType<IntegerAttr>(
             mlir::ds::importer::kInitSeedAttrName))
       seed = attr.getInt();
+  std::vector<std::vector<char>> restored;
+  if (resume) {
+    if (seed != resume->run().seed)
+      return createStringError(
+          "%s: saved by a run with seed %llu, but this run's seed is %llu; "
+          "the sample order and dropout masks would differ (drop --seed or "
+          "give the checkpoint's)",
+          resume->tagDir().str().c_str(),
+          (unsigned long long)resume->run().seed, (unsigned long long)seed);
+    auto values = readCheckpointState(*resume, *plans, rank);
+    // Ranks read different slices: all must agree before the JIT, or the
+    // ones that succeeded would wait on the others forever.
+    int32_t failed = values ? 0 : 1;
+    if (worldSize > 1 &&
+        dsrt_all_reduce(world, &failed, &failed, 1, DSRT_I32, DSRT_MAX) != 0)
+      return createStringError("--load: %s", dsrt_last_error());
+    if (!values)
+      return values.takeError();
+    if (failed)
+      return createStringError("--load %s: another rank could not read its "
+                               "part of the checkpoint (its error says why)",
+                               options.loadDir.c_str());
+    restored = std::move(*values);
+  }
 
   // Lower and JIT everything at once: the step is the hot path.
   mlir::ds::exec::RunnerOptions runnerOptions;
@@ -419,6 +618,9 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     if (llvm::Error err =
             loadInitialWeights(options.initFrom, *plans, rank, inputs))
       return err;
+  for (size_t i = 0; i < restored.size(); ++i)
+    if (!restored[i].empty())
+      std::memcpy(inputs[i].data(), restored[i].data(), restored[i].size());
   Tensor loss = Tensor::zeros(DType::F32, {}),
          lr = Tensor::zeros(DType::F32, {}),
          gradNorm = Tensor::zeros(DType::F32, {});
@@ -484,8 +686,18 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     }
   const bool dynamicScale = config->fp16.enabled && config->fp16.lossScale == 0;
 
+  // A save in flight reads these buffers: on any early return it ends
+  // before they go.
+  auto dropSave = llvm::make_scope_exit([&] {
+    if (saver)
+      saver->abandon();
+  });
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
-  for (int64_t s = 0; s < options.steps; ++s) {
+  const int64_t firstStep = resume ? resume->run().step : 0;
+  if (resume && talk)
+    log << llvm::formatv("ds-train: resuming from {0} at step {1}\n",
+                         resume->tagDir(), firstStep);
+  for (int64_t s = firstStep; s < options.steps; ++s) {
     auto stepStart = Clock::now();
     for (size_t i = 0; i < plans->size(); ++i) {
       const ArgPlan &p = (*plans)[i];
@@ -512,6 +724,9 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                           out + m * micro * seqLen);
       }
     }
+    if (saver)
+      if (double waited = saver->beforeStep(s + 1))
+        metrics->addToNextLine("checkpoint_copy_wait_ms", waited * 1000.0);
     int64_t skippedBefore =
         skippedArg ? *inputs[*skippedArg].data<int64_t>() : 0;
     float scaleBefore = scaleArg ? *inputs[*scaleArg].data<float>() : 0;
@@ -551,6 +766,30 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
           "step %lld: the loss is %f; training diverged (lower the learning "
           "rate or enable gradient_clipping)",
           (long long)(s + 1), lossV);
+    if (saver &&
+        (s + 1 == options.steps ||
+         (options.saveInterval > 0 && (s + 1) % options.saveInterval == 0))) {
+      CkptRunInfo run;
+      run.step = s + 1;
+      run.seed = seed;
+      run.seedOption = seedOption;
+      run.dataOrder =
+          options.order == DataOrder::Shuffled ? "shuffled" : "sequential";
+      run.globalBatch = globalBatch;
+      run.worldSize = worldSize;
+      run.dpSize = config->dpSize;
+      run.zeroStage = config->zero.stage;
+      run.configJson = cfg::toJson(*config).dump();
+      run.modelPath = options.modelPath;
+      run.modelHash = modelHash(options.modelPath);
+      if (llvm::Error err = saver->save(run, checkpointTensors(*plans, inputs)))
+        return err;
+      metrics->addToNextLine("checkpoint_stall_ms",
+                             saver->lastStallSeconds() * 1000.0);
+      metrics->addToNextLine("checkpoint_bytes", saver->lastBytes());
+      if (saver->lastWriteSeconds() > 0)
+        metrics->addToNextLine("checkpoint_write_s", saver->lastWriteSeconds());
+    }
     std::vector<std::pair<std::string, MetricsWriter::Value>> fields = {
         {"step", s + 1},
         {"loss", double(lossV)},
@@ -581,6 +820,16 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
                              skipped ? "  (skipped: overflow)" : "");
       log << "\n";
     }
+  }
+
+  if (saver) {
+    if (llvm::Error err = saver->finish())
+      return err;
+    if (talk)
+      log << llvm::formatv("ds-train: checkpoint {0}/{1}: {2:f1} MB per rank "
+                           "written in {3:f3} s\n",
+                           options.saveDir, ckptTagForStep(options.steps),
+                           saver->lastBytes() / 1e6, saver->lastWriteSeconds());
   }
 
   if (!options.saveWeights.empty()) {

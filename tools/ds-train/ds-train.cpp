@@ -49,6 +49,23 @@ static cl::opt<bool> deterministic(
              "reproducible across ZeRO stages (slower)"));
 static cl::opt<bool> quiet("quiet", cl::cat(category),
                            cl::desc("no progress lines"));
+static cl::opt<std::string>
+    saveDir("save", cl::cat(category),
+            cl::desc("write checkpoints to DIR/global_step<N> (at the end, "
+                     "and every --save-interval steps)"));
+static cl::opt<int64_t>
+    saveInterval("save-interval", cl::init(0), cl::cat(category),
+                 cl::desc("checkpoint every K steps (0: only at the end)"));
+static cl::opt<bool>
+    saveSync("save-sync", cl::cat(category),
+             cl::desc("write checkpoints before training continues (default: "
+                      "a background thread writes a copy)"));
+static cl::opt<std::string>
+    loadDir("load", cl::cat(category),
+            cl::desc("resume from the checkpoint DIR/latest names"));
+static cl::opt<std::string> loadTag("tag", cl::cat(category),
+                                    cl::desc("with --load: the tag to resume "
+                                             "from (e.g. global_step100)"));
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
@@ -71,6 +88,11 @@ int main(int argc, char **argv) {
   options.dumpIRDir = dumpIR;
   options.quiet = quiet;
   options.deterministic = deterministic;
+  options.saveDir = saveDir;
+  options.saveInterval = saveInterval;
+  options.saveSync = saveSync;
+  options.loadDir = loadDir;
+  options.loadTag = loadTag;
   if (backend != "auto")
     options.backend = backend;
   if (dataOrder == "shuffled") {

@@ -29,8 +29,15 @@ public:
 
   void write(const std::vector<std::pair<std::string, Value>> &fields);
 
+  /// Appends a field to the next line written (events of the step, such as
+  /// a checkpoint save, that only some steps have).
+  void addToNextLine(std::string key, Value value) {
+    extra.emplace_back(std::move(key), std::move(value));
+  }
+
 private:
   std::string path;
+  std::vector<std::pair<std::string, Value>> extra;
   std::unique_ptr<std::ofstream> out;
 };
 

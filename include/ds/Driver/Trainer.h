@@ -38,6 +38,16 @@ struct TrainOptions {
   /// Reductions summed in rank order (bitwise reproducible across ZeRO
   /// stages and group sizes' algorithms; slower).
   bool deterministic = false;
+  /// Checkpoints (docs/checkpoints.md): saved into saveDir every
+  /// saveInterval steps (0: only at the end) and at the end of the run,
+  /// written by a background thread unless saveSync.
+  std::string saveDir;
+  int64_t saveInterval = 0;
+  bool saveSync = false;
+  /// Resume from loadDir's `latest` (or loadTag): --steps is the step the
+  /// continued run ends at.
+  std::string loadDir;
+  std::string loadTag;
 };
 
 /// Runs the whole job; progress goes to `log`. Any problem with the inputs

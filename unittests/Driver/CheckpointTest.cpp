@@ -1,0 +1,202 @@
+//===- CheckpointTest.cpp - Checkpoint save, read, verify, export ---------===//
+//
+// One rank (no communication): the multi-rank paths run in
+// test/Checkpoint/*.test under ds-launch.
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Driver/Checkpoint.h"
+#include "ds/Driver/SafeTensors.h"
+
+#include "llvm/Support/FileSystem.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+using namespace ds::driver;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    llvm::SmallString<128> p;
+    llvm::sys::fs::createUniqueDirectory("ds-ckpt-test", p);
+    path = std::string(p);
+  }
+  ~TempDir() { llvm::sys::fs::remove_directories(path); }
+};
+
+/// A parameter, its state and a bf16 tensor, with recognizable values.
+struct State {
+  std::vector<float> w, m;
+  std::vector<uint16_t> h;
+  State() : w(15), m(15), h(7) {
+    for (int i = 0; i < 15; ++i) {
+      w[i] = 0.5f * i - 3;
+      m[i] = 1.0f / (i + 1);
+    }
+    for (int i = 0; i < 7; ++i)
+      h[i] = uint16_t(0x3f80 + i); // bf16 1.0, 1.0078125, ...
+  }
+  std::vector<CkptTensor> tensors() {
+    std::vector<CkptTensor> t(3);
+    t[0] = {"w", "param", "F32", {3, 5}, std::nullopt, w.data()};
+    t[1] = {"w.exp_avg", "state", "F32", {3, 5}, std::nullopt, m.data()};
+    t[2] = {"h", "param", "BF16", {7}, std::nullopt, h.data()};
+    return t;
+  }
+};
+
+CkptRunInfo runAt(int64_t step) {
+  CkptRunInfo run;
+  run.step = step;
+  run.seed = 42;
+  run.seedOption = 42;
+  run.dataOrder = "shuffled";
+  run.globalBatch = 8;
+  run.configJson = R"({"train_batch_size": 8})";
+  run.modelPath = "m.json";
+  run.modelHash = "0123456789abcdef";
+  return run;
+}
+
+void expectSaved(const std::string &dir, const State &want) {
+  auto ckpt = CheckpointReader::open(dir);
+  ASSERT_TRUE(bool(ckpt)) << llvm::toString(ckpt.takeError());
+  EXPECT_EQ(ckpt->tag(), "global_step3");
+  EXPECT_EQ(ckpt->run().seed, 42u);
+  EXPECT_EQ(ckpt->run().seedOption, std::optional<uint64_t>(42));
+  EXPECT_EQ(ckpt->run().globalBatch, 8);
+  const CkptTensorInfo *w = ckpt->find("w");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->shape, (std::vector<int64_t>{3, 5}));
+  // A range inside the tensor, as a resharded rank reads it.
+  std::vector<float> part(7);
+  ASSERT_FALSE(bool(ckpt->read(*w, 4, 7, part.data())));
+  EXPECT_EQ(part, std::vector<float>(want.w.begin() + 4, want.w.begin() + 11));
+  std::vector<float> m(15);
+  ASSERT_FALSE(bool(ckpt->read(*ckpt->find("w.exp_avg"), 0, 15, m.data())));
+  EXPECT_EQ(m, want.m);
+  EXPECT_FALSE(bool(ckpt->verify()));
+}
+
+TEST(Checkpoint, SyncSaveReadsBack) {
+  TempDir dir;
+  State state;
+  auto saver = CheckpointSaver::create(dir.path, /*async=*/false, 0, 1);
+  ASSERT_TRUE(bool(saver));
+  ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
+  EXPECT_EQ((*saver)->lastBytes(), 15 * 4 * 2 + 7 * 2);
+  expectSaved(dir.path, state);
+}
+
+TEST(Checkpoint, AsyncSaveKeepsTheStateOfItsStep) {
+  TempDir dir;
+  State state, original;
+  auto saver = CheckpointSaver::create(dir.path, /*async=*/true, 0, 1);
+  ASSERT_TRUE(bool(saver));
+  ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
+  // Step 4 may run over the buffers as inputs; step 5 overwrites them once
+  // beforeStep says the writer is done with them.
+  EXPECT_EQ((*saver)->beforeStep(4), 0.0);
+  (*saver)->beforeStep(5);
+  std::fill(state.w.begin(), state.w.end(), -1.0f);
+  std::fill(state.m.begin(), state.m.end(), -1.0f);
+  // Not committed before finish(): `latest` does not exist yet.
+  EXPECT_FALSE(llvm::sys::fs::exists(dir.path + "/latest"));
+  ASSERT_FALSE(bool((*saver)->finish()));
+  expectSaved(dir.path, original);
+}
+
+TEST(Checkpoint, CommittedTagsAreNeverOverwritten) {
+  TempDir dir;
+  State state;
+  auto first = CheckpointSaver::create(dir.path, false, 0, 1);
+  ASSERT_FALSE(bool((*first)->save(runAt(3), state.tensors())));
+  auto second = CheckpointSaver::create(dir.path, false, 0, 1);
+  llvm::Error planned = (*second)->checkPlannedSaves(0, 3, 0);
+  ASSERT_TRUE(bool(planned));
+  EXPECT_NE(llvm::toString(std::move(planned))
+                .find("global_step3 already holds a committed checkpoint"),
+            std::string::npos);
+  llvm::Error err = (*second)->save(runAt(3), state.tensors());
+  ASSERT_TRUE(bool(err));
+  llvm::consumeError(std::move(err));
+  // Saves that do not collide are fine.
+  EXPECT_FALSE(bool((*second)->checkPlannedSaves(3, 10, 5)));
+}
+
+TEST(Checkpoint, CorruptSliceNamesFileAndTensor) {
+  TempDir dir;
+  State state;
+  auto saver = CheckpointSaver::create(dir.path, false, 0, 1);
+  ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
+  auto ckpt = CheckpointReader::open(dir.path);
+  ASSERT_TRUE(bool(ckpt));
+  const CkptSlice &slice = ckpt->find("w.exp_avg")->slices[0];
+  std::string file = dir.path + "/global_step3/rank0.safetensors";
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(slice.offset + 5);
+    f.put('\x7f');
+  }
+  llvm::Error err = ckpt->verify();
+  ASSERT_TRUE(bool(err));
+  std::string msg = llvm::toString(std::move(err));
+  EXPECT_NE(msg.find("rank0.safetensors: checksum mismatch in tensor "
+                     "\"w.exp_avg\""),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(msg.find("\"w\""), std::string::npos) << msg;
+}
+
+TEST(Checkpoint, ExportStreamsAndWidensBf16) {
+  TempDir dir;
+  State state;
+  auto saver = CheckpointSaver::create(dir.path, false, 0, 1);
+  ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
+  auto ckpt = CheckpointReader::open(dir.path);
+  ASSERT_TRUE(bool(ckpt));
+  std::string out = dir.path + "/out.safetensors";
+  auto peak = exportSafeTensors(*ckpt, out, /*toF32=*/true,
+                                /*withState=*/false);
+  ASSERT_TRUE(bool(peak)) << llvm::toString(peak.takeError());
+  // The largest tensor: w (60 bytes); h is 14 bytes + its 28-byte f32 copy.
+  EXPECT_EQ(*peak, 60);
+  auto file = SafeTensorsFile::open(out);
+  ASSERT_TRUE(bool(file)) << llvm::toString(file.takeError());
+  EXPECT_EQ(file->tensors().size(), 2u); // parameters only
+  EXPECT_EQ(file->find("w.exp_avg"), nullptr);
+  ASSERT_NE(file->find("h"), nullptr);
+  EXPECT_EQ(file->find("h")->dtype, "F32");
+  auto h = file->readF32("h");
+  ASSERT_TRUE(bool(h));
+  for (int i = 0; i < 7; ++i)
+    EXPECT_EQ((*h)[i], bf16ToFloat(state.h[i]));
+  auto w = file->readF32("w");
+  ASSERT_TRUE(bool(w));
+  EXPECT_EQ(*w, state.w);
+}
+
+TEST(Checkpoint, ListingMarksIncompleteTags) {
+  TempDir dir;
+  State state;
+  auto saver = CheckpointSaver::create(dir.path, false, 0, 1);
+  ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
+  llvm::sys::fs::create_directories(dir.path + "/global_step10");
+  auto listing = listCheckpoints(dir.path);
+  ASSERT_TRUE(bool(listing));
+  ASSERT_EQ(listing->tags.size(), 2u);
+  EXPECT_TRUE(listing->tags[0].complete);
+  EXPECT_EQ(listing->tags[1].tag, "global_step10");
+  EXPECT_FALSE(listing->tags[1].complete);
+  EXPECT_EQ(listing->latest, "global_step3");
+  auto open = CheckpointReader::open(dir.path, "global_step10");
+  ASSERT_FALSE(bool(open));
+  EXPECT_NE(llvm::toString(open.takeError()).find("did not complete"),
+            std::string::npos);
+}
+
+} // namespace
