@@ -47,6 +47,8 @@ struct ArgPlan {
   llvm::SmallVector<int64_t> shape;
   nn::ParamAttr param; // Param only
   Attribute init;      // State: its first value (zeros when absent)
+  std::string owner;   // State: the parameter it belongs to ("" if none)
+  std::string stateKind;
   /// Param/State split over the dp group: the whole tensor's shape (the
   /// argument itself is this rank's flat, zero-padded chunk).
   std::optional<llvm::SmallVector<int64_t>> fullShape;
@@ -114,6 +116,8 @@ llvm::Expected<std::vector<ArgPlan>> planArguments(func::FuncOp step) {
       // Step-wide state (the loss scaler's) is named by its kind alone.
       plan.name = p ? p.str() + "." + (k ? k.str() : "?") : (k ? k.str() : "?");
       plan.init = state.get("init");
+      plan.owner = p ? p.str() : "";
+      plan.stateKind = k ? k.str() : "";
     } else if (step.getArgAttr(i, mlir::ds::kStepAttrName)) {
       plan.kind = ArgPlan::Step;
       plan.name = "step";
@@ -163,6 +167,47 @@ ChunkRange chunkRange(int64_t numel, int64_t chunk, int rank) {
   return {first, std::min<int64_t>(chunk, numel - first)};
 }
 
+/// Rounds f32 values to the nearest even 16-bit float of `dtype`, as the
+/// step's own casts (arith.truncf) do; f32 is copied.
+void storeAs(DType dtype, const float *src, int64_t n, void *dst) {
+  if (dtype == DType::BF16) {
+    auto *out = static_cast<uint16_t *>(dst);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &src[i], 4);
+      if ((bits & 0x7fffffffu) > 0x7f800000u) // nan stays a (quiet) nan
+        out[i] = uint16_t((bits >> 16) | 0x40);
+      else
+        out[i] = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+    }
+  } else if (dtype == DType::F16) {
+    auto *out = static_cast<_Float16 *>(dst);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<_Float16>(src[i]);
+  } else {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+}
+
+/// The f32 master copy of parameter plan `param` (mixed precision with
+/// ZeRO-1/2 keeps the parameter in 16 bits), if the step has one.
+std::optional<size_t> masterOf(llvm::ArrayRef<ArgPlan> plans,
+                               const ArgPlan &param) {
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (plans[i].kind == ArgPlan::State && plans[i].stateKind == "master" &&
+        plans[i].owner == param.name)
+      return i;
+  return std::nullopt;
+}
+
+/// The parameter plan state plan `state` belongs to.
+const ArgPlan *ownerOf(llvm::ArrayRef<ArgPlan> plans, const ArgPlan &state) {
+  for (const ArgPlan &p : plans)
+    if (p.kind == ArgPlan::Param && p.name == state.owner)
+      return &p;
+  return nullptr;
+}
+
 llvm::Error loadInitialWeights(llvm::StringRef path,
                                llvm::ArrayRef<ArgPlan> plans, int rank,
                                std::vector<Tensor> &values) {
@@ -192,8 +237,13 @@ llvm::Error loadInitialWeights(llvm::StringRef path,
     ChunkRange r = plans[i].fullShape
                        ? chunkRange(data->size(), plans[i].shape[0], rank)
                        : ChunkRange{0, int64_t(data->size())};
-    std::memcpy(values[i].data(), data->data() + r.first,
-                r.count * sizeof(float));
+    storeAs(plans[i].dtype, data->data() + r.first, r.count, values[i].data());
+    // A 16-bit parameter's f32 master copy: this rank's chunk.
+    if (std::optional<size_t> m = masterOf(plans, plans[i])) {
+      ChunkRange c = chunkRange(data->size(), plans[*m].shape[0], rank);
+      std::memcpy(values[*m].data(), data->data() + c.first,
+                  c.count * sizeof(float));
+    }
   }
   return llvm::Error::success();
 }
@@ -260,6 +310,30 @@ readCheckpointState(const CheckpointReader &ckpt, llvm::ArrayRef<ArgPlan> plans,
     if (p.kind != ArgPlan::Param && p.kind != ArgPlan::State)
       continue;
     const CkptTensorInfo *t = ckpt.find(p.name);
+    // Mixed precision keeps a parameter in f32, or (ZeRO-1/2) in 16 bits
+    // next to an f32 master copy: either layout continues the other. The
+    // f32 values are the truth; a 16-bit parameter is their rounding.
+    llvm::ArrayRef<int64_t> wanted = p.fullShape ? *p.fullShape : p.shape;
+    const CkptTensorInfo *f32 = nullptr;
+    if (p.kind == ArgPlan::Param && t && t->dtype != ckptDType(p.dtype)) {
+      f32 = ckpt.find(p.name + ".master");
+      if (!f32 && t->dtype == "F32")
+        f32 = t;
+    }
+    if (p.kind == ArgPlan::State && p.stateKind == "master" && !t)
+      f32 = ckpt.find(p.owner);
+    if (f32 && f32->dtype == "F32" &&
+        f32->shape == std::vector<int64_t>(wanted.begin(), wanted.end())) {
+      ChunkRange r = p.fullShape ? chunkRange(product(wanted), p.shape[0], rank)
+                                 : ChunkRange{0, product(wanted)};
+      std::vector<float> wide(r.count);
+      if (llvm::Error err = ckpt.read(*f32, r.first, r.count, wide.data()))
+        return err;
+      values[i].assign(product(p.shape) * mlir::ds::exec::dtypeBytes(p.dtype),
+                       0);
+      storeAs(p.dtype, wide.data(), r.count, values[i].data());
+      continue;
+    }
     if (!t)
       return createStringError(
           "%s: no tensor \"%s\", which this run's training step needs (the "
@@ -592,9 +666,26 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
       ChunkRange r = p.fullShape
                          ? chunkRange(product(*p.fullShape), p.shape[0], rank)
                          : ChunkRange{0, product(p.shape)};
+      std::vector<float> drawn(p.dtype == DType::F32 ? 0 : r.count);
+      float *into = drawn.empty() ? inputs[i].data<float>() : drawn.data();
       initParameter(p.name, initKindOf(p.param.getInit()),
                     p.param.getStd().convertToDouble(), seed, r.first, r.count,
-                    inputs[i].data<float>());
+                    into);
+      if (!drawn.empty())
+        storeAs(p.dtype, drawn.data(), r.count, inputs[i].data());
+    }
+    if (p.kind == ArgPlan::State && p.stateKind == "master" &&
+        options.initFrom.empty()) {
+      // The f32 values the 16-bit parameter was rounded from.
+      const ArgPlan *owner = ownerOf(*plans, p);
+      if (!owner || !p.fullShape)
+        return createStringError("master state \"%s\" has no parameter "
+                                 "\"%s\" or no sharding",
+                                 p.name.c_str(), p.owner.c_str());
+      ChunkRange r = chunkRange(product(*p.fullShape), p.shape[0], rank);
+      initParameter(owner->name, initKindOf(owner->param.getInit()),
+                    owner->param.getStd().convertToDouble(), seed, r.first,
+                    r.count, inputs[i].data<float>());
     }
     if (p.kind == ArgPlan::State && p.init) {
       int64_t n = product(p.shape);
@@ -650,7 +741,7 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   for (const ArgPlan &p : *plans) {
     if (p.kind != ArgPlan::Param && p.kind != ArgPlan::State)
       continue;
-    int64_t local = product(p.shape) * 4;
+    int64_t local = product(p.shape) * mlir::ds::exec::dtypeBytes(p.dtype);
     modelStateBytes += local;
     if (p.kind != ArgPlan::Param)
       continue;
@@ -841,12 +932,15 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
       const ArgPlan &p = (*plans)[i];
       if (p.kind != ArgPlan::Param)
         continue;
-      const void *data = inputs[i].data();
-      llvm::ArrayRef<int64_t> shape = p.shape;
-      if (p.fullShape) {
-        shape = *p.fullShape;
+      // A 16-bit parameter is saved from its f32 master copy.
+      size_t from = masterOf(*plans, p).value_or(i);
+      const ArgPlan &src = (*plans)[from];
+      const void *data = inputs[from].data();
+      llvm::ArrayRef<int64_t> shape = src.shape;
+      if (src.fullShape) {
+        shape = *src.fullShape;
         gathered.push_back(Tensor::zeros(DType::F32, shape));
-        if (dsrt_all_gather(dsrt_comm_axes(1), inputs[i].data(),
+        if (dsrt_all_gather(dsrt_comm_axes(1), inputs[from].data(),
                             gathered.back().data(), product(shape),
                             DSRT_F32) != 0)
           return createStringError("gathering \"%s\" to save it: %s",

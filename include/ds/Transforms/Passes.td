@@ -421,6 +421,16 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
       again before its first backward use and released after its last;
       the step returns the updated chunks without gathering them.
 
+    Mixed precision (every parameter read by `@forward_backward` only
+    through casts to one 16-bit type): at stage 1/2 the parameters become
+    that 16-bit type on every rank (the casts go) and each rank's chunk of
+    the f32 master copy becomes optimizer state (`kind = "master"`); the
+    update writes the master chunk and its 16-bit rounding, which the
+    all-gather spreads (half the bytes). At stage 3 each parameter's chunk
+    is cast before its gather. An fp16 step's overflow flag
+    (`dstrain.has_overflow`, each rank over its own gradients) becomes the
+    OR over the group.
+
     With N > 1 the gradient norm (reported, and used by clipping) is always
     computed from the chunks, each rank its own, and summed over the group,
     so every stage computes it with the same additions in the same order:

@@ -81,10 +81,17 @@ struct PlanMemoryPass : ds::impl::PlanMemoryBase<PlanMemoryPass> {
             dist::DistDialect::kGridAttrName))
       n = grid.getAxisSize("dp").value_or(1);
     int stage = paramsSharded ? 3 : gradsChunked ? 2 : stateSharded ? 1 : 0;
-    // The ZeRO paper's fp32 model states, Ψ parameters over N ranks.
+    // The ZeRO paper's fp32 model states, Ψ parameters over N ranks; with
+    // 16-bit parameters (mixed precision at ZeRO-1/2) the replicated part
+    // is 2Ψ and the f32 master joins the sharded state.
     double psi = double(numel);
+    bool low = !paramsSharded && numel > 0 && params < 4 * numel;
     double formula[] = {16 * psi, 8 * psi + 8 * psi / n, 4 * psi + 12 * psi / n,
                         16 * psi / n};
+    if (low) {
+      formula[1] = 6 * psi + 12 * psi / n;
+      formula[2] = 2 * psi + 16 * psi / n;
+    }
     int64_t total = params + grads + state;
     fn.emitRemark() << "ds-plan-memory: per rank (dp = " << n << ", ZeRO stage "
                     << stage << "): parameters " << params << " B, gradients "

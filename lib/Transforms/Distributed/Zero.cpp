@@ -343,6 +343,35 @@ LogicalResult ZeroPass::collectUpdates(func::FuncOp fn,
   return success();
 }
 
+/// The 16-bit type mixed precision reads every parameter as, when
+/// @forward_backward reads each only through casts to it and @train_step
+/// uses each only to call it and to update it; null otherwise.
+Type castOnlyType(func::FuncOp step, func::FuncOp grad, unsigned numParams,
+                  ArrayRef<Update> updates) {
+  if (!grad || grad.isExternal() || numLeadingParams(grad) != numParams)
+    return {};
+  Type narrow;
+  for (unsigned p = 0; p < numParams; ++p)
+    for (Operation *user : grad.getArgument(p).getUsers()) {
+      auto castOp = dyn_cast<nn::CastOp>(user);
+      if (!castOp)
+        return {};
+      Type to = castOp.getType().getElementType();
+      if ((narrow && narrow != to) || to.getIntOrFloatBitWidth() >= 32)
+        return {};
+      narrow = to;
+    }
+  for (const Update &u : updates)
+    for (OpOperand &use : step.getArgument(u.paramArg).getUses()) {
+      auto call = dyn_cast<func::CallOp>(use.getOwner());
+      bool ok = (use.getOwner() == u.op && use.getOperandNumber() == 0) ||
+                (call && call.getCallee() == grad.getName());
+      if (!ok)
+        return {};
+    }
+  return narrow;
+}
+
 /// The top-level op of `block` that contains `op`.
 Operation *topLevel(Operation *op, Block &block) {
   while (op->getBlock() != &block)
@@ -579,11 +608,66 @@ void ZeroPass::runOnOperation() {
     for (const Update &u : updates)
       u.op->setOperand(u.gradOperand, finalGrads[u.paramArg]);
   } else {
-    SmallVector<Type> argTypes(fn.getArgumentTypes());
     auto shardingOf = [&](unsigned p) {
       return dist::ShardingAttr::get(
           ctx, dp.getAxes(), cast<RankedTensorType>(fullTypes[p]).getShape());
     };
+    // Mixed precision at stage 1/2 keeps DeepSpeed's layout: every rank
+    // holds the parameters in 16 bits (what the forward reads) and its
+    // chunk of the f32 master copy as optimizer state; the update writes
+    // the master chunk and the 16-bit chunk the all-gather spreads (half
+    // the bytes of an f32 gather).
+    auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
+    Type narrow =
+        stage <= 2 ? castOnlyType(fn, grad, numParams, updates) : Type();
+    SmallVector<Value> masters(numParams);
+    unsigned masterAt = 0;
+    if (narrow) {
+      masterAt = numParams;
+      while (masterAt < fn.getNumArguments()) {
+        auto st = fn.getArgAttrOfType<DictionaryAttr>(masterAt, kStateAttrName);
+        if (!st || !st.get("param"))
+          break;
+        ++masterAt;
+      }
+      SmallVector<unsigned> at(numParams, masterAt);
+      SmallVector<Type> types;
+      SmallVector<DictionaryAttr> attrs;
+      SmallVector<Location> locs(numParams, fn.getLoc());
+      for (unsigned p = 0; p < numParams; ++p) {
+        types.push_back(dp.chunkType(cast<RankedTensorType>(fullTypes[p])));
+        attrs.push_back(b.getDictionaryAttr(
+            {b.getNamedAttr(
+                 kStateAttrName,
+                 b.getDictionaryAttr(
+                     {b.getNamedAttr("param",
+                                     b.getStringAttr(paramName(fn, p))),
+                      b.getNamedAttr("kind", b.getStringAttr("master"))})),
+             b.getNamedAttr(dist::DistDialect::kShardingAttrName,
+                            shardingOf(p))}));
+      }
+      if (failed(fn.insertArguments(at, types, attrs, locs)))
+        return (void)fail(fn, "cannot add the master-weight arguments");
+      for (unsigned p = 0; p < numParams; ++p) {
+        masters[p] = body.getArgument(masterAt + p);
+        auto low = cast<RankedTensorType>(fullTypes[p]).clone(narrow);
+        body.getArgument(p).setType(low);
+      }
+      // @forward_backward reads the 16-bit parameters directly.
+      SmallVector<Type> gradArgs(grad.getArgumentTypes());
+      for (unsigned p = 0; p < numParams; ++p) {
+        BlockArgument arg = grad.getArgument(p);
+        arg.setType(body.getArgument(p).getType());
+        gradArgs[p] = arg.getType();
+        for (Operation *user : llvm::make_early_inc_range(arg.getUsers())) {
+          user->getResult(0).replaceAllUsesWith(arg);
+          user->erase();
+        }
+      }
+      grad.setFunctionType(
+          FunctionType::get(ctx, gradArgs, grad.getResultTypes()));
+    }
+    SmallVector<Type> argTypes(body.getArgumentTypes());
     // State (and, at stage 3, parameters) become chunks.
     for (const Update &u : updates) {
       auto chunkT = dp.chunkType(cast<RankedTensorType>(fullTypes[u.paramArg]));
@@ -602,7 +686,9 @@ void ZeroPass::runOnOperation() {
       Operation *op = u.op;
       b.setInsertionPoint(op);
       Value param = body.getArgument(u.paramArg);
-      Value paramChunk = stage == 3 ? param : dp.shard(param);
+      Value paramChunk = narrow       ? masters[u.paramArg]
+                         : stage == 3 ? param
+                                      : dp.shard(param);
       SmallVector<Value> operands(op->getOperands());
       operands[0] = paramChunk;
       operands[u.gradOperand] = finalGrads[u.paramArg];
@@ -613,16 +699,35 @@ void ZeroPass::runOnOperation() {
       Operation *sharded = b.create(state);
       op->replaceAllUsesWith(sharded->getResults());
       newChunks[u.paramArg] = sharded->getResult(0);
+      if (narrow) {
+        masters[u.paramArg] = sharded->getResult(0);
+        newChunks[u.paramArg] = nn::CastOp::create(
+            b, op->getLoc(), cast<RankedTensorType>(chunkT).clone(narrow),
+            sharded->getResult(0));
+      }
       op->erase();
     }
     if (stage <= 2) {
       // Every rank needs the whole updated parameters for the next forward.
       b.setInsertionPoint(ret);
       DpBuilder dpRet(b, loc, dpSize);
+      SmallVector<Type> gatherTypes(fullTypes);
+      if (narrow)
+        for (Type &t : gatherTypes)
+          t = cast<RankedTensorType>(t).clone(narrow);
       SmallVector<Value> whole = dpRet.allGather(
-          newChunks, fullTypes, makeBuckets(chunkSizes, allgatherBucketSize));
+          newChunks, gatherTypes, makeBuckets(chunkSizes, allgatherBucketSize));
       for (unsigned p = 0; p < numParams; ++p)
         ret->setOperand(p, whole[p]);
+    }
+    if (narrow) {
+      SmallVector<Value> results(ret.getOperands());
+      results.insert(results.begin() + masterAt, masters.begin(),
+                     masters.end());
+      b.setInsertionPoint(ret);
+      auto newRet = func::ReturnOp::create(b, ret.getLoc(), results);
+      ret.erase();
+      ret = newRet;
     }
     SmallVector<Type> resultTypes(ret.getOperandTypes());
     fn.setFunctionType(FunctionType::get(ctx, argTypes, resultTypes));

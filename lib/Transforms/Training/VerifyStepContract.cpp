@@ -30,7 +30,7 @@ using namespace mlir::ds;
 namespace {
 
 constexpr StringLiteral kKnownKinds[] = {"exp_avg", "exp_avg_sq",
-                                         "momentum_buffer"};
+                                         "momentum_buffer", "master"};
 /// State of the whole step rather than of one parameter (the fp16 loss
 /// scaler's), after the per-parameter state.
 constexpr StringLiteral kStepWideKinds[] = {
@@ -68,6 +68,15 @@ struct VerifyStepContractPass
       return local;
     return RankedTensorType::get(
         sharding.getShape(), cast<RankedTensorType>(local).getElementType());
+  }
+
+  /// `master` is the f32 form of the 16-bit `param` (same shape).
+  static bool isMasterOf(Type master, Type param) {
+    auto m = dyn_cast<RankedTensorType>(master);
+    auto p = dyn_cast<RankedTensorType>(param);
+    return m && p && m.getShape() == p.getShape() &&
+           m.getElementType().isF32() &&
+           p.getElementType().getIntOrFloatBitWidth() == 16;
   }
 
   static bool isF32Scalar(Type type) {
@@ -141,14 +150,18 @@ struct VerifyStepContractPass
       }
       if (!llvm::is_contained(kKnownKinds, kind.getValue()))
         fail() << "argument #" << i << ": state kind \"" << kind.getValue()
-               << "\" is not one of exp_avg, exp_avg_sq, momentum_buffer";
+               << "\" is not one of exp_avg, exp_avg_sq, momentum_buffer, "
+                  "master";
       auto it = params.find(param.getValue());
       if (it == params.end()) {
         fail() << "argument #" << i << ": state of unknown parameter \""
                << param.getValue() << "\"";
         continue;
       }
-      if (logicalType(fn, i) != logicalType(fn, it->second))
+      // A 16-bit parameter (mixed precision) has f32 state, its master
+      // copy included.
+      if (logicalType(fn, i) != logicalType(fn, it->second) &&
+          !isMasterOf(logicalType(fn, i), logicalType(fn, it->second)))
         fail() << "argument #" << i << ": " << kind.getValue() << " of \""
                << param.getValue() << "\" stands for " << logicalType(fn, i)
                << " but the parameter is " << logicalType(fn, it->second);
@@ -241,8 +254,10 @@ struct VerifyStepContractPass
     FunctionType type = grad.getFunctionType();
     bool ok = type.getNumResults() == numParams + 1 &&
               type.getNumResults() > 0 && isF32Scalar(type.getResult(0));
+    // A 16-bit parameter's gradient may be f32 (accumulated in f32).
     for (unsigned i = 0; ok && i < numParams; ++i)
-      ok = type.getResult(i + 1) == logicalType(grad, i);
+      ok = type.getResult(i + 1) == logicalType(grad, i) ||
+           isMasterOf(type.getResult(i + 1), logicalType(grad, i));
     if (!ok)
       grad.emitError() << "step contract: @" << grad.getName()
                        << " must return (loss : tensor<f32>, one gradient "
