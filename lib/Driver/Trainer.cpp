@@ -4,6 +4,7 @@
 #include "ds/Driver/Checkpoint.h"
 #include "ds/Driver/Metrics.h"
 #include "ds/Driver/ParamInit.h"
+#include "ds/Driver/Random.h"
 #include "ds/Driver/SafeTensors.h"
 #include "ds/Execution/JIT.h"
 #include "ds/Import/Import.h"
@@ -556,7 +557,7 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   int64_t gas = config->gradientAccumulationSteps;
   int64_t micro = config->trainMicroBatchSizePerGpu;
   int64_t globalBatch = config->trainBatchSize;
-  int64_t seqLen = 0, modelVocab = 0;
+  int64_t seqLen = 0, modelVocab = 0, classes = 0;
   for (const ArgPlan &p : *plans) {
     if (p.kind != ArgPlan::Batch)
       continue;
@@ -572,7 +573,22 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
           "batch argument \"%s\": token data feeds only input_ids and "
           "targets; use --synthetic for this model",
           p.name.c_str());
-    if (p.name == "input_ids" || p.name == "targets") {
+    // A classifier's targets: one class per sample, [micro-batches, batch].
+    bool classTargets =
+        p.name == "targets" && p.dtype == DType::I64 && p.shape.size() == 2 &&
+        llvm::none_of(*plans, [](const ArgPlan &q) {
+          return q.kind == ArgPlan::Batch && q.name == "input_ids";
+        });
+    if (classTargets)
+      (*module)->walk([&](nn::CrossEntropyOp op) {
+        classes =
+            cast<RankedTensorType>(op.getLogits().getType()).getShape().back();
+      });
+    if (classTargets && !options.synthetic)
+      return createStringError(
+          "batch argument \"targets\" holds one class per sample, which "
+          "token data does not give; train this model with --synthetic");
+    if ((p.name == "input_ids" || p.name == "targets") && !classTargets) {
       if (p.dtype != DType::I64 || p.shape.size() != 3)
         return createStringError("batch argument \"%s\" must be i64 "
                                  "[micro-batches, batch, seq]",
@@ -703,6 +719,19 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
       // Synthetic float batches (MLP): fixed per run, drawn once.
       initParameter(p.name, InitKind::Normal, 1.0, seed, 0, product(p.shape),
                     inputs[i].data<float>());
+    }
+    if (p.kind == ArgPlan::Batch && p.name == "targets" &&
+        p.shape.size() == 2 && options.synthetic) {
+      // Synthetic class labels, fixed per run like the inputs: uniform over
+      // the classes of the model's cross-entropy.
+      if (classes < 1)
+        return createStringError("batch argument \"targets\" [batch] needs "
+                                 "a dsnn.cross_entropy in the model to give "
+                                 "its number of classes");
+      int64_t *labels = inputs[i].data<int64_t>();
+      for (int64_t k = 0, n = product(p.shape); k < n; ++k)
+        labels[k] =
+            int64_t(randomBits(seed, streamOf(p.name), k) % uint64_t(classes));
     }
   }
   if (!options.initFrom.empty())
@@ -839,7 +868,9 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
             .count();
     float lossV = *loss.data<float>(), lrV = *lr.data<float>(),
           normV = *gradNorm.data<float>();
-    double tokensPerS = globalBatch * seqLen / (stepMs / 1000.0);
+    // Samples, for a model without a sequence dim.
+    double tokensPerS =
+        globalBatch * std::max<int64_t>(seqLen, 1) / (stepMs / 1000.0);
     bool skipped =
         skippedArg && *inputs[*skippedArg].data<int64_t>() > skippedBefore;
     // An overflow the scaler can no longer answer by lowering the scale
