@@ -36,6 +36,21 @@ float ds::driver::bf16ToFloat(uint16_t bits) {
   return f;
 }
 
+uint16_t ds::driver::floatToBF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) // nan: keep it a (quiet) nan
+    return uint16_t((bits >> 16) | 0x40);
+  return uint16_t((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
+}
+
+uint16_t ds::driver::floatToF16(float value) {
+  _Float16 h = static_cast<_Float16>(value);
+  uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+
 float ds::driver::f16ToFloat(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f,
            mant = h & 0x3ffu, w;

@@ -171,23 +171,13 @@ ChunkRange chunkRange(int64_t numel, int64_t chunk, int rank) {
 /// Rounds f32 values to the nearest even 16-bit float of `dtype`, as the
 /// step's own casts (arith.truncf) do; f32 is copied.
 void storeAs(DType dtype, const float *src, int64_t n, void *dst) {
-  if (dtype == DType::BF16) {
-    auto *out = static_cast<uint16_t *>(dst);
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t bits;
-      std::memcpy(&bits, &src[i], 4);
-      if ((bits & 0x7fffffffu) > 0x7f800000u) // nan stays a (quiet) nan
-        out[i] = uint16_t((bits >> 16) | 0x40);
-      else
-        out[i] = uint16_t((bits + 0x7fffu + ((bits >> 16) & 1)) >> 16);
-    }
-  } else if (dtype == DType::F16) {
-    auto *out = static_cast<_Float16 *>(dst);
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = static_cast<_Float16>(src[i]);
-  } else {
+  if (dtype != DType::BF16 && dtype != DType::F16) {
     std::memcpy(dst, src, n * sizeof(float));
+    return;
   }
+  auto *out = static_cast<uint16_t *>(dst);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = dtype == DType::BF16 ? floatToBF16(src[i]) : floatToF16(src[i]);
 }
 
 /// The f32 master copy of parameter plan `param` (mixed precision with

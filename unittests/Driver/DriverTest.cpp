@@ -305,6 +305,25 @@ TEST(SafeTensors, HalfConversions) {
   EXPECT_TRUE(std::isnan(f16ToFloat(0x7E00)));
 }
 
+TEST(SafeTensors, NarrowingRoundsToNearestEven) {
+  // 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7: ties go to even (1);
+  // a hair above rounds up.
+  EXPECT_EQ(floatToBF16(1.0f), 0x3F80);
+  EXPECT_EQ(floatToBF16(1.0f + std::ldexp(1.0f, -8)), 0x3F80);
+  EXPECT_EQ(floatToBF16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)),
+            0x3F81);
+  EXPECT_EQ(floatToBF16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);
+  EXPECT_EQ(floatToBF16(-2.0f), 0xC000);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBF16(NAN))));
+  EXPECT_TRUE(std::isinf(bf16ToFloat(floatToBF16(INFINITY))));
+  // f16: ties to even, overflow past 65520 to inf, subnormals kept.
+  EXPECT_EQ(floatToF16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+  EXPECT_EQ(floatToF16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
+  EXPECT_EQ(floatToF16(65504.0f), 0x7BFF);
+  EXPECT_EQ(floatToF16(65520.0f), 0x7C00);
+  EXPECT_EQ(floatToF16(std::ldexp(1023.0f, -24)), 0x03FF);
+}
+
 //===----------------------------------------------------------------------===//
 // Metrics
 //===----------------------------------------------------------------------===//

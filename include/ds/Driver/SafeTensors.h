@@ -73,6 +73,11 @@ writeSafeTensors(llvm::StringRef path, llvm::ArrayRef<SafeTensorView> tensors,
 float bf16ToFloat(uint16_t bits);
 float f16ToFloat(uint16_t bits);
 
+/// float to bf16/f16 bit patterns, rounded to nearest even as arith.truncf
+/// rounds (nan stays nan).
+uint16_t floatToBF16(float value);
+uint16_t floatToF16(float value);
+
 } // namespace ds::driver
 
 #endif // DS_DRIVER_SAFETENSORS_H

@@ -67,6 +67,13 @@ inline StringRef paramName(func::FuncOp fn, unsigned index) {
       .getName();
 }
 
+/// `type` as a ranked tensor of floats, or null: what differentiation and
+/// mixed precision act on.
+inline RankedTensorType floatTensorType(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  return t && isa<FloatType>(t.getElementType()) ? t : RankedTensorType();
+}
+
 /// A 0-d float tensor constant (`arith.constant dense<v> : tensor<T>`),
 /// which dsnn's broadcasting ops apply elementwise.
 Value scalarConstant(OpBuilder &b, Location loc, Type elementType,

@@ -343,6 +343,23 @@ LogicalResult ZeroPass::collectUpdates(func::FuncOp fn,
   return success();
 }
 
+/// The one 16-bit float type all of `users` cast to (mixed precision reads
+/// a parameter only through such casts); null if any user is something
+/// else or the casts disagree.
+Type narrowCastType(ArrayRef<Operation *> users) {
+  Type narrow;
+  for (Operation *user : users) {
+    auto castOp = dyn_cast<nn::CastOp>(user);
+    if (!castOp)
+      return {};
+    Type to = castOp.getType().getElementType();
+    if ((narrow && narrow != to) || to.getIntOrFloatBitWidth() != 16)
+      return {};
+    narrow = to;
+  }
+  return narrow;
+}
+
 /// The 16-bit type mixed precision reads every parameter as, when
 /// @forward_backward reads each only through casts to it and @train_step
 /// uses each only to call it and to update it; null otherwise.
@@ -350,17 +367,12 @@ Type castOnlyType(func::FuncOp step, func::FuncOp grad, unsigned numParams,
                   ArrayRef<Update> updates) {
   if (!grad || grad.isExternal() || numLeadingParams(grad) != numParams)
     return {};
-  Type narrow;
+  SmallVector<Operation *> users;
   for (unsigned p = 0; p < numParams; ++p)
-    for (Operation *user : grad.getArgument(p).getUsers()) {
-      auto castOp = dyn_cast<nn::CastOp>(user);
-      if (!castOp)
-        return {};
-      Type to = castOp.getType().getElementType();
-      if ((narrow && narrow != to) || to.getIntOrFloatBitWidth() >= 32)
-        return {};
-      narrow = to;
-    }
+    llvm::append_range(users, grad.getArgument(p).getUsers());
+  Type narrow = narrowCastType(users);
+  if (!narrow)
+    return {};
   for (const Update &u : updates)
     for (OpOperand &use : step.getArgument(u.paramArg).getUses()) {
       auto call = dyn_cast<func::CallOp>(use.getOwner());
@@ -420,18 +432,11 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
       // Mixed precision reads a parameter only through casts to its 16-bit
       // type: casting commutes with gathering, so gather the 16-bit chunks
       // (half the bytes) and let the gathered value replace the casts.
-      Type narrow;
-      bool onlyCasts = llvm::all_of(phase, [&](OpOperand *use) {
-        auto castOp = dyn_cast<nn::CastOp>(use->getOwner());
-        if (!castOp)
-          return false;
-        Type to = castOp.getType().getElementType();
-        if (narrow && narrow != to)
-          return false;
-        narrow = to;
-        return to.getIntOrFloatBitWidth() <
-               full.getElementType().getIntOrFloatBitWidth();
-      });
+      SmallVector<Operation *> users;
+      for (OpOperand *use : phase)
+        users.push_back(use->getOwner());
+      Type narrow = narrowCastType(users);
+      bool onlyCasts = static_cast<bool>(narrow);
       Value source = arg;
       RankedTensorType wholeType = full;
       if (onlyCasts) {

@@ -34,10 +34,7 @@ using namespace mlir::ds::nn;
 
 namespace {
 
-bool isFloatTensor(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  return type && isa<FloatType>(type.getElementType());
-}
+bool isFloatTensor(Value v) { return bool(floatTensorType(v.getType())); }
 
 /// Values defined outside `layer` that its body reads, in order of first use.
 llvm::SetVector<Value> capturedValues(LayerOp layer) {

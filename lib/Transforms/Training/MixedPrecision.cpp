@@ -27,11 +27,6 @@ using namespace mlir::ds::nn;
 
 namespace {
 
-RankedTensorType floatTensor(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  return t && isa<FloatType>(t.getElementType()) ? t : RankedTensorType();
-}
-
 struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
   using Base::Base;
 
@@ -47,14 +42,14 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
 
   Value castTo(OpBuilder &b, Location loc, Value v, Type elem) {
     ++numCasts;
-    return CastOp::create(b, loc, floatTensor(v.getType()).clone(elem), v);
+    return CastOp::create(b, loc, floatTensorType(v.getType()).clone(elem), v);
   }
 
   /// Casts each float operand of `op` to `elem`.
   void castOperandsTo(Operation *op, Type elem) {
     OpBuilder b(op);
     for (OpOperand &use : op->getOpOperands()) {
-      RankedTensorType t = floatTensor(use.get().getType());
+      RankedTensorType t = floatTensorType(use.get().getType());
       if (t && t.getElementType() != elem)
         use.set(castTo(b, op->getLoc(), use.get(), elem));
     }
@@ -73,7 +68,7 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
 
   void lowerResults(Operation *op) {
     for (Value r : op->getResults())
-      if (RankedTensorType t = floatTensor(r.getType());
+      if (RankedTensorType t = floatTensorType(r.getType());
           t && t.getElementType() != low) {
         original.try_emplace(r, t);
         r.setType(t.clone(low));
@@ -126,7 +121,7 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
     Block &body = fn.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     if (ret.getNumOperands() != 1 ||
-        !floatTensor(ret.getOperand(0).getType())) {
+        !floatTensorType(ret.getOperand(0).getType())) {
       fn.emitError() << "ds-mixed-precision: @" << entry
                      << " must return one float loss (the model contract)";
       return signalPassFailure();
