@@ -1,6 +1,8 @@
 //===- JIT.cpp - lower, JIT and call ds functions on host buffers ---------===//
 #include "ds/Execution/JIT.h"
 
+#include "ds/Execution/JitTarget.h"
+
 #include "ds/Conversion/LinalgToRuntime.h"
 #include "dsrt/dsrt.h"
 
@@ -21,6 +23,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <chrono>
 #include <cstdlib>
@@ -333,13 +336,18 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-  // Host CPU and features, so the O3 pipeline vectorizes for this machine.
-  auto makeTM = []() -> llvm::Expected<std::unique_ptr<llvm::TargetMachine>> {
-    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!builder)
-      return builder.takeError();
-    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    return builder->createTargetMachine();
+  // The host CPU, or the level DS_JIT_CPU names, so the O3 pipeline
+  // vectorizes for the machine the code runs on.
+  auto target = resolveJitTargetFromEnvironment();
+  if (!target)
+    return target.takeError();
+  auto makeTM = [&]() -> llvm::Expected<std::unique_ptr<llvm::TargetMachine>> {
+    llvm::orc::JITTargetMachineBuilder builder(
+        llvm::Triple(llvm::sys::getProcessTriple()));
+    builder.setCPU(target->cpu);
+    builder.addFeatures(target->features);
+    builder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    return builder.createTargetMachine();
   };
   auto transformerTM = makeTM();
   if (!transformerTM)
