@@ -1,14 +1,22 @@
 # -*- Python -*-
 import os
+import sys
+
 import lit.formats
 from lit.llvm import llvm_config
 
 config.name = "ds"
-config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+
+# The format lives in a module so lit's worker processes can unpickle it.
+sys.path.insert(0, os.path.dirname(__file__))
+from jit_levels import ShTestAtLevels
+
+config.test_format = ShTestAtLevels(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test", ".json"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ds_obj_root, "test")
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "jit_levels.py", "__pycache__"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%ds_src", config.ds_src_root))
@@ -29,3 +37,30 @@ if config.ds_have_cuda_device:
     config.available_features.add("cuda")
 if config.ds_have_torch:
     config.available_features.add("torch")
+
+# x86-64 micro-architecture levels this CPU runs (from /proc/cpuinfo, the
+# kernel's view of CPUID): tests of code generated for a level (DS_JIT_CPU)
+# say REQUIRES: x86-64-v4 and are reported unsupported where it cannot run.
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+x86_levels = [
+    ("x86-64-v2", {"cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2",
+                   "ssse3"}),
+    ("x86-64-v3", {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm",
+                   "movbe", "xsave"}),
+    ("x86-64-v4", {"avx512f", "avx512bw", "avx512cd", "avx512dq",
+                   "avx512vl"}),
+]
+flags = cpu_flags()
+for level, needs in x86_levels:
+    if not needs <= flags:
+        break
+    config.available_features.add(level)

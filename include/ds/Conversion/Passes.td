@@ -202,24 +202,102 @@ def ApproximateMath : Pass<"ds-approximate-math", "mlir::ModuleOp"> {
 }
 
 def RelaxReductions : Pass<"ds-relax-reductions", "mlir::ModuleOp"> {
-  let summary = "Let floating-point reductions be reassociated so LLVM vectorizes them";
+  let summary = "Let exactly associative reductions (max, min) be vectorized freely";
   let description = [{
-    A `linalg.generic` reduction lowers to a loop carrying one f32
-    accumulator; without permission to reassociate, LLVM must add the
-    elements in order, one at a time (a row sum ran at 3.3 GB/s against 21
-    GB/s for an elementwise loop). This pass gives the combining op of every
-    reduction in a `linalg` op — the `arith.addf`, `mulf`, `maximumf`, ...
-    that reads the accumulator block argument — the `reassoc` fast-math
-    flag, which lets the loop vectorizer keep several partial sums (the
-    order PyTorch's vectorized kernels use too). Nothing else in the body
-    changes.
+    A `linalg.generic` reduction lowers to a loop carrying one accumulator;
+    without permission to reassociate, LLVM must combine the elements in
+    order, one at a time (a row max ran at 3.3 GB/s against 21 GB/s for an
+    elementwise loop). For `maximumf`, `minimumf`, `maxnumf` and `minnumf`
+    the order cannot change the result, so this pass gives the op that
+    combines into the accumulator block argument the `reassoc` fast-math
+    flag and lets the loop vectorizer keep as many partial results as the
+    target likes. Sums and products are not associative in floating point:
+    they keep their order here and get a fixed, target-independent one from
+    `ds-fixed-order-reductions`.
 
       ^bb0(%in: f32, %acc: f32):
-        %s = arith.addf %in, %acc : f32
+        %m = arith.maximumf %in, %acc : f32
 
     becomes
 
-        %s = arith.addf %in, %acc fastmath<reassoc> : f32
+        %m = arith.maximumf %in, %acc fastmath<reassoc> : f32
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def FixedOrderReductions
+    : Pass<"ds-fixed-order-reductions", "mlir::func::FuncOp"> {
+  let summary = "Sum reductions in an order that does not depend on the vector width";
+  let description = [{
+    A floating-point sum computed by a vectorized loop is associated by the
+    vector width and interleave count LLVM picks for the target, so the
+    same program gives different bits on an AVX2 and an AVX-512 machine,
+    and a sum over a whole tensor composes differently from sums over its
+    chunks on each. This pass fixes the association in the IR instead: an
+    innermost `scf.for` (static bounds, step 1, at least 2·L iterations)
+    whose every `iter_args` value is combined by one `arith.addf` or
+    `arith.mulf` and yielded is rewritten into L lanes — lane k combines the
+    iterations i with i mod L = k, in order, in a stack buffer of L values
+    — then the lanes are combined by a fixed halving tree (k with k + L/2,
+    ...), then with the initial value, and the iterations past the last
+    multiple of L follow one at a time. The loop over the lanes is
+    elementwise, so LLVM vectorizes it at any width without `reassoc`, and
+    every target computes the same bits. L is the largest of 32, 16, 8 not
+    above half the trip count (`lanes` caps it); loops with other uses of
+    the accumulator, nested regions or dynamic bounds are left in order.
+
+      %r = scf.for %i = %c0 to %c64 step %c1 iter_args(%acc = %init) -> (f32) {
+        %x = memref.load %m[%i] : memref<64xf32>
+        %s = arith.addf %x, %acc : f32
+        scf.yield %s : f32
+      }
+
+    becomes
+
+      %lanes = memref.alloca() : memref<32xf32>      // at the function entry
+      scf.for %k = %c0 to %c32 step %c1 {            // -0.0 in every lane
+        memref.store %neg_zero, %lanes[%k] : memref<32xf32>
+      }
+      scf.for %j = %c0 to %c64 step %c32 {
+        scf.for %k = %c0 to %c32 step %c1 {
+          %i = arith.addi %j, %k : index
+          %acc = memref.load %lanes[%k] : memref<32xf32>
+          %x = memref.load %m[%i] : memref<64xf32>
+          %s = arith.addf %x, %acc : f32
+          memref.store %s, %lanes[%k] : memref<32xf32>
+        }
+      }
+      // 31 arith.addf over the lanes (0+16, 1+17, ...), then + %init,
+      // then the original loop from 64 (empty here).
+  }];
+  let options = [
+    Option<"maxLanes", "lanes", "unsigned", "32",
+           "the most lanes a reduction is split into (a power of two, 2-64)">,
+  ];
+  let statistics = [
+    Statistic<"numSplit", "reductions-split", "reduction loops split into lanes">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def ExpandBF16Casts : Pass<"ds-expand-bf16-casts", "mlir::ModuleOp"> {
+  let summary = "bf16 conversions as integer arithmetic, the same on every target";
+  let description = [{
+    LLVM lowers `fptrunc float to bfloat` to a native instruction where the
+    target has one (AVX512-BF16: which flushes denormals) and otherwise to
+    a call to `__truncsfbf2`, which the JIT cannot resolve where the C
+    runtime lacks it (GCC 12's libgcc). This pass rewrites every
+    `arith.truncf` to bf16 and `arith.extf` from bf16, scalar or vector,
+    into bit operations on i32 (round to nearest even, NaN kept quiet), so
+    compiled code needs no runtime support and rounds the same on every
+    CPU level.
+
+      %h = arith.truncf %x : f32 to bf16
+
+    becomes a bitcast to i32, the rounding bias added, a shift right by 16,
+    a truncation to i16 and a bitcast to bf16.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -110,6 +110,7 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   else
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addNestedPass<func::FuncOp>(ds::createPromoteAccumulators());
+  pm.addNestedPass<func::FuncOp>(ds::createFixedOrderReductions());
 
   // LLVM dialect. Transcendentals as polynomials first, so the loops
   // around them vectorize; what is left goes to LLVM intrinsics or libm.
@@ -120,6 +121,7 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass()); // erf and friends: libm
+  pm.addPass(ds::createExpandBF16Casts());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

@@ -1,5 +1,4 @@
-//===- RelaxReductions.cpp - reassoc on reduction combiners
-//----------------===//
+//===- RelaxReductions.cpp - reassoc on max/min reduction combiners -----===//
 #include "ds/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,6 +24,11 @@ struct RelaxReductionsPass
       for (OpOperand &init : op.getDpsInitsMutable()) {
         BlockArgument acc = op.getMatchingBlockArgument(&init);
         for (Operation *user : acc.getUsers()) {
+          // Only where the order cannot change the result: sums and
+          // products get a fixed order from ds-fixed-order-reductions.
+          if (!isa<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+                   arith::MinNumFOp>(user))
+            continue;
           auto fm = dyn_cast<arith::ArithFastMathInterface>(user);
           if (!fm || user->getBlock() != body)
             continue;
