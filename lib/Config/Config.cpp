@@ -30,6 +30,8 @@ namespace {
 
 struct ConfigError {
   std::string message;
+  /// The problem is an "auto" placeholder (see failAuto).
+  bool isAuto = false;
 };
 
 [[noreturn]] void fail(const std::string &message) {
@@ -102,6 +104,9 @@ struct KeySet {
   /// DeepSpeed keys that do not change training; recorded in ignored_keys.
   std::vector<StringRef> ignored;
   std::vector<Unsupported> unsupported;
+  /// DeepSpeed keys that belong in another section: key, where DeepSpeed
+  /// reads it.
+  std::vector<std::pair<StringRef, StringRef>> misplaced = {};
 };
 
 /// Reads one JSON object (a section) with its key path for messages.
@@ -139,6 +144,11 @@ public:
         fail(pathOf(key) + ": ds does not support " + unsupported->what.str() +
              "; remove the key or switch it off");
       }
+      auto misplaced = llvm::find_if(
+          keys.misplaced, [&](const auto &m) { return m.first == key; });
+      if (misplaced != keys.misplaced.end())
+        fail(pathOf(key) + ": unknown key here; DeepSpeed reads it as " +
+             misplaced->second.str());
       if (llvm::is_contained(foreign, key))
         fail(pathOf(key) + ": " + owner.str() + " has no parameter \"" +
              key.str() + "\"; its parameters are " +
@@ -173,10 +183,8 @@ public:
     if (!has(key))
       return std::nullopt;
     const json &value = at(key);
-    if (!value.is_boolean()) {
-      failAuto(pathOf(key), "a boolean", value);
+    if (!value.is_boolean())
       failType(pathOf(key), "a boolean", value);
-    }
     return value.get<bool>();
   }
   std::optional<std::string> getString(StringRef key) const {
@@ -214,19 +222,18 @@ public:
       if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 9.2e18)
         return static_cast<int64_t>(d);
     }
-    failAuto(path, "an integer", value);
     failType(path, "an integer", value);
   }
 
   static double toNumber(const std::string &path, const json &value) {
     if (value.is_number())
       return value.get<double>();
-    failAuto(path, "a number", value);
     failType(path, "a number", value);
   }
 
   [[noreturn]] static void failType(const std::string &path, StringRef expected,
                                     const json &value) {
+    failAuto(path, expected, value);
     fail(path + ": expected " + expected.str() + ", got " + describe(value));
   }
 
@@ -235,10 +242,11 @@ public:
   static void failAuto(const std::string &path, StringRef expected,
                        const json &value) {
     if (value == "auto")
-      fail(path +
-           ": \"auto\" is filled in by the Hugging Face Trainer, not "
-           "by ds; write " +
-           expected.str() + " here");
+      throw ConfigError{path +
+                            ": \"auto\" is filled in by the Hugging Face "
+                            "Trainer, not by ds; write " +
+                            expected.str() + " here",
+                        /*isAuto=*/true};
   }
 
 private:
@@ -291,7 +299,9 @@ const KeySet &topLevelKeys() {
       {"train_batch_size", "train_micro_batch_size_per_gpu",
        "gradient_accumulation_steps", "gradient_clipping", "steps_per_print",
        "wall_clock_breakdown", "zero_optimization", "fp16", "bf16", "bfloat16",
-       "optimizer", "scheduler", "pipeline", "moe", "tensor_parallel"},
+       "optimizer", "scheduler", "pipeline", "moe", "tensor_parallel",
+       "prescale_gradients", "gradient_predivide_factor",
+       "gradient_allreduce_op", "allgather_size"},
       // Monitoring, profiling, logging and checkpoint-file options: they
       // change what is reported or how files are written, never the math.
       {"tensorboard", "wandb", "csv_monitor", "comet", "monitor_config",
@@ -300,8 +310,6 @@ const KeySet &topLevelKeys() {
        "timers", "autotuning", "checkpoint", "aio", "activation_checkpointing",
        "dataloader_drop_last", "vocabulary_size", "use_node_local_storage"},
       {{"amp", "Apex AMP (use fp16 or bf16)"},
-       {"prescale_gradients", "gradient prescaling"},
-       {"gradient_predivide_factor", "a gradient predivide factor", 1.0},
        {"sparse_gradients", "sparse (CSR) gradients"},
        {"disable_allgather", "disable_allgather"},
        // ds reduces gradients in fp32 (they are f32 by then, even in mixed
@@ -330,7 +338,8 @@ const KeySet &topLevelKeys() {
        {"weight_quantization", "weight quantization"},
        {"compile", "torch.compile"},
        {"torch_autocast", "torch autocast"},
-       {"zenflow", "ZenFlow"}}};
+       {"sequence_parallel_size", "sequence parallelism (Ulysses)", 1}},
+      {{"zenflow", "zero_optimization.zenflow"}}};
   return keys;
 }
 
@@ -349,7 +358,14 @@ void readZero(const Section &s, ZeroConfig &zero) {
        "gather_16bit_weights_on_model_save",
        "stage3_gather_fp16_weights_on_model_save", "memory_efficient_linear",
        "use_multi_rank_bucket_allreduce", "log_trace_cache_warnings",
-       "model_persistence_threshold", "stage3_model_persistence_threshold"},
+       "model_persistence_threshold", "stage3_model_persistence_threshold",
+       // All-reduce of zero-padded chunks or all-gather: the same values.
+       "stage3_use_all_reduce_for_fetch_params",
+       "use_all_reduce_for_fetch_params", "stage3_allgather_sequential",
+       "allgather_sequential", "stage3_module_granularity_threshold",
+       "module_granularity_threshold", "leaf_module", "override_module_apply",
+       "pipeline_loading_checkpoint", "save_muon_momentum_buffer_in_memory",
+       "enable_sanity_checks"},
       {{"offload_optimizer", "optimizer offload (ZeRO-Offload)"},
        {"offload_param", "parameter offload (ZeRO-Infinity)"},
        {"cpu_offload", "optimizer offload (ZeRO-Offload)"},
@@ -361,7 +377,9 @@ void readZero(const Section &s, ZeroConfig &zero) {
        {"zero_quantized_gradients", "quantized gradients (ZeRO++ qgZ)"},
        {"mics_shard_size", "MiCS sharding", -1},
        {"mics_hierarchical_params_gather", "MiCS hierarchical gather"},
-       {"legacy_stage1", "the legacy stage 1 implementation"}}};
+       {"legacy_stage1", "the legacy stage 1 implementation"},
+       {"zenflow", "ZenFlow (stall-free offloaded optimizer steps)"},
+       {"zeropp_loco_param", "LoCo error feedback (ZeRO++ qgZ)"}}};
   s.checkKeys(keys);
 
   if (auto stage = s.getInt("stage")) {
@@ -433,9 +451,21 @@ void readFp16(const Section &s, Fp16Config &fp16) {
 }
 
 void readBf16(const Section &s, Bf16Config &bf16) {
-  static const KeySet keys = {{"enabled"}, {}, {}};
+  static const KeySet keys = {
+      {"enabled", "check_grad_overflow"},
+      // When the 16-bit gradient is added to the f32 one (during the backward
+      // or after it), not what is added: ds adds each micro-batch's in f32.
+      {"immediate_grad_update"},
+      {{"bf16_master_weights_and_grads",
+        "bf16 master weights and gradients (ds keeps both in f32)"},
+       {"bf16_optimizer_states",
+        "bf16 optimizer states (ds keeps them in f32)"}}};
   s.checkKeys(keys);
   s.read("enabled", bf16.enabled);
+  // DeepSpeed's ZeRO optimizer skips a bf16 step whose gradients are not
+  // finite; ds does not, and stops when the loss diverges. Either value is
+  // accepted so that DeepSpeed's default (true) reads.
+  (void)s.getBool("check_grad_overflow");
 }
 
 //===----------------------------------------------------------------------===//
@@ -827,7 +857,14 @@ void readMoE(const Section &s, MoEConfig &moe) {
 }
 
 void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
-  static const KeySet keys = {{"autotp_size"}, {}, {}};
+  static const KeySet keys = {
+      {"autotp_size"},
+      // Overlap and where checkpoints load: the same math.
+      {"tp_overlap_comm", "keep_module_on_host"},
+      // ds partitions its own model spec; DeepSpeed's rules name PyTorch
+      // modules.
+      {{"partition_config", "custom AutoTP partitioning rules"},
+       {"preset_model", "AutoTP model presets"}}};
   s.checkKeys(keys);
   if (auto v = s.getInt("autotp_size")) {
     requireAtLeast<int64_t>(s.pathOf("autotp_size"), *v, 0);
@@ -958,9 +995,67 @@ private:
   std::vector<Frame> frames;
 };
 
+/// DeepSpeed reads its config with hjson; of hjson's additions ds takes the
+/// ones real configs use: `//`, `#` and `/* */` comments and a comma before
+/// `}` or `]`. They become spaces (newlines stay), so the JSON parser's line
+/// and column still point into the file as written. nlohmann::json 3.11.2
+/// (Debian 12) can skip `//` and `/* */` comments itself but knows neither
+/// `#` nor trailing commas, so all of it happens here.
+std::string stripHjsonExtras(StringRef text) {
+  std::string out = text.str();
+  size_t n = out.size();
+  // The last comma outside strings and comments, while only blanks and
+  // comments followed it.
+  std::optional<size_t> pendingComma;
+  auto blank = [&](size_t from, size_t to) {
+    for (size_t k = from; k < to; ++k)
+      if (out[k] != '\n')
+        out[k] = ' ';
+  };
+  for (size_t i = 0; i < n;) {
+    char ch = out[i];
+    if (ch == '"') {
+      pendingComma.reset();
+      for (++i; i < n && out[i] != '"'; ++i)
+        if (out[i] == '\\')
+          ++i;
+      ++i;
+      continue;
+    }
+    if (ch == '#' || (ch == '/' && i + 1 < n && out[i + 1] == '/')) {
+      size_t end = out.find('\n', i);
+      end = end == std::string::npos ? n : end;
+      blank(i, end);
+      i = end;
+      continue;
+    }
+    if (ch == '/' && i + 1 < n && out[i + 1] == '*') {
+      size_t end = out.find("*/", i + 2);
+      // An unterminated comment is left for the parser to report.
+      if (end == std::string::npos)
+        break;
+      blank(i, end + 2);
+      i = end + 2;
+      continue;
+    }
+    if (ch == ',') {
+      pendingComma = i;
+    } else if (ch == '}' || ch == ']') {
+      if (pendingComma)
+        out[*pendingComma] = ' ';
+      pendingComma.reset();
+    } else if (!llvm::isSpace(ch)) {
+      pendingComma.reset();
+    }
+    ++i;
+  }
+  return out;
+}
+
 json parseJson(StringRef text) {
+  std::string plain = stripHjsonExtras(text);
   try {
-    return json::parse(text.begin(), text.end(), DuplicateKeyCheck());
+    return json::parse(plain.begin(), plain.end(), DuplicateKeyCheck());
   } catch (const json::parse_error &e) {
     // "[json.exception.parse_error.101] parse error at line 3, column 5: ..."
     StringRef what = e.what();
@@ -971,8 +1066,44 @@ json parseJson(StringRef text) {
   }
 }
 
+/// The path of the first "auto" placeholder in `value`, if any.
+std::optional<std::string> findAuto(const json &value,
+                                    const std::string &path) {
+  if (value == "auto")
+    return path;
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end(); ++it)
+      if (auto found = findAuto(it.value(), keyPath(path, it.key())))
+        return found;
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i)
+      if (auto found = findAuto(value[i], path + "[" + std::to_string(i) + "]"))
+        return found;
+  }
+  return std::nullopt;
+}
+
+Config resolveObject(const json &root, const ResolveOptions &options);
+
+/// A typed read names what to write instead of "auto"; an "auto" that no
+/// typed read reached (a string, an ignored section) still gets the same
+/// explanation rather than an unrelated error.
 Config resolve(StringRef text, const ResolveOptions &options) {
   json root = parseJson(text);
+  std::optional<Config> c;
+  try {
+    c = resolveObject(root, options);
+  } catch (const ConfigError &e) {
+    if (e.isAuto || !findAuto(root, ""))
+      throw;
+  }
+  if (auto path = findAuto(root, ""))
+    fail(*path + ": \"auto\" is filled in by the Hugging Face Trainer, not by "
+                 "ds; write the value here");
+  return std::move(*c);
+}
+
+Config resolveObject(const json &root, const ResolveOptions &options) {
   if (!root.is_object())
     Section::failType("ds_config.json", "an object at the top level", root);
 
@@ -1005,8 +1136,46 @@ Config resolve(StringRef text, const ResolveOptions &options) {
   }
   top.read("wall_clock_breakdown", c.wallClockBreakdown);
 
-  if (auto s = top.section("zero_optimization"))
+  bool zeroShorthand =
+      top.has("zero_optimization") && top.at("zero_optimization").is_boolean();
+  if (top.has("zero_optimization") && !zeroShorthand &&
+      !top.at("zero_optimization").is_object())
+    Section::failType("zero_optimization", "an object (or true/false)",
+                      top.at("zero_optimization"));
+  if (zeroShorthand) {
+    // DeepSpeed's old form: true is stage 1, false stage 0, and the
+    // all-gather bucket comes from the top-level allgather_size.
+    c.zero.stage = top.at("zero_optimization").get<bool>() ? 1 : 0;
+    if (auto v = top.getInt("allgather_size")) {
+      requireAtLeast<int64_t>("allgather_size", *v, 0);
+      c.zero.allgatherBucketSize = *v;
+    }
+  } else if (auto s = top.section("zero_optimization")) {
     readZero(*s, c.zero);
+  }
+  if (top.has("allgather_size") && !zeroShorthand)
+    fail("allgather_size: DeepSpeed reads it only with \"zero_optimization\": "
+         "true; write zero_optimization.allgather_bucket_size instead");
+
+  top.read("prescale_gradients", c.prescaleGradients);
+  if (auto v = top.getNumber("gradient_predivide_factor")) {
+    requirePositive("gradient_predivide_factor", *v);
+    c.gradientPredivideFactor = *v;
+  }
+  if (c.prescaleGradients && c.gradientPredivideFactor != 1.0)
+    fail("gradient_predivide_factor: " + num(c.gradientPredivideFactor) +
+         " has no effect with prescale_gradients true (DeepSpeed ignores "
+         "it); remove one of the two");
+  if (auto op = top.getString("gradient_allreduce_op")) {
+    // DeepSpeed lower-cases the name.
+    std::string name = llvm::StringRef(*op).lower();
+    if (name == "sum")
+      fail("gradient_allreduce_op: ds does not support summed gradients; "
+           "remove the key or write \"mean\"");
+    if (name != "mean")
+      fail("gradient_allreduce_op: must be \"mean\" or \"sum\", got \"" + *op +
+           "\"");
+  }
   if (auto s = top.section("fp16"))
     readFp16(*s, c.fp16);
   if (top.has("bf16") && top.has("bfloat16"))

@@ -134,6 +134,8 @@ json toJson(const Config &c) {
   j["world_size"] = c.worldSize;
   j["dp_size"] = c.dpSize;
   j["gradient_clipping"] = c.gradientClipping;
+  j["prescale_gradients"] = c.prescaleGradients;
+  j["gradient_predivide_factor"] = c.gradientPredivideFactor;
   j["steps_per_print"] = c.stepsPerPrint;
   j["wall_clock_breakdown"] = c.wallClockBreakdown;
 
@@ -267,6 +269,12 @@ std::string summarize(const Config &c) {
   }
   line("gradient clipping: " +
        (c.gradientClipping > 0 ? num(c.gradientClipping) : "off"));
+  if (c.prescaleGradients)
+    line("gradient reduction: divided by the data-parallel size before it");
+  else if (c.gradientPredivideFactor != 1.0)
+    line("gradient reduction: divided by " + num(c.gradientPredivideFactor) +
+         " before it and by data-parallel size / " +
+         num(c.gradientPredivideFactor) + " after");
   if (c.pipeline.stages > 1)
     line("pipeline: " + std::to_string(c.pipeline.stages) +
          " stages, partition " + stringifyPartitionMethod(c.pipeline) + ", " +

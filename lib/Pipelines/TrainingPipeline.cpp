@@ -92,6 +92,8 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   zero.dpSize = config.dpSize;
   zero.reduceBucketSize = config.zero.reduceBucketSize;
   zero.allgatherBucketSize = config.zero.allgatherBucketSize;
+  zero.prescaleGradients = config.prescaleGradients;
+  zero.gradientPredivideFactor = config.gradientPredivideFactor;
   pm.addPass(createZero(zero));
   pm.addPass(createVerifyStepContract());
   return llvm::Error::success();

@@ -66,7 +66,8 @@
 // FP16:         %[[APPLIED:.*]] = arith.subi %[[STEP]], %[[SK]] : tensor<i64>
 // FP16:         call @forward_backward({{.*}}, %[[S]],
 // FP16:         %[[OVF:.*]] = dstrain.has_overflow
-// FP16:         dstrain.global_norm
+// The config leaves gradient_clipping out: DeepSpeed's default clips at 1.0.
+// FP16:         dstrain.clip_grad_norm {{.*}} max_norm 1.000000e+00
 // FP16-COUNT-28: dstrain.adam {{.*}} step %[[APPLIED]] lr %{{.*}} skip %[[OVF]]
 // FP16:         dstrain.loss_scale_update scale %[[S]] good_steps %[[G]] hysteresis_left %[[H]] overflow %[[OVF]]{{$}}
 // BOTH: error: fp16.enabled and bf16.enabled are both true; enable at most one

@@ -47,7 +47,10 @@ std::string withBatch(const std::string &extra) {
 
 TEST(ConfigDefaults, TopLevel) {
   Config c = parseOk(withBatch(""));
-  EXPECT_EQ(c.gradientClipping, 0.0);
+  // DeepSpeed's GRADIENT_CLIPPING_DEFAULT since 0.19.3.
+  EXPECT_EQ(c.gradientClipping, 1.0);
+  EXPECT_FALSE(c.prescaleGradients);
+  EXPECT_EQ(c.gradientPredivideFactor, 1.0);
   EXPECT_EQ(c.stepsPerPrint, 10);
   EXPECT_FALSE(c.wallClockBreakdown);
   EXPECT_TRUE(c.ignoredKeys.empty());
@@ -213,6 +216,9 @@ TEST(ConfigDefaults, ResolvedJsonHasEveryDefault) {
   EXPECT_EQ(j["gradient_accumulation_steps"], 1);
   EXPECT_EQ(j["world_size"], 1);
   EXPECT_EQ(j["dp_size"], 1);
+  EXPECT_EQ(j["gradient_clipping"], 1.0);
+  EXPECT_EQ(j["prescale_gradients"], false);
+  EXPECT_EQ(j["gradient_predivide_factor"], 1.0);
   EXPECT_EQ(j["zero_optimization"]["reduce_bucket_size"], 500000000);
   EXPECT_EQ(j["zero_optimization"]["stage3_max_reuse_distance"], 1000000000);
   EXPECT_EQ(j["fp16"]["initial_scale_power"], 16);
@@ -663,6 +669,28 @@ TEST(ConfigTypes, AutoNeedsANumber) {
             "not by ds; write a boolean here");
 }
 
+TEST(ConfigTypes, AutoAnywhere) {
+  EXPECT_EQ(parseError(withBatch(R"("optimizer": {"type": "AdamW",
+                "params": {"betas": "auto"}})")),
+            "optimizer.params.betas: \"auto\" is filled in by the Hugging "
+            "Face Trainer, not by ds; write an array of 2 numbers here");
+  EXPECT_EQ(parseError(withBatch(R"("zero_optimization": "auto")")),
+            "zero_optimization: \"auto\" is filled in by the Hugging Face "
+            "Trainer, not by ds; write an object (or true/false) here");
+  // Where ds reads no type (a string, an ignored section) the message
+  // names none, but it is still the "auto" one.
+  EXPECT_EQ(parseError(withBatch(R"("scheduler": {"type": "WarmupLR",
+                "params": {"warmup_type": "auto"}})")),
+            "scheduler.params.warmup_type: \"auto\" is filled in by the "
+            "Hugging Face Trainer, not by ds; write the value here");
+  EXPECT_EQ(parseError(withBatch(R"("tensorboard": {"output_path": "auto"})")),
+            "tensorboard.output_path: \"auto\" is filled in by the Hugging "
+            "Face Trainer, not by ds; write the value here");
+  EXPECT_EQ(parseError(withBatch(R"("optimizer": {"type": "auto"})")),
+            "optimizer.type: \"auto\" is filled in by the Hugging Face "
+            "Trainer, not by ds; write the value here");
+}
+
 TEST(ConfigRanges, ZeroStage) {
   EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 4})")),
             "zero_optimization.stage: must be in [0, 3], got 4");
@@ -784,9 +812,193 @@ TEST(ConfigMoE, NumExpertsRequired) {
 //===----------------------------------------------------------------------===//
 
 TEST(ConfigInput, MalformedJsonNamesLineAndColumn) {
-  EXPECT_EQ(parseError("{\n  \"train_batch_size\": 8,\n}"),
-            "malformed JSON at line 3, column 1: syntax error while parsing "
+  EXPECT_EQ(
+      parseError("{\n  \"train_batch_size\": 8\n  \"steps_per_print\": 1}"),
+      "malformed JSON at line 3, column 19: syntax error while parsing "
+      "object - unexpected string literal; expected '}'");
+}
+
+//===----------------------------------------------------------------------===//
+// hjson, as DeepSpeed reads config files
+//===----------------------------------------------------------------------===//
+
+TEST(ConfigHjson, CommentsAndTrailingCommas) {
+  Config c = parseOk(R"({
+    // the batch
+    "train_batch_size": 8, # hash comment
+    /* a block
+       comment */ "steps_per_print": 5,
+    "optimizer": {"type": "SGD", "params": {"lr": 0.5,},},
+    "tensorboard": {"output_path": "runs//a#b/*c*/, }"},
+  })");
+  EXPECT_EQ(c.trainBatchSize, 8);
+  EXPECT_EQ(c.stepsPerPrint, 5);
+  EXPECT_EQ(c.optimizer.type, OptimizerType::SGD);
+  EXPECT_EQ(c.optimizer.lr, 0.5);
+  EXPECT_EQ(c.ignoredKeys, std::vector<std::string>{"tensorboard"});
+}
+
+TEST(ConfigHjson, StringsKeepCommentCharacters) {
+  // A scheduler name is compared verbatim, so a string that loses a
+  // character to comment stripping fails to resolve.
+  EXPECT_EQ(parseError(withBatch(R"("optimizer": {"type": "Adam // x"})")),
+            "optimizer.type: unknown optimizer \"Adam // x\"; one of Adam, "
+            "AdamW, Lamb, SGD");
+  EXPECT_EQ(parseError(withBatch(R"("optimizer": {"type": "a\"#b"})")),
+            "optimizer.type: unknown optimizer \"a\"#b\"; one of Adam, "
+            "AdamW, Lamb, SGD");
+}
+
+TEST(ConfigHjson, ErrorsKeepTheirLineAfterComments) {
+  EXPECT_EQ(parseError("{\n// one\n/* two\nthree */\n\"train_batch_size\": 8 "
+                       "\"x\": 1\n}"),
+            "malformed JSON at line 5, column 25: syntax error while parsing "
+            "object - unexpected string literal; expected '}'");
+  EXPECT_EQ(parseError("{\"train_batch_size\": 8, /* open"),
+            "malformed JSON at line 1, column 25: syntax error while parsing "
+            "object key - invalid literal; last read: '8, /'; expected string "
+            "literal");
+  // Only the comma before the brace goes; a doubled comma is still an error.
+  EXPECT_EQ(parseError("{\"train_batch_size\": 8,,}"),
+            "malformed JSON at line 1, column 25: syntax error while parsing "
             "object key - unexpected '}'; expected string literal");
+}
+
+//===----------------------------------------------------------------------===//
+// DeepSpeed 0.19.5 keys
+//===----------------------------------------------------------------------===//
+
+TEST(ConfigDeepSpeed, ZeroOptimizationBooleanIsStage1Or0) {
+  Config on = parseOk(withBatch(R"("zero_optimization": true)"));
+  EXPECT_EQ(on.zero.stage, 1);
+  EXPECT_EQ(on.zero.allgatherBucketSize, 500000000);
+  EXPECT_FALSE(on.zero.overlapComm);
+  EXPECT_EQ(parseOk(withBatch(R"("zero_optimization": false)")).zero.stage, 0);
+  Config sized = parseOk(
+      withBatch(R"("zero_optimization": true, "allgather_size": 1000)"));
+  EXPECT_EQ(sized.zero.allgatherBucketSize, 1000);
+  EXPECT_EQ(
+      parseError(withBatch(
+          R"("zero_optimization": {"stage": 1}, "allgather_size": 1000)")),
+      "allgather_size: DeepSpeed reads it only with "
+      "\"zero_optimization\": true; write "
+      "zero_optimization.allgather_bucket_size instead");
+  EXPECT_EQ(parseError(withBatch(R"("zero_optimization": 1)")),
+            "zero_optimization: expected an object (or true/false), got "
+            "number 1");
+}
+
+TEST(ConfigDeepSpeed, Bf16KeysAtWhatDsDoes) {
+  Config c = parseOk(withBatch(R"("bf16": {"enabled": true,
+      "immediate_grad_update": false, "check_grad_overflow": true,
+      "bf16_master_weights_and_grads": false,
+      "bf16_optimizer_states": false})"));
+  EXPECT_TRUE(c.bf16.enabled);
+  EXPECT_EQ(c.ignoredKeys,
+            (std::vector<std::string>{"bf16.bf16_master_weights_and_grads",
+                                      "bf16.bf16_optimizer_states",
+                                      "bf16.immediate_grad_update"}));
+  parseOk(withBatch(R"("bf16": {"enabled": true, "check_grad_overflow": false,
+      "immediate_grad_update": true})"));
+  EXPECT_EQ(
+      parseError(withBatch(
+          R"("bf16": {"enabled": true, "bf16_master_weights_and_grads": true})")),
+      "bf16.bf16_master_weights_and_grads: ds does not support bf16 master "
+      "weights and gradients (ds keeps both in f32); remove the key or "
+      "switch it off");
+  EXPECT_EQ(parseError(withBatch(
+                R"("bf16": {"enabled": true, "bf16_optimizer_states": true})")),
+            "bf16.bf16_optimizer_states: ds does not support bf16 optimizer "
+            "states (ds keeps them in f32); remove the key or switch it off");
+  EXPECT_EQ(parseError(withBatch(R"("bf16": {"check_grad_overflow": 1})")),
+            "bf16.check_grad_overflow: expected a boolean, got number 1");
+}
+
+TEST(ConfigDeepSpeed, ZeroKeysOfDeepSpeed) {
+  Config c = parseOk(withBatch(R"("zero_optimization": {"stage": 3,
+      "stage3_use_all_reduce_for_fetch_params": true,
+      "enable_sanity_checks": true})"));
+  EXPECT_EQ(c.ignoredKeys,
+            (std::vector<std::string>{
+                "zero_optimization.enable_sanity_checks",
+                "zero_optimization.stage3_use_all_reduce_for_fetch_params"}));
+}
+
+TEST(ConfigDeepSpeed, ZenFlowBelongsToZeroOptimization) {
+  EXPECT_EQ(parseError(withBatch(R"("zenflow": {"topk_ratio": 0.1})")),
+            "zenflow: unknown key here; DeepSpeed reads it as "
+            "zero_optimization.zenflow");
+  EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 2,
+                "zenflow": {"topk_ratio": 0.1, "update_interval": 4}})")),
+            "zero_optimization.zenflow: ds does not support ZenFlow "
+            "(stall-free offloaded optimizer steps); remove the key or switch "
+            "it off");
+  Config off = parseOk(
+      withBatch(R"("zero_optimization": {"stage": 2, "zenflow": null})"));
+  EXPECT_EQ(off.ignoredKeys,
+            std::vector<std::string>{"zero_optimization.zenflow"});
+}
+
+TEST(ConfigDeepSpeed, TensorParallelKeys) {
+  Config c = parseOk(withBatch(R"("tensor_parallel": {"autotp_size": 1,
+      "partition_config": null, "preset_model": null})"));
+  EXPECT_EQ(c.ignoredKeys,
+            (std::vector<std::string>{"tensor_parallel.partition_config",
+                                      "tensor_parallel.preset_model"}));
+  EXPECT_EQ(
+      parseError(withBatch(
+          R"("tensor_parallel": {"autotp_size": 2, "preset_model": "llama"})")),
+      "tensor_parallel.preset_model: ds does not support AutoTP model "
+      "presets; remove the key or switch it off");
+  EXPECT_EQ(parseError(withBatch(R"("tensor_parallel": {"partition_config":
+                {"use_default_specs": false, "layer_specs": []}})")),
+            "tensor_parallel.partition_config: ds does not support custom "
+            "AutoTP partitioning rules; remove the key or switch it off");
+}
+
+TEST(ConfigDeepSpeed, SequenceParallelSize) {
+  EXPECT_EQ(parseOk(withBatch(R"("sequence_parallel_size": 1)")).ignoredKeys,
+            std::vector<std::string>{"sequence_parallel_size"});
+  EXPECT_EQ(parseError(withBatch(R"("sequence_parallel_size": 2)")),
+            "sequence_parallel_size: ds does not support sequence parallelism "
+            "(Ulysses); remove the key or switch it off");
+}
+
+TEST(ConfigDeepSpeed, GradientAllreduceOp) {
+  parseOk(withBatch(R"("gradient_allreduce_op": "mean")"));
+  parseOk(withBatch(R"("gradient_allreduce_op": "MEAN")"));
+  EXPECT_EQ(parseError(withBatch(R"("gradient_allreduce_op": "sum")")),
+            "gradient_allreduce_op: ds does not support summed gradients; "
+            "remove the key or write \"mean\"");
+  EXPECT_EQ(parseError(withBatch(R"("gradient_allreduce_op": "max")")),
+            "gradient_allreduce_op: must be \"mean\" or \"sum\", got "
+            "\"max\"");
+}
+
+TEST(ConfigDeepSpeed, PrescaleAndPredivide) {
+  Config pre = parseOk(withBatch(R"("prescale_gradients": true)"));
+  EXPECT_TRUE(pre.prescaleGradients);
+  EXPECT_EQ(pre.gradientPredivideFactor, 1.0);
+  EXPECT_TRUE(pre.ignoredKeys.empty());
+  Config div = parseOk(withBatch(R"("gradient_predivide_factor": 8)"));
+  EXPECT_FALSE(div.prescaleGradients);
+  EXPECT_EQ(div.gradientPredivideFactor, 8.0);
+  nlohmann::json j = toJson(div);
+  EXPECT_EQ(j["gradient_predivide_factor"], 8.0);
+  EXPECT_NE(summarize(div).find("gradient reduction: divided by 8.0 before "
+                                "it and by data-parallel size / 8.0 after"),
+            std::string::npos);
+  // The explicit defaults read as the defaults.
+  parseOk(withBatch(
+      R"("prescale_gradients": false, "gradient_predivide_factor": 1.0)"));
+  EXPECT_EQ(parseError(withBatch(R"("gradient_predivide_factor": 0)")),
+            "gradient_predivide_factor: must be > 0, got 0.0");
+  EXPECT_EQ(
+      parseError(withBatch(
+          R"("prescale_gradients": true, "gradient_predivide_factor": 2)")),
+      "gradient_predivide_factor: 2.0 has no effect with "
+      "prescale_gradients true (DeepSpeed ignores it); remove one of the "
+      "two");
 }
 
 TEST(ConfigInput, TopLevelMustBeObject) {

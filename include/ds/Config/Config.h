@@ -165,7 +165,14 @@ struct Config {
   /// worldSize / (pipeline stages * tensor-parallel size).
   int64_t dpSize = 1;
 
-  double gradientClipping = 0;
+  /// DeepSpeed's default since 0.19.3; 0 turns clipping off.
+  double gradientClipping = 1.0;
+  /// Divide gradients by the data-parallel size before the reduction instead
+  /// of after it.
+  bool prescaleGradients = false;
+  /// Without prescaling: divide by this before the reduction and by
+  /// dp_size / factor after it (1: all of the division after).
+  double gradientPredivideFactor = 1.0;
   int64_t stepsPerPrint = 10;
   bool wallClockBreakdown = false;
 

@@ -380,6 +380,13 @@ def VerifyStepContract : Pass<"ds-verify-step-contract", "mlir::ModuleOp"> {
     gradients). One diagnostic per violation; the pass fails if any.
   }];
   let options = [
+    Option<"prescaleGradients", "prescale-gradients", "bool", "false",
+           "prescale_gradients: divide gradients by dp-size before the "
+           "reduction (a sum) instead of after it">,
+    Option<"gradientPredivideFactor", "gradient-predivide-factor", "double",
+           "1.0",
+           "gradient_predivide_factor: without prescaling, divide by this "
+           "before the reduction (a sum) and by dp-size / this after it">,
     Option<"entry", "entry", "std::string", "\"train_step\"",
            "the step function">,
     Option<"gradientEntry", "gradient-entry", "std::string",
@@ -434,7 +441,13 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
     With N > 1 the gradient norm (reported, and used by clipping) is always
     computed from the chunks, each rank its own, and summed over the group,
     so every stage computes it with the same additions in the same order:
-    the stages differ in communication and memory, not in numbers. Lamb
+    the stages differ in communication and memory, not in numbers.
+    The gradient mean is the collective's `avg`; DeepSpeed's
+    `prescale_gradients` and `gradient_predivide_factor` split the division
+    around a summing collective instead (`dsnn.mul` by 1/N before, or by
+    1/factor before and factor/N after). DeepSpeed does that to keep fp16
+    sums in range; ds reduces in f32, so the result is the mean up to
+    rounding. Lamb
     needs whole-tensor norms per parameter and is refused with stage >= 1,
     as in DeepSpeed.
 
@@ -456,6 +469,13 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
            "500000000",
            "zero_optimization.allgather_bucket_size: elements per parameter "
            "all-gather after the update">,
+    Option<"prescaleGradients", "prescale-gradients", "bool", "false",
+           "prescale_gradients: divide gradients by dp-size before the "
+           "reduction (a sum) instead of after it">,
+    Option<"gradientPredivideFactor", "gradient-predivide-factor", "double",
+           "1.0",
+           "gradient_predivide_factor: without prescaling, divide by this "
+           "before the reduction (a sum) and by dp-size / this after it">,
     Option<"entry", "entry", "std::string", "\"train_step\"",
            "the step function">,
     Option<"gradientEntry", "gradient-entry", "std::string",

@@ -11,6 +11,7 @@
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
 #include "dsdist/DistOps.h"
+#include "dsnn/NNOps.h"
 #include "dstrain/TrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -40,11 +41,21 @@ struct Update {
   SmallVector<unsigned> stateArgs; // argument indices of its state
 };
 
+/// How a gradient mean over n ranks divides by n: all at once by the
+/// collective (`avg`), or as a factor before a summing collective and one
+/// after it (DeepSpeed's prescale_gradients / gradient_predivide_factor).
+struct MeanSplit {
+  double before = 1;
+  double after = 1;
+};
+
 /// Builds the collectives and reshapes over the dp group.
 class DpBuilder {
 public:
-  DpBuilder(OpBuilder &b, Location loc, int64_t n)
-      : b(b), loc(loc), n(n), axes(b.getStrArrayAttr({kDpAxis})) {}
+  DpBuilder(OpBuilder &b, Location loc, int64_t n,
+            std::optional<MeanSplit> split = std::nullopt)
+      : b(b), loc(loc), n(n), axes(b.getStrArrayAttr({kDpAxis})), split(split) {
+  }
 
   static int64_t numel(RankedTensorType t) { return t.getNumElements(); }
   int64_t chunk(RankedTensorType t) const {
@@ -133,7 +144,7 @@ public:
     SmallVector<Value> out(values.size());
     for (ArrayRef<unsigned> bucket : buckets) {
       if (bucket.size() == 1) {
-        out[bucket[0]] = allReduce(values[bucket[0]], dist::ReductionKind::avg);
+        out[bucket[0]] = allReduceMeanOf(values[bucket[0]]);
         continue;
       }
       SmallVector<Value> flats;
@@ -149,7 +160,7 @@ public:
       Value packed = tensor::EmptyOp::create(b, loc, {total}, elt);
       for (auto [flat, off] : llvm::zip_equal(flats, offsets))
         packed = insert(flat, packed, {off}, {shapeOf(flat)[0]});
-      Value reduced = allReduce(packed, dist::ReductionKind::avg);
+      Value reduced = allReduceMeanOf(packed);
       for (auto [k, i] : llvm::enumerate(bucket)) {
         auto t = cast<RankedTensorType>(values[i].getType());
         out[i] = unflatten(extract(reduced, {offsets[k]}, {numel(t)}), t);
@@ -165,14 +176,11 @@ public:
   reduceScatterMean(ValueRange values,
                     ArrayRef<SmallVector<unsigned>> buckets) {
     SmallVector<Value> out(values.size());
-    auto avg =
-        dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::avg);
     for (ArrayRef<unsigned> bucket : buckets) {
       if (bucket.size() == 1) {
         auto t = cast<RankedTensorType>(values[bucket[0]].getType());
-        out[bucket[0]] = dist::ReduceScatterOp::create(
-            b, loc, chunkType(t), flatPadded(values[bucket[0]]), axes, avg,
-            b.getI64IntegerAttr(0));
+        out[bucket[0]] =
+            reduceScatterMeanOf(flatPadded(values[bucket[0]]), chunkType(t));
         continue;
       }
       SmallVector<int64_t> offsets;
@@ -191,9 +199,8 @@ public:
             flatPadded(values[i]), ArrayRef<ReassociationIndices>{{0, 1}});
         packed = insert(rows, packed, {0, offsets[k]}, {n, chunk(t)});
       }
-      Value mine = dist::ReduceScatterOp::create(
-          b, loc, RankedTensorType::get({1, total}, elt), packed, axes, avg,
-          b.getI64IntegerAttr(0));
+      Value mine =
+          reduceScatterMeanOf(packed, RankedTensorType::get({1, total}, elt));
       for (auto [k, i] : llvm::enumerate(bucket)) {
         auto t = cast<RankedTensorType>(values[i].getType());
         Value row = extract(mine, {0, offsets[k]}, {1, chunk(t)});
@@ -247,6 +254,34 @@ public:
   ArrayAttr getAxes() const { return axes; }
 
 private:
+  /// `v` times `factor` (v unchanged for 1).
+  Value scaled(Value v, double factor) {
+    if (factor == 1)
+      return v;
+    auto t = cast<RankedTensorType>(v.getType());
+    return nn::MulOp::create(
+        b, loc, t, v, scalarConstant(b, loc, t.getElementType(), factor));
+  }
+
+  dist::ReductionKindAttr kindAttr(dist::ReductionKind kind) {
+    return dist::ReductionKindAttr::get(b.getContext(), kind);
+  }
+
+  Value allReduceMeanOf(Value v) {
+    if (!split)
+      return allReduce(v, dist::ReductionKind::avg);
+    Value sum = allReduce(scaled(v, split->before), dist::ReductionKind::sum);
+    return scaled(sum, split->after);
+  }
+
+  Value reduceScatterMeanOf(Value v, Type resultType) {
+    auto kind = split ? dist::ReductionKind::sum : dist::ReductionKind::avg;
+    Value mine = dist::ReduceScatterOp::create(
+        b, loc, resultType, split ? scaled(v, split->before) : v, axes,
+        kindAttr(kind), b.getI64IntegerAttr(0));
+    return split ? scaled(mine, split->after) : mine;
+  }
+
   static ArrayRef<int64_t> shapeOf(Value v) {
     return cast<RankedTensorType>(v.getType()).getShape();
   }
@@ -271,6 +306,8 @@ private:
   Location loc;
   int64_t n;
   ArrayAttr axes;
+  /// Unset: the mean is the collective's `avg`.
+  std::optional<MeanSplit> split;
 };
 
 /// Packs tensors into buckets of at most `limit` elements (a tensor larger
@@ -492,6 +529,16 @@ void ZeroPass::runOnOperation() {
                           "allgather-bucket-size must be >= 1";
     return signalPassFailure();
   }
+  if (!(gradientPredivideFactor > 0)) {
+    module.emitError() << "ds-zero: gradient-predivide-factor must be > 0";
+    return signalPassFailure();
+  }
+  if (prescaleGradients && gradientPredivideFactor != 1.0) {
+    module.emitError() << "ds-zero: prescale-gradients divides by dp-size "
+                          "before the reduction; leave "
+                          "gradient-predivide-factor at 1";
+    return signalPassFailure();
+  }
 
   // The grid: ours, or one already there that agrees.
   auto dpName = StringAttr::get(ctx, kDpAxis);
@@ -552,7 +599,16 @@ void ZeroPass::runOnOperation() {
 
   OpBuilder b(normOp);
   Location loc = normOp->getLoc();
-  DpBuilder dp(b, loc, dpSize);
+  // DeepSpeed's gradient reduction: with prescaling all of the division
+  // comes before the sum; otherwise 1/predivide before and predivide/n
+  // after. The default (predivide 1) is the collective's own mean.
+  std::optional<MeanSplit> split;
+  double n = static_cast<double>(dpSize);
+  if (prescaleGradients)
+    split = MeanSplit{1 / n, 1};
+  else if (gradientPredivideFactor != 1.0)
+    split = MeanSplit{1 / gradientPredivideFactor, gradientPredivideFactor / n};
+  DpBuilder dp(b, loc, dpSize, split);
   SmallVector<Type> fullTypes(fn.getArgumentTypes().take_front(numParams));
   SmallVector<int64_t> sizes, chunkSizes;
   for (Type t : fullTypes) {

@@ -83,8 +83,11 @@ def prepare(out):
     with open(f"{out}/tokens.bin", "wb") as f:
         f.write(struct.pack(f"<{len(tokens)}H", *tokens))
     with open(f"{out}/sgd.json", "w") as f:
+        # Clipping off (DeepSpeed's default clips at 1.0): the weights must
+        # move by exactly lr * g.
         json.dump({"train_batch_size": MICRO_BATCH,
                    "train_micro_batch_size_per_gpu": MICRO_BATCH,
+                   "gradient_clipping": 0,
                    "optimizer": {"type": "SGD", "params": {"lr": LR}}}, f)
 
     module = module.double()
