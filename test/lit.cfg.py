@@ -29,3 +29,28 @@ if config.ds_have_cuda_device:
     config.available_features.add("cuda")
 if config.ds_have_torch:
     config.available_features.add("torch")
+
+# BLAS cores (docs/blas.md): the OpenBLAS kernel sets this CPU can run, from
+# /proc/cpuinfo's flags, so test/tools/blas-core/ reports the others
+# UNSUPPORTED. OPENBLAS_CORETYPE reaches every test: `OPENBLAS_CORETYPE=Zen
+# make test` runs the whole suite on Zen's kernels.
+def blas_cores():
+    try:
+        with open("/proc/cpuinfo") as f:
+            line = next((l for l in f if l.startswith("flags")), "")
+    except OSError:
+        return []
+    flags = set(line.split(":", 1)[-1].split())
+    cores = ["prescott"] if "pni" in flags else []  # pni: SSE3
+    if "avx" in flags:
+        cores.append("sandybridge")
+    if {"avx2", "fma"} <= flags:
+        cores += ["haswell", "zen"]
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        cores.append("skylakex")
+    return cores
+
+for core in blas_cores():
+    config.available_features.add("blas-core-" + core)
+if "OPENBLAS_CORETYPE" in os.environ:
+    config.environment["OPENBLAS_CORETYPE"] = os.environ["OPENBLAS_CORETYPE"]
