@@ -27,7 +27,7 @@ ms=$("$ds_run" "$tmp/gpt.mlir" --entry forward --random-inputs 1 \
   "$PYTHON" -c "import json,sys; print(json.load(sys.stdin)['ms_per_call'])")
 ds=$("$PYTHON" -c "print($B * $T / ($ms / 1e3))")
 
-base=$("$PYTHON" - "$BENCH_THREADS" "$reps" <<'PY'
+base=$(baseline_python - "$BENCH_THREADS" "$reps" <<'PY'
 import math, sys, time
 import torch
 torch.set_num_threads(int(sys.argv[1]))

@@ -23,3 +23,16 @@ ds_tool() {
   fi
   echo "$tool"
 }
+
+# The OpenBLAS kernels ("core") ds runs on this machine, which may not be
+# OpenBLAS's own pick (docs/blas.md). Baselines link the same Debian
+# libopenblas; baseline_python gives them this core too, so ratios compare
+# the code, not two kernel sets.
+bench_blas_core=$("$(ds_tool ds-report)" --blas-core) || exit 1
+echo "bench: OpenBLAS core $bench_blas_core for ds and the baseline;" \
+  "$("$(ds_tool ds-report)" 2>/dev/null | grep '^BLAS core:')" >&2
+
+# baseline_python ARGS...: $PYTHON on ds's BLAS core.
+baseline_python() {
+  OPENBLAS_CORETYPE=$bench_blas_core "$PYTHON" "$@"
+}

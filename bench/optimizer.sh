@@ -48,7 +48,7 @@ for c in $cases; do
   tensors=${c##*:}
   reps=${OPTIMIZER_REPS:-$([ "$params" -ge 50000000 ] && echo 7 || echo 15)}
   read -r ds_s roof_s ds_med roof_med < <("$tmp/adamw_bench" "$params" "$tensors" "$reps")
-  read -r fe_s loop_s fe_med loop_med < <("$PYTHON" "$here/optimizer/torch_adamw.py" \
+  read -r fe_s loop_s fe_med loop_med < <(baseline_python "$here/optimizer/torch_adamw.py" \
     "$params" "$tensors" "$reps" "$threads")
   torch_s=$("$PYTHON" -c "print(min($fe_s, $loop_s))")
   "$PYTHON" - "$params" "$tensors" "$threads" "$ds_s" "$ds_med" "$roof_s" "$roof_med" \

@@ -82,7 +82,7 @@ done
 # run_torch MODE N: torch run N (windows in $tmp/torch_N.windows).
 run_torch() {
   local mode=$1 n=$2 out=$tmp/torch_$2.jsonl
-  if ! "$PYTHON" "$here/train_dp/torch_dp.py" "$mode" "$spec" "$config" \
+  if ! baseline_python "$here/train_dp/torch_dp.py" "$mode" "$spec" "$config" \
     "$BENCH_THREADS" "$steps" "$out" >"$tmp/torch_$n.log" 2>&1; then
     cat "$tmp/torch_$n.log" >&2
     echo "train_dp: torch $mode failed" >&2

@@ -53,7 +53,7 @@ for t in $thread_list; do
   export BENCH_THREADS=$t OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t
   "$ds_train" --model "$spec" --config "$config" --synthetic --steps "$steps" \
     --metrics "$tmp/ds_$t.jsonl" --quiet >&2
-  "$PYTHON" "$here/train_single/torch_train.py" "$spec" "$config" "$t" "$steps" \
+  baseline_python "$here/train_single/torch_train.py" "$spec" "$config" "$t" "$steps" \
     "$tmp/torch_$t.jsonl"
   # Same LR schedule on both sides: the per-step lr must agree.
   "$PYTHON" - "$tmp/ds_$t.jsonl" "$tmp/torch_$t.jsonl" <<'PY'

@@ -38,10 +38,8 @@ if config.ds_have_cuda_device:
 if config.ds_have_torch:
     config.available_features.add("torch")
 
-# x86-64 micro-architecture levels this CPU runs (from /proc/cpuinfo, the
-# kernel's view of CPUID): tests of code generated for a level (DS_JIT_CPU)
-# say REQUIRES: x86-64-v4 and are reported unsupported where it cannot run.
 def cpu_flags():
+    """/proc/cpuinfo's flags: the kernel's view of CPUID."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -51,6 +49,12 @@ def cpu_flags():
         pass
     return set()
 
+
+flags = cpu_flags()
+
+# x86-64 micro-architecture levels this CPU runs: tests of code generated
+# for a level (DS_JIT_CPU) say REQUIRES: x86-64-v4 or JIT-LEVELS: ..., and
+# are reported unsupported where it cannot run.
 x86_levels = [
     ("x86-64-v2", {"cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2",
                    "ssse3"}),
@@ -59,8 +63,28 @@ x86_levels = [
     ("x86-64-v4", {"avx512f", "avx512bw", "avx512cd", "avx512dq",
                    "avx512vl"}),
 ]
-flags = cpu_flags()
 for level, needs in x86_levels:
     if not needs <= flags:
         break
     config.available_features.add(level)
+
+# BLAS cores (docs/blas.md): the OpenBLAS kernel sets this CPU can run, so
+# test/tools/blas-core/ reports the others UNSUPPORTED. OPENBLAS_CORETYPE
+# and DS_JIT_CPU reach every test: `OPENBLAS_CORETYPE=Zen make test` runs
+# the whole suite on Zen's kernels.
+def blas_cores():
+    cores = ["prescott"] if "pni" in flags else []  # pni: SSE3
+    if "avx" in flags:
+        cores.append("sandybridge")
+    if {"avx2", "fma"} <= flags:
+        cores += ["haswell", "zen"]
+    if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+        cores.append("skylakex")
+    return cores
+
+
+for core in blas_cores():
+    config.available_features.add("blas-core-" + core)
+for name in ("OPENBLAS_CORETYPE", "DS_JIT_CPU"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]

@@ -11,15 +11,18 @@
 //===----------------------------------------------------------------------===//
 
 #include "ds/Config/Config.h"
+#include "dsrt/dsrt.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
 
-#include <optional>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #ifdef DS_HAVE_MPI
@@ -27,13 +30,6 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
-#endif
-
-#ifdef DS_HAVE_OPENBLAS
-extern "C" {
-char *openblas_get_config(void);
-int openblas_get_num_threads(void);
-}
 #endif
 
 namespace cl = llvm::cl;
@@ -48,6 +44,10 @@ static cl::opt<int64_t>
 static cl::opt<bool>
     printJson("json",
               cl::desc("print the resolved config as JSON (with --config)"));
+static cl::opt<bool> printBlasCore(
+    "blas-core",
+    cl::desc("print only the OpenBLAS core ds runs here (bench/ gives it to "
+             "its baselines)"));
 
 namespace {
 
@@ -122,6 +122,51 @@ CudaDriver probeCudaDriver() {
   return result;
 }
 
+// The kernels every ds process on this machine runs (ds-report has already
+// been through dsrt_blas_core_select), and one warning line with the fix when
+// they are slower than the CPU allows or cannot run on it.
+void printBlas(llvm::raw_ostream &os) {
+  dsrt_blas_info blas;
+  dsrt_blas_info_get(&blas);
+  os << "OpenBLAS: " << blas.version
+     << (blas.dynamic ? ", DYNAMIC_ARCH" : ", one kernel set") << ", "
+     << dsrt_threads_get() << " thread(s), " << blas.library << "\n";
+  std::string forced =
+      getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "";
+  os << "BLAS core: " << blas.core << " (";
+  if (blas.source == DSRT_BLAS_CORE_CHOSEN)
+    os << "chosen by ds: OpenBLAS detected the generic " << blas.detected;
+  else if (blas.source == DSRT_BLAS_CORE_USER)
+    os << "OPENBLAS_CORETYPE=" << forced;
+  else
+    os << "OpenBLAS's detection";
+  os << "); this CPU allows " << blas.best << " (" << blas.features << ")\n";
+
+  std::string fix = "set OPENBLAS_CORETYPE=" + std::string(blas.best);
+  if (!forced.empty())
+    fix = "unset OPENBLAS_CORETYPE (ds then chooses) or " + fix;
+  if (!blas.dynamic)
+    fix = "use a DYNAMIC_ARCH OpenBLAS (Debian's libopenblas0-pthread), "
+          "whose kernels ds can choose";
+  if (blas.unsupported)
+    llvm::WithColor::warning(llvm::errs(), "ds-report")
+        << "BLAS core " << blas.core
+        << " needs instructions this CPU lacks (it has " << blas.features
+        << "): BLAS calls will die of SIGILL; " << fix << "\n";
+  else if (blas.generic)
+    llvm::WithColor::warning(llvm::errs(), "ds-report")
+        << "OpenBLAS runs its generic " << blas.core
+        << " kernels, several times slower than " << blas.best
+        << ", which this CPU allows; " << fix << "\n";
+  else if (blas.source == DSRT_BLAS_CORE_USER && blas.dynamic &&
+           !llvm::StringRef(forced).equals_insensitive(blas.core))
+    llvm::WithColor::warning(llvm::errs(), "ds-report")
+        << "OpenBLAS " << blas.version
+        << " does not accept OPENBLAS_CORETYPE=" << forced << " and runs "
+        << blas.core << " instead; "
+        << "unset OPENBLAS_CORETYPE or set it to a name docs/blas.md lists\n";
+}
+
 std::string cudaVersion(int code) {
   return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
 }
@@ -153,12 +198,7 @@ void printVersions() {
   bool haveGpu = cuda.problem.empty() && cuda.devices > 0;
 
   os << "LibTorch: not linked\n";
-#ifdef DS_HAVE_OPENBLAS
-  os << "OpenBLAS: " << openblas_get_config() << ", "
-     << openblas_get_num_threads() << " thread(s)\n";
-#else
-  os << "OpenBLAS: not linked\n";
-#endif
+  printBlas(os);
 
   // What the runtime could use here. libdsrt is not built yet, so this is a
   // statement about the machine, not about a loaded backend.
@@ -183,10 +223,18 @@ void printVersions() {
 } // namespace
 
 int main(int argc, char **argv) {
+  // Report the BLAS kernels a ds-train here would run.
+  dsrt_blas_core_select(argv);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ds-report: versions, usable backends and resolved ds_config.json\n");
 
+  if (printBlasCore) {
+    dsrt_blas_info blas;
+    dsrt_blas_info_get(&blas);
+    llvm::outs() << blas.core << "\n";
+    return 0;
+  }
   if (configPath.empty()) {
     if (printJson) {
       llvm::errs() << "error: --json needs --config FILE\n";

@@ -1,6 +1,7 @@
 //===- ds-train.cpp - Compile a model + ds_config.json, then train
 //---------===//
 #include "ds/Driver/Trainer.h"
+#include "dsrt/dsrt.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -68,6 +69,8 @@ static cl::opt<std::string> loadTag("tag", cl::cat(category),
                                              "from (e.g. global_step100)"));
 
 int main(int argc, char **argv) {
+  // Before anything else: may re-execute with faster BLAS kernels.
+  dsrt_blas_core_select(argv);
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(

@@ -83,6 +83,55 @@ DSRT_API int dsrt_sgemm_strided_batched(int transA, int transB, int64_t M,
                                         float beta, float *C, int64_t ldc,
                                         int64_t strideC, int64_t batchCount);
 
+/*--- Which BLAS kernels run (kernels/cpu/blas_core.c) --------------------*/
+
+/* OpenBLAS built with DYNAMIC_ARCH picks its kernel set ("core": Prescott,
+ * Haswell, Zen, SkylakeX, ...) once, when it loads: OPENBLAS_CORETYPE if set,
+ * else its own CPU detection, which falls back to generic SSE kernels on CPU
+ * models it does not know. ds replaces such a generic fallback with the
+ * fastest core the CPU's features allow, unless the user set
+ * OPENBLAS_CORETYPE. docs/blas.md. */
+
+typedef enum dsrt_blas_core_source {
+  DSRT_BLAS_CORE_DETECTED = 0, /* OpenBLAS's own detection */
+  DSRT_BLAS_CORE_CHOSEN = 1,   /* chosen by ds over a generic detection */
+  DSRT_BLAS_CORE_USER = 2,     /* the user's OPENBLAS_CORETYPE */
+} dsrt_blas_core_source;
+
+typedef struct dsrt_blas_info {
+  const char *library;  /* the loaded OpenBLAS file ("" if unknown) */
+  const char *version;  /* "0.3.21" */
+  const char *config;   /* openblas_get_config() */
+  const char *core;     /* the kernels in use (openblas_get_corename()) */
+  const char *detected; /* what OpenBLAS detected ("" under source USER) */
+  const char *best;     /* the fastest core this CPU's features allow */
+  const char *features; /* what `best` rests on: "avx avx2 fma" */
+  int source;           /* dsrt_blas_core_source */
+  int dynamic;          /* DYNAMIC_ARCH build: OPENBLAS_CORETYPE works */
+  int generic;          /* core is a generic SSE one, `best` is not */
+  int unsupported;      /* core needs features this CPU lacks (SIGILL) */
+} dsrt_blas_info;
+
+/* Fills *out; the strings are static. DSRT_BLAS_FAKE_DETECTED=CORE (a test
+ * hook) makes ds treat OpenBLAS's detection as CORE. */
+DSRT_API int dsrt_blas_info_get(dsrt_blas_info *out);
+
+/* For main(), before anything else: when OpenBLAS detected a generic core
+ * that dsrt_blas_core_choose replaces and OPENBLAS_CORETYPE is unset, sets
+ * OPENBLAS_CORETYPE (and DSRT_BLAS_CORE_DETECTED, the detected core) and
+ * re-executes /proc/self/exe with argv, so OpenBLAS loads again with that
+ * core. Returns only if nothing changes (DSRT_OK) or the exec fails
+ * (DSRT_ERR_UNSUPPORTED, after a warning on stderr). */
+DSRT_API int dsrt_blas_core_select(char **argv);
+
+/* The core to use instead of `detected` on a CPU with `features`
+ * (space-separated /proc/cpuinfo flag names: avx, avx2, fma, avx512f,
+ * avx512bw, avx512dq, avx512vl), amd != 0 for AMD: SkylakeX, Zen (AMD) or
+ * Haswell, or Sandybridge. NULL when `detected` is not generic or the
+ * features allow nothing faster. Pure, so tests can ask about any CPU. */
+DSRT_API const char *dsrt_blas_core_choose(const char *detected,
+                                           const char *features, int amd);
+
 /*--- Threads -------------------------------------------------------------*/
 
 /* Threads the BLAS kernels (OpenBLAS's own pool) and the OpenMP optimizer

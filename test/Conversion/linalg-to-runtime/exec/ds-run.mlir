@@ -26,7 +26,7 @@
 // SHAPE: ds-run: error: @add: input 1 is tensor<2x3xf32> but the function takes tensor<3xf32>
 // ENTRY: ds-run: error: no function @nope (the module has @make, @add)
 // MISSING: ds-run: error: {{.*}}missing.npy: cannot read: No such file or directory
-// TIME: {"entry": "add", "calls": 5, "ms_per_call": {{[0-9.e+-]+}}}
+// TIME: {"entry": "add", "calls": 5, "ms_per_call": {{[0-9.e+-]+}}, "blas_core": "{{[A-Za-z0-9_]+}}"}
 
 func.func @make() -> (tensor<2x3xf32>, tensor<3xf32>) {
   %a = arith.constant dense<[[1.0, 2.5, -4.0], [-6.0, -15.0, 5.25]]> : tensor<2x3xf32>
