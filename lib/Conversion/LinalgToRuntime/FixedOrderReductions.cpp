@@ -77,10 +77,9 @@ struct FixedOrderReductionsPass
 
   void runOnOperation() override {
     if (maxLanes < 2 || maxLanes > 64 || !llvm::isPowerOf2_32(maxLanes)) {
-      getOperation().emitError()
-          << "ds-fixed-order-reductions: lanes is "
-          << static_cast<unsigned>(maxLanes)
-          << " but must be a power of two from 2 to 64";
+      getOperation().emitError() << "ds-fixed-order-reductions: lanes is "
+                                 << static_cast<unsigned>(maxLanes)
+                                 << " but must be a power of two from 2 to 64";
       return signalPassFailure();
     }
     SmallVector<scf::ForOp> loops;
@@ -166,12 +165,12 @@ struct FixedOrderReductionsPass
         b, loc, loop.getLowerBound(),
         arith::ConstantIndexOp::create(b, loc, mainEnd), numLanes, ValueRange{},
         [&](OpBuilder &jb, Location l, Value base, ValueRange) {
-          scf::ForOp::create(jb, l, zero, numLanes, one, ValueRange{},
-                             [&](OpBuilder &kb, Location kl, Value k,
-                                 ValueRange) {
-                               laneStep(kb, kl, base, k);
-                               scf::YieldOp::create(kb, kl);
-                             });
+          scf::ForOp::create(
+              jb, l, zero, numLanes, one, ValueRange{},
+              [&](OpBuilder &kb, Location kl, Value k, ValueRange) {
+                laneStep(kb, kl, base, k);
+                scf::YieldOp::create(kb, kl);
+              });
           scf::YieldOp::create(jb, l);
         });
 
@@ -182,7 +181,8 @@ struct FixedOrderReductionsPass
       SmallVector<Value> vals;
       for (unsigned k = 0; k < lanes; ++k)
         vals.push_back(memref::LoadOp::create(
-            b, loc, buffers[r], ValueRange{arith::ConstantIndexOp::create(b, loc, k)}));
+            b, loc, buffers[r],
+            ValueRange{arith::ConstantIndexOp::create(b, loc, k)}));
       for (unsigned half = lanes / 2; half >= 1; half /= 2)
         for (unsigned k = 0; k < half; ++k)
           vals[k] = combine(b, loc, combiners[r], vals[k], vals[k + half]);
