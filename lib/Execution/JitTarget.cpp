@@ -43,8 +43,9 @@ llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
 }
 
-/// The levels this host runs, joined for a message.
-std::string runnable() {
+} // namespace
+
+std::vector<std::string> mlir::ds::exec::runnableJitTargetLevels() {
   llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
   std::vector<std::string> names = {"native"};
   if (hostIsX86())
@@ -56,10 +57,8 @@ std::string runnable() {
         break;
       names.push_back(level.name.str());
     }
-  return llvm::join(names, ", ");
+  return names;
 }
-
-} // namespace
 
 std::vector<std::string> mlir::ds::exec::jitTargetLevels() {
   std::vector<std::string> names = {"native"};
@@ -97,7 +96,7 @@ mlir::ds::exec::resolveJitTarget(llvm::StringRef request) {
     return fail("DS_JIT_CPU=" + request + ": this CPU lacks " +
                 llvm::join(missing, ", ") +
                 ", so code for it would not run here; levels this CPU runs: " +
-                runnable());
+                llvm::join(runnableJitTargetLevels(), ", "));
   target.level = request.str();
   target.cpu = request.str();
   return target;

@@ -533,7 +533,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> forwarded;
   for (char **entry = environ; *entry; ++entry) {
     StringRef name = StringRef(*entry).split('=').first;
-    if (forwardedByDeepSpeed(name))
+    // DS_JIT_CPU too: every rank must generate code for the same level.
+    if (forwardedByDeepSpeed(name) || name == "DS_JIT_CPU")
       forwarded.push_back(*entry);
   }
   sort(forwarded);

@@ -11,8 +11,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "ds/Config/Config.h"
+#include "ds/Execution/JitTarget.h"
 #include "dsrt/dsrt.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/WithColor.h"
@@ -171,10 +173,28 @@ std::string cudaVersion(int code) {
   return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
 }
 
+/// What the JIT generates code for, and what DS_JIT_CPU could choose.
+void printJitTarget(llvm::raw_ostream &os) {
+  std::string levels =
+      llvm::join(mlir::ds::exec::runnableJitTargetLevels(), ", ");
+  auto target = mlir::ds::exec::resolveJitTargetFromEnvironment();
+  if (!target) {
+    os << "JIT target: warning: " << llvm::toString(target.takeError()) << "\n";
+    return;
+  }
+  os << "JIT target: " << target->cpu;
+  if (target->fromEnvironment)
+    os << " (DS_JIT_CPU=" << target->level << ")";
+  else
+    os << " (native: this CPU; DS_JIT_CPU selects a level)";
+  os << "; levels this CPU runs: " << levels << "\n";
+}
+
 void printVersions() {
   llvm::raw_ostream &os = llvm::outs();
   os << "ds " << DS_VERSION << "\n";
   os << "LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
+  printJitTarget(os);
 
   Probe mpi = probeMpi();
   os << "MPI: " << mpi.text << "\n";

@@ -36,6 +36,9 @@ struct JitTarget {
 /// The levels DS_JIT_CPU accepts, "native" first.
 std::vector<std::string> jitTargetLevels();
 
+/// The levels this host's CPU runs, "native" first.
+std::vector<std::string> runnableJitTargetLevels();
+
 /// Resolves `level` ("" = native) against this host's CPU.
 llvm::Expected<JitTarget> resolveJitTarget(llvm::StringRef level);
 
