@@ -3,7 +3,7 @@
 // Runs on the loops convert-linalg-to-loops and ds-promote-accumulators
 // leave: a reduction is an innermost scf.for carrying its accumulators in
 // iter_args. Splitting it into a fixed number of lanes in the IR gives
-// LLVM the independent chains it needs to vectorize (SLP) without the
+// LLVM an elementwise loop over the lanes to vectorize, without the
 // `reassoc` flag that would let it pick the association per target.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -24,8 +25,8 @@ using namespace mlir;
 
 namespace {
 
-/// Body ops cloned per lane beyond which a loop is left alone (the code
-/// would grow lanes-fold for little gain).
+/// Body ops beyond which a loop is left alone: the lane loop holds a copy
+/// of the body, and a long body is compute-bound anyway.
 constexpr unsigned kMaxBodyOps = 256;
 
 /// The op combining iter_arg `i` into the value yielded at `i`, if that is
@@ -35,7 +36,9 @@ Operation *combinerOf(scf::ForOp loop, unsigned i) {
   if (!acc.hasOneUse())
     return nullptr;
   Operation *user = *acc.getUsers().begin();
+  // Scalars only: the lanes are a buffer of the accumulator's type.
   if (!isa<arith::AddFOp, arith::MulFOp>(user) ||
+      !isa<FloatType>(user->getResult(0).getType()) ||
       user->getBlock() != loop.getBody())
     return nullptr;
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
@@ -63,12 +66,6 @@ Value combine(OpBuilder &b, Location loc, Operation *combiner, Value lhs,
   Operation *op = b.clone(*combiner);
   op->setOperands({lhs, rhs});
   return op->getResult(0);
-}
-
-std::optional<int64_t> constantIndex(Value v) {
-  if (auto c = v.getDefiningOp<arith::ConstantIndexOp>())
-    return c.value();
-  return std::nullopt;
 }
 
 struct FixedOrderReductionsPass
@@ -100,9 +97,9 @@ struct FixedOrderReductionsPass
   bool split(scf::ForOp loop) {
     if (loop.getNumRegionIterArgs() == 0)
       return false;
-    auto lb = constantIndex(loop.getLowerBound());
-    auto ub = constantIndex(loop.getUpperBound());
-    auto step = constantIndex(loop.getStep());
+    auto lb = getConstantIntValue(loop.getLowerBound());
+    auto ub = getConstantIntValue(loop.getUpperBound());
+    auto step = getConstantIntValue(loop.getStep());
     if (!lb || !ub || step != 1 || !loop.getInductionVar().getType().isIndex())
       return false;
     Block *body = loop.getBody();
