@@ -634,6 +634,7 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   // Only the step is called; @forward and @forward_backward stay uncompiled.
   runnerOptions.entryPoints = {"train_step"};
   runnerOptions.preLowering = [](OpPassManager &pm) {
+    pm.addPass(mlir::ds::createOutlineLayers());
     pm.addPass(mlir::ds::createLowerNNToLinalg());
     pm.addPass(mlir::ds::createLowerTrainToLinalg());
   };

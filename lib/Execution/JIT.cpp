@@ -295,6 +295,7 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
     pipeline.planBuffers = options.planBuffers;
     pipeline.reuseBuffers = options.reuseBuffers;
     pipeline.blas = options.blas;
+    pipeline.outlineKernels = options.outlineKernels;
     pipeline.report = options.report;
     pipeline.outParams = true; // the calling convention below relies on it
     ds::buildLowerToLLVMPipeline(pm, pipeline);
@@ -320,6 +321,13 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
         fn.setArgAttrs(i, keep);
     }
   });
+  // Callers use the C wrappers only. ExecutionEngine would also give each
+  // entry point a packed wrapper: one call passing every memref field
+  // (thousands of stack stores in one basic block for a step, on which
+  // LLVM's code generation is superlinear). Internal, it gets none.
+  for (const FunctionSignature &sig : functions_)
+    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(sig.name))
+      fn.setLinkage(LLVM::Linkage::Internal);
   module.walk([&](LLVM::CallOp call) {
     if (auto callee = call.getCallee();
         callee && callee->starts_with(ds::kSgemmSymbol))

@@ -78,6 +78,9 @@ static cl::opt<bool> noPlan("no-plan-buffers",
 static cl::opt<bool> noReuse("no-reuse-buffers",
                              cl::desc("plan buffers without sharing bytes"));
 static cl::opt<bool> noFuse("no-fuse", cl::desc("no elementwise fusion"));
+static cl::opt<bool> noOutlineKernels(
+    "no-outline-kernels",
+    cl::desc("every linalg op inline (no ds-outline-kernels)"));
 static cl::opt<bool> report("report",
                             cl::desc("remarks from the BLAS rewrite and the "
                                      "buffer planner; workspace sizes"));
@@ -290,6 +293,7 @@ int main(int argc, char **argv) {
   options.planBuffers = !noPlan;
   options.reuseBuffers = !noReuse;
   options.blas = !noBlas;
+  options.outlineKernels = !noOutlineKernels;
   options.report = report;
   options.optLevel = optLevel;
   options.entryPoints = {entry}; // compile only what --entry needs

@@ -88,6 +88,11 @@ struct LowerToLLVMPipelineOptions
       llvm::cl::desc("lower linalg to scf.parallel where the iterators "
                      "allow (sequential today, ready for OpenMP)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> outlineKernels{
+      *this, "outline-kernels",
+      llvm::cl::desc("compile each repeated linalg op once, as a shared "
+                     "function (ds-outline-kernels)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> report{
       *this, "report",
       llvm::cl::desc("remarks from the BLAS rewrite and the buffer planner"),

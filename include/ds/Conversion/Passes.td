@@ -225,6 +225,35 @@ def RelaxReductions : Pass<"ds-relax-reductions", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def OutlineKernels : Pass<"ds-outline-kernels", "mlir::ModuleOp"> {
+  let summary = "Compile each distinct linalg op on buffers once, as a function";
+  let description = [{
+    After bufferization a step holds the same loop nest many times: the
+    gradient accumulation, the mean, the norm and the clipping of every
+    parameter, for every layer's parameters of one shape. Each linalg op on
+    buffers becomes a call of a private function holding that op on the
+    function's arguments (its operands, then values its body reads from
+    above; constants are cloned in); equal ops — body, indexing maps,
+    iterator types, operand types, attributes — share one function, so the
+    loops below grow with the number of distinct ops rather than with depth.
+    Shapes stay static, so every loop lowers exactly as it would inline:
+    the results are bitwise the same.
+
+    A function that serves two or more ops is named `@kernel_<n>`, carries
+    `ds.kernel_count` and is `noinline`; an op that occurs once is left
+    where it is. Runs after the BLAS and runtime rewrites (what they match
+    is gone) and before the loop lowering.
+
+      linalg.generic {...} ins(%a, %b : memref<16xf32>, memref<16xf32>)
+                           outs(%c : memref<16xf32>) { ... arith.addf ... }
+
+    becomes
+
+      call @kernel_0(%a, %b, %c) : (memref<16xf32>, memref<16xf32>, memref<16xf32>) -> ()
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def FixedOrderReductions
     : Pass<"ds-fixed-order-reductions", "mlir::func::FuncOp"> {
   let summary = "Sum reductions in an order that does not depend on the vector width";

@@ -68,6 +68,7 @@ struct RunnerOptions {
   bool planBuffers = true;
   bool reuseBuffers = true;
   bool blas = true;
+  bool outlineKernels = true;
   /// Remarks from the BLAS rewrite and the buffer planner, on stderr.
   bool report = false;
   /// LLVM optimization level of the JIT (0-3).

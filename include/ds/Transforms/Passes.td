@@ -518,10 +518,46 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
 // Lowering phase: dsnn -> linalg on tensors
 //===----------------------------------------------------------------------===//
 
+def OutlineLayers : Pass<"ds-outline-layers", "mlir::ModuleOp"> {
+  let summary = "Outline every dsnn.layer into one function per distinct body";
+  let description = [{
+    The first step of the lowering phase: compile each distinct layer once.
+    Every `dsnn.layer` region becomes a call of a private function whose
+    arguments are the values the region reads from above (in order of first
+    use; constants are cloned in instead) and whose results are the layer's.
+    Layers with the same body on different values — the `h.0`, `h.1`, ... of
+    a GPT, and their backward layers — become calls of one function, so the
+    code below grows with the number of distinct layers, not with depth.
+    Bodies are compared as printed, so two layers share a function exactly
+    when their ops, types and attributes are equal.
+
+    A function is named after the layer type (`@layer_GPT2Block`, with
+    `_backward` for a backward layer and `_1`, `_2`, ... for another body of
+    the same type), carries `dsnn.layer_type` and the number of layers it
+    serves as `dsnn.layer_count`, and `passthrough = ["noinline"]`: LLVM
+    would otherwise inline a function called once (and its code generation
+    is superlinear in function size). The arithmetic is unchanged, so
+    results are bitwise those of the inlined layers.
+
+      %h = dsnn.layer "h.0" ("GPT2Block") -> tensor<4x8x16xf32> {
+        %y = dsnn.layer_norm %x, %g, %b eps 1.0e-05 : ...
+        dsnn.yield %y : tensor<4x8x16xf32>
+      }
+
+    becomes
+
+      %h = func.call @layer_GPT2Block(%x, %g, %b) : (...) -> tensor<4x8x16xf32>
+      func.func private @layer_GPT2Block(%arg0: ..., %arg1: ..., %arg2: ...)
+          -> tensor<4x8x16xf32> attributes {dsnn.layer_count = 1 : i64, ...}
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower every dsnn op to linalg, tensor, arith and math on tensors";
   let description = [{
-    The compute half of the lowering phase. `dsnn.layer` bodies are inlined;
+    The compute half of the lowering phase. `dsnn.layer` bodies are inlined
+    (after `ds-outline-layers` none are left in the step);
     every other dsnn op, forward and backward, becomes value-semantic IR that
     one-shot bufferization and the loop/LLVM lowering take from there:
 

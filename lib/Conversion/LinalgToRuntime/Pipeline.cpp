@@ -105,6 +105,10 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
       ds::createLowerOptimizerToRuntime({/*multi=*/true, options.report}));
   pm.addPass(ds::createLowerCommToRuntime({options.report}));
   pm.addPass(ds::createRelaxReductions());
+  // The same loop nest for every layer's parameters of one shape: one
+  // function each, so the step's code does not grow with depth.
+  if (options.outlineKernels)
+    pm.addPass(ds::createOutlineKernels());
   if (options.parallelLoops)
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else

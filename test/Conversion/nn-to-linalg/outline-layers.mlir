@@ -1,0 +1,109 @@
+// RUN: ds-opt %s --ds-outline-layers --split-input-file | FileCheck %s
+
+// Two layers with one body on different parameters share one function;
+// the arguments are what the body reads from above, in order of first use.
+// CHECK-LABEL: func @same_body_shared
+// CHECK:         %[[H0:.*]] = call @layer_Block(%arg0, %arg1) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK:         %[[H1:.*]] = call @layer_Block(%[[H0]], %arg2) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK:         return %[[H1]]
+// CHECK:       func private @layer_Block(%[[X:.*]]: tensor<4xf32>, %[[W:.*]]: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-SAME:    dsnn.layer_count = 2 : i64, dsnn.layer_type = "Block", passthrough = ["noinline"]
+// CHECK:         %[[M:.*]] = dsnn.mul %[[X]], %[[W]]
+// CHECK:         %[[E:.*]] = dsnn.exp %[[M]]
+// CHECK:         return %[[E]]
+// CHECK-NOT:   func private
+func.func @same_body_shared(%x: tensor<4xf32>, %w0: tensor<4xf32>,
+                            %w1: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = dsnn.layer "h.0" ("Block") -> tensor<4xf32> {
+    %m = dsnn.mul %x, %w0 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %e = dsnn.exp %m : tensor<4xf32>
+    dsnn.yield %e : tensor<4xf32>
+  }
+  %1 = dsnn.layer "h.1" ("Block") -> tensor<4xf32> {
+    %m = dsnn.mul %0, %w1 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %e = dsnn.exp %m : tensor<4xf32>
+    dsnn.yield %e : tensor<4xf32>
+  }
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// Another body under the same type gets its own function; a backward layer
+// is named so; every result (saved activations too) is a function result.
+// CHECK-LABEL: func @different_bodies
+// CHECK:         call @layer_Block(%arg0)
+// CHECK:         call @layer_Block_1(%arg0)
+// CHECK:         call @layer_Block_backward(%arg0)
+// CHECK:       func private @layer_Block(%{{.*}}: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-SAME:    dsnn.layer_count = 1 : i64
+// CHECK:         dsnn.exp
+// CHECK:       func private @layer_Block_1(%{{.*}}: tensor<4xf32>) -> tensor<4xf32>
+// CHECK:         dsnn.tanh
+// CHECK:       func private @layer_Block_backward(%{{.*}}: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+func.func @different_bodies(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %0 = dsnn.layer "h.0" ("Block") -> tensor<4xf32> {
+    %e = dsnn.exp %x : tensor<4xf32>
+    dsnn.yield %e : tensor<4xf32>
+  }
+  %1 = dsnn.layer "h.1" ("Block") -> tensor<4xf32> {
+    %e = dsnn.tanh %x : tensor<4xf32>
+    dsnn.yield %e : tensor<4xf32>
+  }
+  %2:2 = dsnn.layer "h.0.backward" ("Block") -> tensor<4xf32>, tensor<4xf32> attributes {backward} {
+    %e = dsnn.exp %x : tensor<4xf32>
+    dsnn.yield %e, %x : tensor<4xf32>, tensor<4xf32>
+  }
+  return %0, %1, %2#0, %2#1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A constant defined above is cloned into the function, not passed; a
+// different constant is a different body.
+// CHECK-LABEL: func @constants_cloned
+// CHECK:         call @layer_Scale(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK:         call @layer_Scale_1(%arg0) : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK:       func private @layer_Scale(%[[X:.*]]: tensor<4xf32>)
+// CHECK:         %[[C:.*]] = arith.constant dense<2.000000e+00>
+// CHECK:         dsnn.mul %[[X]], %[[C]]
+// CHECK:       func private @layer_Scale_1(
+// CHECK:         arith.constant dense<3.000000e+00>
+func.func @constants_cloned(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %two = arith.constant dense<2.0> : tensor<4xf32>
+  %three = arith.constant dense<3.0> : tensor<4xf32>
+  %0 = dsnn.layer "a" ("Scale") -> tensor<4xf32> {
+    %m = dsnn.mul %x, %two : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    dsnn.yield %m : tensor<4xf32>
+  }
+  %1 = dsnn.layer "b" ("Scale") -> tensor<4xf32> {
+    %m = dsnn.mul %x, %three : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    dsnn.yield %m : tensor<4xf32>
+  }
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Layers in two functions with one body share a function too; a layer
+// type that is not an identifier is made one.
+// CHECK-LABEL: func @first
+// CHECK:         call @layer_my_Block(%arg0)
+// CHECK-LABEL: func @second
+// CHECK:         call @layer_my_Block(%arg0)
+// CHECK:       func private @layer_my_Block(
+// CHECK-SAME:    dsnn.layer_count = 2 : i64, dsnn.layer_type = "my.Block"
+func.func @first(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = dsnn.layer "l" ("my.Block") -> tensor<4xf32> {
+    %e = dsnn.exp %x : tensor<4xf32>
+    dsnn.yield %e : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+func.func @second(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = dsnn.layer "l" ("my.Block") -> tensor<4xf32> {
+    %e = dsnn.exp %x : tensor<4xf32>
+    dsnn.yield %e : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
