@@ -30,9 +30,9 @@ public:
   /// Inserts at `b`'s insertion point a call of a private function
   /// computing `results` from the values `ops` (consecutive ops of one
   /// block) read from outside, which become the call's operands in order of
-  /// first use; constants are cloned in. A new function is named `baseName` (then
-  /// `baseName_1`, ...), gets `attrs` and is `noinline`. The caller replaces
-  /// uses of `results` by the call's and erases `ops`.
+  /// first use; constants are cloned in. A new function is named `baseName`
+  /// (then `baseName_1`, ...), gets `attrs` and is `noinline`. The caller
+  /// replaces uses of `results` by the call's and erases `ops`.
   func::CallOp outline(OpBuilder &b, llvm::ArrayRef<Operation *> ops,
                        ValueRange results, llvm::StringRef baseName,
                        llvm::ArrayRef<NamedAttribute> attrs = {});
