@@ -1,0 +1,122 @@
+//===- CompiledStep.h - A compiled training step and its manifest -*- C++
+//-*-===//
+//
+// What compiling a model + config yields: one callable @train_step and the
+// manifest the run side needs to feed it (argument plan, batch arguments,
+// result layout, grid, start-up hash). The manifest is plain C++ so that it
+// can be written out next to compiled code and read by a process without
+// the compiler; only the code that builds the step knows about the IR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_DRIVER_COMPILEDSTEP_H
+#define DS_DRIVER_COMPILEDSTEP_H
+
+#include "ds/Driver/ParamInit.h"
+#include "ds/Execution/Tensor.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ds::driver {
+
+using DType = mlir::ds::exec::DType;
+using Tensor = mlir::ds::exec::Tensor;
+
+int64_t numElements(llvm::ArrayRef<int64_t> shape);
+
+/// What the step's first value of a step-wide or optimizer state is.
+struct StateInit {
+  enum Kind {
+    Zeros, ///< no init given: the buffer stays zero
+    Float,
+    Int,
+    Other ///< a value of no element type ds-train can fill (refused)
+  } kind = Zeros;
+  double floatValue = 0;
+  int64_t intValue = 0;
+};
+
+/// What ds-train must feed one @train_step argument.
+struct ArgSpec {
+  enum Kind { Param, State, Step, Batch } kind = Batch;
+  std::string name; ///< parameter / batch name; state: "<param>.<kind>"
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape; ///< the argument as this rank holds it
+  /// Param/State split over the dp group: the whole tensor's shape (the
+  /// argument itself is this rank's flat, zero-padded chunk).
+  std::optional<std::vector<int64_t>> fullShape;
+  /// Param: how its first value is drawn.
+  InitKind init = InitKind::Zeros;
+  double initStd = 0;
+  /// State: the parameter it belongs to ("" for step-wide state) and its
+  /// kind ("exp_avg", "master", "loss_scale", ...).
+  std::string owner, stateKind;
+  StateInit stateInit;
+
+  bool isModelState() const { return kind == Param || kind == State; }
+  /// The whole tensor: fullShape when sharded, else shape.
+  llvm::ArrayRef<int64_t> wholeShape() const {
+    if (fullShape)
+      return *fullShape;
+    return shape;
+  }
+};
+
+/// One result of @train_step: the next value of argument `updates`, or a
+/// scalar the step reports (`updates` = -1).
+struct ResultSpec {
+  std::string name;
+  int64_t updates = -1;
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+struct StepManifest {
+  std::vector<ArgSpec> args;
+  std::vector<size_t> batchArgs; ///< indices into args, in argument order
+  /// The updated parameters and states in argument order, then loss, lr
+  /// and grad_norm.
+  std::vector<ResultSpec> results;
+  int64_t gradientAccumulationSteps = 1;
+  std::vector<int64_t> gridSizes; ///< empty: the step has no device grid
+  std::string gridAxes;           ///< the grid as its axes print, for errors
+  /// A hash of the step and the resolved config: ranks compare it.
+  uint64_t startupHash = 0;
+  std::optional<uint64_t> initSeed; ///< the model's own init seed
+  /// Classes of the model's cross-entropy (last dim of its logits), 0 if
+  /// it has none: synthetic class labels are drawn below it.
+  int64_t crossEntropyClasses = 0;
+  /// Filled once code is generated.
+  int64_t blasCallSites = 0;
+  int64_t workspaceBytes = 0;
+
+  /// The argument named `name` of `kind`, if any.
+  std::optional<size_t> find(ArgSpec::Kind kind, llvm::StringRef name) const;
+  /// The f32 master copy of parameter `param` (mixed precision with
+  /// ZeRO-1/2 keeps the parameter in 16 bits), if the step has one.
+  std::optional<size_t> masterOf(const ArgSpec &param) const;
+};
+
+/// The callable part: one call is one optimizer step. Arguments and
+/// results are exactly the manifest's, borrowed for the call.
+class StepFunction {
+public:
+  virtual ~StepFunction() = default;
+  virtual llvm::Error run(llvm::ArrayRef<Tensor> args,
+                          llvm::ArrayRef<Tensor> results) = 0;
+};
+
+struct CompiledStep {
+  StepManifest manifest;
+  std::unique_ptr<StepFunction> function;
+};
+
+} // namespace ds::driver
+
+#endif // DS_DRIVER_COMPILEDSTEP_H

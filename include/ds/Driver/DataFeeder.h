@@ -1,0 +1,63 @@
+//===- DataFeeder.h - The batch arguments of every step ---------*- C++ -*-===//
+//
+// Fills @train_step's batch arguments and step counter before each step:
+// token windows in the sample order of docs/data.md (this rank's
+// contiguous block of the global batch, micro-batch by micro-batch), or
+// fixed synthetic batches drawn once from the seed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_DRIVER_DATAFEEDER_H
+#define DS_DRIVER_DATAFEEDER_H
+
+#include "ds/Config/Config.h"
+#include "ds/Driver/CompiledStep.h"
+#include "ds/Driver/Data.h"
+#include "ds/Driver/Trainer.h"
+
+#include <optional>
+#include <vector>
+
+namespace ds::driver {
+
+class DataFeeder {
+public:
+  /// Reads --data (nothing with --synthetic), so a bad file fails before
+  /// the compile.
+  static llvm::Expected<DataFeeder> open(const TrainOptions &options);
+
+  /// Checks the step's batch arguments against the config and the data,
+  /// and settles the sequence length; with --synthetic, makes the token
+  /// stream from `seedOption`.
+  llvm::Error plan(const StepManifest &manifest,
+                   const ::ds::config::Config &config,
+                   std::optional<uint64_t> seedOption);
+  /// Allocates the batch buffers of `manifest` and draws the fixed
+  /// synthetic ones; `manifest` must outlive the feeder.
+  llvm::Error initialize(const StepManifest &manifest, uint64_t seed, int rank);
+
+  /// Puts the batch buffers into `args` at the manifest's positions.
+  void bind(std::vector<Tensor> &args) const;
+  /// Writes the step counter and the token batches of 0-based step `step`.
+  void fill(int64_t step);
+
+  /// Tokens per sample (0 for a model without a sequence dim).
+  int64_t seqLen() const { return sequence; }
+
+private:
+  DataFeeder() = default;
+
+  const StepManifest *manifest = nullptr;
+  std::optional<TokenData> data;
+  std::string dataPath;
+  bool synthetic = false;
+  DataOrder order = DataOrder::Shuffled;
+  int64_t micro = 0, gas = 0, globalBatch = 0, sequence = 0;
+  uint64_t seed = 0;
+  int rank = 0;
+  std::vector<Tensor> buffers;  ///< per argument; null for model states
+  std::vector<int64_t> scratch; ///< targets nobody reads
+};
+
+} // namespace ds::driver
+
+#endif // DS_DRIVER_DATAFEEDER_H

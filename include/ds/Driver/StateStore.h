@@ -1,0 +1,72 @@
+//===- StateStore.h - Parameters and optimizer state of a run ---*- C++ -*-===//
+//
+// The model states @train_step reads and writes: every parameter and state
+// argument held twice, the step reading one set and writing the other,
+// which swap roles every step (no allocation per step). Initial values come
+// from the seed, from --init-from safetensors or from a checkpoint; the
+// final parameters can be gathered into --save-weights.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_DRIVER_STATESTORE_H
+#define DS_DRIVER_STATESTORE_H
+
+#include "ds/Driver/Checkpoint.h"
+#include "ds/Driver/CompiledStep.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <vector>
+
+namespace ds::driver {
+
+/// This rank's part of every parameter and optimizer state from `ckpt`,
+/// whatever world size and ZeRO stage wrote it, as bytes per argument
+/// (empty for arguments that are not model states).
+llvm::Expected<std::vector<std::vector<char>>>
+readCheckpointState(const CheckpointReader &ckpt, const StepManifest &manifest,
+                    int rank);
+
+class StateStore {
+public:
+  /// Zeroed buffers for every model-state argument of `manifest`.
+  StateStore(const StepManifest &manifest, int rank);
+
+  /// First values: parameters drawn from `seed` (or read from `initFrom`
+  /// when given), states from their init values.
+  llvm::Error initialize(uint64_t seed, llvm::StringRef initFrom);
+  /// Overwrites the arguments `restored` holds bytes for.
+  void restore(const std::vector<std::vector<char>> &restored);
+
+  /// Puts the current values into `args` and the buffers the step writes
+  /// into `results`, at the manifest's positions.
+  void bind(std::vector<Tensor> &args, std::vector<Tensor> &results) const;
+  /// After a step: what it wrote becomes the current value.
+  void swap();
+
+  /// The current value of argument `arg` (a model state).
+  const Tensor &current(size_t arg) const { return currentValues[arg]; }
+  /// Every model state over its current buffer, for a checkpoint.
+  std::vector<CkptTensor> checkpointTensors() const;
+  /// Writes the parameters (gathered from every rank; each rank must call
+  /// this) to `path` on rank 0.
+  llvm::Error saveWeights(llvm::StringRef path) const;
+
+  /// Parameters of the whole model.
+  int64_t parameterCount() const;
+  /// Model-state bytes resident on this rank between steps, gradients
+  /// included as the step boundary leaves them.
+  int64_t residentBytes(int64_t dpSize, int64_t zeroStage) const;
+
+private:
+  llvm::Error drawInitialValues(uint64_t seed, bool parameters);
+  llvm::Error loadInitialWeights(llvm::StringRef path);
+
+  const StepManifest &manifest;
+  int rank;
+  std::vector<Tensor> currentValues, nextValues; ///< per argument
+};
+
+} // namespace ds::driver
+
+#endif // DS_DRIVER_STATESTORE_H

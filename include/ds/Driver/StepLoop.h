@@ -1,0 +1,75 @@
+//===- StepLoop.h - Run the steps, measure and report them ------*- C++ -*-===//
+//
+// The training loop: per step, feed the batch, call the compiled step,
+// swap the model states, refuse divergence and hopeless fp16 overflow, let
+// the checkpointer save, and report: a JSONL metrics line per step (step
+// time, tokens/s, comm_ms, peak RSS, ...) and a progress line every
+// steps_per_print on rank 0.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DS_DRIVER_STEPLOOP_H
+#define DS_DRIVER_STEPLOOP_H
+
+#include "ds/Config/Config.h"
+#include "ds/Driver/Checkpointer.h"
+#include "ds/Driver/CompiledStep.h"
+#include "ds/Driver/DataFeeder.h"
+#include "ds/Driver/Metrics.h"
+#include "ds/Driver/StateStore.h"
+#include "ds/Driver/Trainer.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace ds::driver {
+
+class StepLoop {
+public:
+  /// Opens the metrics file (rank r > 0 writes NAME.rank<r>.EXT next to
+  /// the one given); the arguments must outlive the loop.
+  static llvm::Expected<StepLoop> create(const StepManifest &manifest,
+                                         const TrainOptions &options,
+                                         const ::ds::config::Config &config,
+                                         int rank);
+
+  /// Rank 0's line about the run, unless --quiet.
+  void printSummary(const StateStore &store, const DataFeeder &feeder,
+                    double compileSeconds, llvm::raw_ostream &log) const;
+  /// Runs from the checkpointer's first step to --steps.
+  llvm::Error run(StepFunction &step, StateStore &store, DataFeeder &feeder,
+                  Checkpointer &checkpointer, uint64_t seed,
+                  llvm::raw_ostream &log);
+
+  /// Whether this rank prints progress.
+  bool talks() const { return talk; }
+
+private:
+  /// What one step reported.
+  struct StepReport {
+    float loss = 0, lr = 0, gradNorm = 0;
+    double stepMs = 0, commMs = 0, tokensPerS = 0;
+    bool skipped = false;
+  };
+  StepLoop(const StepManifest &manifest, const TrainOptions &options,
+           const ::ds::config::Config &config, int rank, MetricsWriter metrics);
+  llvm::Error checkStep(int64_t step, const StepReport &report,
+                        float scaleBefore, int64_t hysteresisBefore) const;
+  void report(int64_t s, const StepReport &report, const StateStore &store,
+              int64_t modelStateBytes, llvm::raw_ostream &log);
+
+  const StepManifest *manifest;
+  const TrainOptions *options;
+  const ::ds::config::Config *config;
+  int rank;
+  bool talk;
+  MetricsWriter metrics;
+  /// The fp16 loss scaler's state, when the step has one: reported, and a
+  /// skipped step's non-finite loss is the overflow it skipped, not
+  /// divergence.
+  std::optional<size_t> scaleArg, skippedArg, hysteresisArg;
+};
+
+} // namespace ds::driver
+
+#endif // DS_DRIVER_STEPLOOP_H

@@ -1,0 +1,273 @@
+//===- JitStep.cpp - Compile @train_step in memory with the JIT -----------===//
+#include "ds/Driver/JitStep.h"
+#include "ds/Execution/JIT.h"
+#include "ds/Import/Import.h"
+#include "ds/InitAllDS.h"
+#include "ds/Pipelines/Pipelines.h"
+#include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
+#include "dsnn/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/xxhash.h"
+
+using namespace ::ds::driver;
+using namespace mlir;
+namespace nn = mlir::ds::nn;
+namespace cfg = ::ds::config;
+using llvm::createStringError;
+
+namespace {
+
+/// The passes that take the step contract down to the level ds-lower-to-llvm
+/// starts from; every other lowering step lives in that pipeline.
+void addStepLowering(OpPassManager &pm) {
+  pm.addPass(mlir::ds::createOutlineLayers());
+  pm.addPass(mlir::ds::createLowerNNToLinalg());
+  pm.addPass(mlir::ds::createLowerTrainToLinalg());
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx,
+                                                llvm::StringRef modelPath,
+                                                const cfg::Config &config) {
+  std::string path = modelPath.str();
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  mlir::ds::importer::ImportOptions importOptions;
+  importOptions.microBatch = config.trainMicroBatchSizePerGpu;
+  importOptions.config = &config;
+  if (ext == ".json")
+    return mlir::ds::importer::importSpecFile(ctx, path, importOptions);
+  if (ext == ".pt")
+    return mlir::ds::importer::importTorchScriptFile(ctx, path, importOptions);
+  if (ext != ".mlir")
+    return createStringError("%s: unknown model format '%s'; give a .json "
+                             "model spec, a .mlir model contract or a "
+                             "TorchScript .pt",
+                             path.c_str(), ext.str().c_str());
+  std::string diag;
+  llvm::raw_string_ostream diagOs(diag);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOs);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(path, sourceMgr, &ctx);
+  if (!module)
+    return createStringError(diag.empty() ? path + ": cannot parse" : diag);
+  return module;
+}
+
+InitKind initKindOf(nn::InitKind kind) {
+  switch (kind) {
+  case nn::InitKind::zeros:
+    return InitKind::Zeros;
+  case nn::InitKind::ones:
+    return InitKind::Ones;
+  case nn::InitKind::normal:
+    return InitKind::Normal;
+  case nn::InitKind::uniform:
+    return InitKind::Uniform;
+  }
+  return InitKind::Zeros;
+}
+
+StateInit stateInitOf(Attribute init) {
+  StateInit out;
+  if (!init)
+    return out;
+  if (auto f = dyn_cast<FloatAttr>(init)) {
+    out.kind = StateInit::Float;
+    out.floatValue = f.getValueAsDouble();
+  } else if (auto v = dyn_cast<IntegerAttr>(init)) {
+    out.kind = StateInit::Int;
+    out.intValue = v.getInt();
+  } else {
+    out.kind = StateInit::Other;
+  }
+  return out;
+}
+
+/// The attributes of @train_step argument `i` as plain fields.
+llvm::Expected<ArgSpec> argSpecOf(func::FuncOp step, unsigned i) {
+  auto type = dyn_cast<RankedTensorType>(step.getArgument(i).getType());
+  if (!type || !type.hasStaticShape())
+    return createStringError(
+        "@train_step argument #%u is not a statically shaped tensor", i);
+  ArgSpec arg;
+  arg.dtype =
+      mlir::ds::exec::dtypeOf(type.getElementType()).value_or(DType::F32);
+  arg.shape.assign(type.getShape().begin(), type.getShape().end());
+  if (auto sharding = step.getArgAttrOfType<mlir::ds::dist::ShardingAttr>(
+          i, mlir::ds::dist::DistDialect::kShardingAttrName))
+    arg.fullShape.emplace(sharding.getShape().begin(),
+                          sharding.getShape().end());
+  if (auto param =
+          step.getArgAttrOfType<nn::ParamAttr>(i, nn::kParamAttrName)) {
+    arg.kind = ArgSpec::Param;
+    arg.name = param.getName().str();
+    arg.init = initKindOf(param.getInit());
+    arg.initStd = param.getStd().convertToDouble();
+  } else if (auto state = step.getArgAttrOfType<DictionaryAttr>(
+                 i, mlir::ds::kStateAttrName)) {
+    arg.kind = ArgSpec::State;
+    auto p = state.getAs<StringAttr>("param");
+    auto k = state.getAs<StringAttr>("kind");
+    // Step-wide state (the loss scaler's) is named by its kind alone.
+    arg.name = p ? p.str() + "." + (k ? k.str() : "?") : (k ? k.str() : "?");
+    arg.stateInit = stateInitOf(state.get("init"));
+    arg.owner = p ? p.str() : "";
+    arg.stateKind = k ? k.str() : "";
+  } else if (step.getArgAttr(i, mlir::ds::kStepAttrName)) {
+    arg.kind = ArgSpec::Step;
+    arg.name = "step";
+  } else {
+    arg.kind = ArgSpec::Batch;
+    auto name = step.getArgAttrOfType<StringAttr>(
+        i, mlir::ds::importer::kBatchAttrName);
+    arg.name = name ? name.str() : ("arg" + std::to_string(i));
+  }
+  return arg;
+}
+
+/// Everything the run side needs from the step module, before codegen.
+llvm::Expected<StepManifest> manifestOf(ModuleOp module, func::FuncOp step,
+                                        const cfg::Config &config) {
+  StepManifest manifest;
+  for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+    auto arg = argSpecOf(step, i);
+    if (!arg)
+      return arg.takeError();
+    if (arg->kind == ArgSpec::Batch)
+      manifest.batchArgs.push_back(i);
+    if (arg->isModelState())
+      manifest.results.push_back(
+          {arg->name, int64_t(i), arg->dtype, arg->shape});
+    manifest.args.push_back(std::move(*arg));
+  }
+  for (const char *name : {"loss", "lr", "grad_norm"})
+    manifest.results.push_back({name, -1, DType::F32, {}});
+  manifest.gradientAccumulationSteps = config.gradientAccumulationSteps;
+  if (auto attr = module->getAttrOfType<IntegerAttr>(
+          mlir::ds::importer::kInitSeedAttrName))
+    manifest.initSeed = attr.getInt();
+  module->walk([&](nn::CrossEntropyOp op) {
+    manifest.crossEntropyClasses =
+        cast<RankedTensorType>(op.getLogits().getType()).getShape().back();
+  });
+  return manifest;
+}
+
+/// The step and the step-contract module it was compiled from, kept alive
+/// for as long as the step runs.
+class JitStepFunction : public StepFunction {
+public:
+  JitStepFunction(std::unique_ptr<MLIRContext> ctx,
+                  OwningOpRef<ModuleOp> module,
+                  std::unique_ptr<mlir::ds::exec::Runner> runner)
+      : ctx(std::move(ctx)), module(std::move(module)),
+        runner(std::move(runner)) {}
+  llvm::Error run(llvm::ArrayRef<Tensor> args,
+                  llvm::ArrayRef<Tensor> results) override {
+    return runner->invokeInto("train_step", args, results);
+  }
+
+private:
+  std::unique_ptr<MLIRContext> ctx;
+  OwningOpRef<ModuleOp> module;
+  std::unique_ptr<mlir::ds::exec::Runner> runner;
+};
+
+} // namespace
+
+namespace ds::driver {
+llvm::Expected<CompiledStep> compileJitStep(const JitStepRequest &request) {
+  const cfg::Config &config = *request.config;
+  DialectRegistry registry;
+  mlir::ds::exec::registerRunnerDependencies(registry);
+  mlir::ds::registerAllDSDialects(registry);
+  mlir::ds::importer::registerImportDialects(registry);
+  auto ctx = std::make_unique<MLIRContext>(registry);
+  ctx->loadAllAvailableDialects();
+
+  auto module = loadModel(*ctx, request.modelPath, config);
+  if (!module)
+    return module.takeError();
+  auto dump = [&](llvm::StringRef stage, ModuleOp m) {
+    if (request.dumpIRDir.empty())
+      return;
+    llvm::sys::fs::create_directories(request.dumpIRDir);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(request.dumpIRDir + "/" + stage.str() + ".mlir",
+                            ec);
+    if (!ec)
+      m.print(os);
+  };
+  dump("0-model", **module);
+
+  // Model contract -> step contract, as the config asks.
+  {
+    std::string diag;
+    llvm::raw_string_ostream diagOs(diag);
+    llvm::SourceMgr sourceMgr;
+    SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), diagOs);
+    PassManager pm(ctx.get());
+    if (llvm::Error err = mlir::ds::buildTrainingPipeline(pm, config))
+      return err;
+    if (failed(pm.run(**module)))
+      return createStringError("building the training step failed:\n" + diag);
+  }
+  dump("1-step", **module);
+
+  // The step and the resolved config: what every rank must agree on.
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  (*module)->print(os);
+  os << cfg::toJson(config).dump();
+  uint64_t startupHash = llvm::xxh3_64bits(text);
+  if (request.agreeOnStep)
+    if (llvm::Error err = request.agreeOnStep(startupHash))
+      return err;
+
+  auto step = (*module)->lookupSymbol<func::FuncOp>("train_step");
+  if (!step)
+    return createStringError("the training pipeline produced no @train_step");
+  auto manifest = manifestOf(**module, step, config);
+  if (!manifest)
+    return manifest.takeError();
+  manifest->startupHash = startupHash;
+  if (request.beforeCodegen)
+    if (llvm::Error err = request.beforeCodegen(*manifest))
+      return err;
+
+  // Lower and JIT everything at once: the step is the hot path.
+  mlir::ds::exec::RunnerOptions runnerOptions;
+  // Only the step is called; @forward and @forward_backward stay uncompiled.
+  runnerOptions.entryPoints = {"train_step"};
+  runnerOptions.preLowering = addStepLowering;
+  runnerOptions.onStage = [&](llvm::StringRef stage, ModuleOp m) {
+    dump(stage == "pre" ? "2-linalg" : "3-llvm", m);
+  };
+  auto runner = mlir::ds::exec::Runner::create(**module, runnerOptions);
+  if (!runner)
+    return runner.takeError();
+  manifest->blasCallSites = (*runner)->blasCallSites();
+  if (const auto *signature = (*runner)->signature("train_step"))
+    manifest->workspaceBytes = signature->workspaceBytes;
+  if (auto grid = (**module)->getAttrOfType<mlir::ds::dist::GridAttr>(
+          mlir::ds::dist::DistDialect::kGridAttrName)) {
+    manifest->gridSizes.assign(grid.getSizes().begin(), grid.getSizes().end());
+    manifest->gridAxes = grid.formatAxes();
+  }
+
+  CompiledStep compiled;
+  compiled.manifest = std::move(*manifest);
+  compiled.function = std::make_unique<JitStepFunction>(
+      std::move(ctx), std::move(*module), std::move(*runner));
+  return compiled;
+}
+} // namespace ds::driver

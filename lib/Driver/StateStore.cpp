@@ -1,0 +1,352 @@
+//===- StateStore.cpp - Parameters and optimizer state of a run -----------===//
+#include "ds/Driver/StateStore.h"
+#include "ds/Driver/ParamInit.h"
+#include "ds/Driver/SafeTensors.h"
+#include "dsrt/dsrt.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cstring>
+
+using namespace ::ds::driver;
+using llvm::createStringError;
+
+namespace {
+
+/// The elements [first, first + count) of this rank's chunk of a tensor of
+/// `numel` elements split in chunks of `chunk` (the rest is padding).
+struct ChunkRange {
+  int64_t first = 0, count = 0;
+};
+ChunkRange chunkRange(int64_t numel, int64_t chunk, int rank) {
+  int64_t first = std::min<int64_t>(numel, rank * chunk);
+  return {first, std::min<int64_t>(chunk, numel - first)};
+}
+
+/// This rank's elements of argument `arg`: its chunk when sharded.
+ChunkRange localRange(const ArgSpec &arg, int rank) {
+  int64_t whole = numElements(arg.wholeShape());
+  return arg.fullShape ? chunkRange(whole, arg.shape[0], rank)
+                       : ChunkRange{0, whole};
+}
+
+/// Rounds f32 values to the nearest even 16-bit float of `dtype`, as the
+/// step's own casts (arith.truncf) do; f32 is copied.
+void storeAs(DType dtype, const float *src, int64_t n, void *dst) {
+  if (dtype != DType::BF16 && dtype != DType::F16) {
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  auto *out = static_cast<uint16_t *>(dst);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = dtype == DType::BF16 ? floatToBF16(src[i]) : floatToF16(src[i]);
+}
+
+const char *ckptDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return "F32";
+  case DType::F64:
+    return "F64";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::I1:
+    return "BOOL";
+  case DType::I8:
+    return "I8";
+  case DType::I16:
+    return "I16";
+  case DType::I32:
+    return "I32";
+  case DType::I64:
+    return "I64";
+  }
+  return "?";
+}
+
+int64_t localBytes(const ArgSpec &arg) {
+  return numElements(arg.shape) * mlir::ds::exec::dtypeBytes(arg.dtype);
+}
+
+std::string describe(llvm::StringRef dtype, llvm::ArrayRef<int64_t> dims) {
+  std::string out = dtype.str() + " [";
+  for (size_t d = 0; d < dims.size(); ++d)
+    out += (d ? ", " : "") + std::to_string(dims[d]);
+  return out + "]";
+}
+
+/// Mixed precision keeps a parameter in f32, or (ZeRO-1/2) in 16 bits next
+/// to an f32 master copy: either layout continues the other. The f32
+/// values are the truth; a 16-bit parameter is their rounding. The f32
+/// tensor of `ckpt` that argument `arg` is rebuilt from, if that applies.
+const CkptTensorInfo *f32Source(const CheckpointReader &ckpt,
+                                const ArgSpec &arg, const CkptTensorInfo *t) {
+  const CkptTensorInfo *f32 = nullptr;
+  if (arg.kind == ArgSpec::Param && t && t->dtype != ckptDType(arg.dtype)) {
+    f32 = ckpt.find(arg.name + ".master");
+    if (!f32 && t->dtype == "F32")
+      f32 = t;
+  }
+  if (arg.kind == ArgSpec::State && arg.stateKind == "master" && !t)
+    f32 = ckpt.find(arg.owner);
+  llvm::ArrayRef<int64_t> wanted = arg.wholeShape();
+  if (f32 && f32->dtype == "F32" &&
+      f32->shape == std::vector<int64_t>(wanted.begin(), wanted.end()))
+    return f32;
+  return nullptr;
+}
+
+/// This rank's bytes of argument `arg` from `ckpt`.
+llvm::Expected<std::vector<char>> readArgument(const CheckpointReader &ckpt,
+                                               const ArgSpec &arg, int rank) {
+  std::string where = ckpt.tagDir().str();
+  const CkptTensorInfo *t = ckpt.find(arg.name);
+  std::vector<char> bytes;
+  ChunkRange r = localRange(arg, rank);
+  if (const CkptTensorInfo *f32 = f32Source(ckpt, arg, t)) {
+    std::vector<float> wide(r.count);
+    if (llvm::Error err = ckpt.read(*f32, r.first, r.count, wide.data()))
+      return std::move(err);
+    bytes.assign(localBytes(arg), 0);
+    storeAs(arg.dtype, wide.data(), r.count, bytes.data());
+    return bytes;
+  }
+  if (!t)
+    return createStringError(
+        "%s: no tensor \"%s\", which this run's training step needs (the "
+        "checkpoint was saved with another model, optimizer or precision); "
+        "to start from its weights only, export them with `ds-ckpt export` "
+        "and pass --init-from",
+        where.c_str(), arg.name.c_str());
+  llvm::ArrayRef<int64_t> shape = arg.wholeShape();
+  if (t->shape != std::vector<int64_t>(shape.begin(), shape.end()) ||
+      t->dtype != ckptDType(arg.dtype))
+    return createStringError(
+        "%s: tensor \"%s\" is %s in the checkpoint but %s in this run",
+        where.c_str(), arg.name.c_str(), describe(t->dtype, t->shape).c_str(),
+        describe(ckptDType(arg.dtype), shape).c_str());
+  bytes.assign(localBytes(arg), 0);
+  if (llvm::Error err = ckpt.read(*t, r.first, r.count, bytes.data()))
+    return std::move(err);
+  return bytes;
+}
+
+} // namespace
+
+llvm::Expected<std::vector<std::vector<char>>>
+ds::driver::readCheckpointState(const CheckpointReader &ckpt,
+                                const StepManifest &manifest, int rank) {
+  std::vector<std::vector<char>> values(manifest.args.size());
+  for (size_t i = 0; i < manifest.args.size(); ++i) {
+    if (!manifest.args[i].isModelState())
+      continue;
+    auto bytes = readArgument(ckpt, manifest.args[i], rank);
+    if (!bytes)
+      return bytes.takeError();
+    values[i] = std::move(*bytes);
+  }
+  return values;
+}
+
+StateStore::StateStore(const StepManifest &manifest, int rank)
+    : manifest(manifest), rank(rank), currentValues(manifest.args.size()),
+      nextValues(manifest.args.size()) {
+  for (size_t i = 0; i < manifest.args.size(); ++i) {
+    const ArgSpec &arg = manifest.args[i];
+    if (!arg.isModelState())
+      continue;
+    currentValues[i] = Tensor::zeros(arg.dtype, arg.shape);
+    nextValues[i] = Tensor::zeros(arg.dtype, arg.shape);
+  }
+}
+
+llvm::Error StateStore::initialize(uint64_t seed, llvm::StringRef initFrom) {
+  if (llvm::Error err = drawInitialValues(seed, initFrom.empty()))
+    return err;
+  if (!initFrom.empty())
+    return loadInitialWeights(initFrom);
+  return llvm::Error::success();
+}
+
+llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
+  for (size_t i = 0; i < manifest.args.size(); ++i) {
+    const ArgSpec &p = manifest.args[i];
+    Tensor &value = currentValues[i];
+    if (p.kind == ArgSpec::Param && parameters) {
+      // The same values as one rank would draw; a shard draws its slice.
+      ChunkRange r = localRange(p, rank);
+      std::vector<float> drawn(p.dtype == DType::F32 ? 0 : r.count);
+      float *into = drawn.empty() ? value.data<float>() : drawn.data();
+      initParameter(p.name, p.init, p.initStd, seed, r.first, r.count, into);
+      if (!drawn.empty())
+        storeAs(p.dtype, drawn.data(), r.count, value.data());
+    }
+    if (p.kind == ArgSpec::State && p.stateKind == "master" && parameters) {
+      // The f32 values the 16-bit parameter was rounded from.
+      std::optional<size_t> owner = manifest.find(ArgSpec::Param, p.owner);
+      if (!owner || !p.fullShape)
+        return createStringError("master state \"%s\" has no parameter "
+                                 "\"%s\" or no sharding",
+                                 p.name.c_str(), p.owner.c_str());
+      const ArgSpec &o = manifest.args[*owner];
+      ChunkRange r = chunkRange(numElements(*p.fullShape), p.shape[0], rank);
+      initParameter(o.name, o.init, o.initStd, seed, r.first, r.count,
+                    value.data<float>());
+    }
+    if (p.kind == ArgSpec::State && p.stateInit.kind != StateInit::Zeros) {
+      int64_t n = numElements(p.shape);
+      if (p.stateInit.kind == StateInit::Float && p.dtype == DType::F32)
+        std::fill_n(value.data<float>(), n, float(p.stateInit.floatValue));
+      else if (p.stateInit.kind == StateInit::Int && p.dtype == DType::I64)
+        std::fill_n(value.data<int64_t>(), n, p.stateInit.intValue);
+      else
+        return createStringError("state \"%s\": its init value does not "
+                                 "match its element type",
+                                 p.name.c_str());
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error StateStore::loadInitialWeights(llvm::StringRef path) {
+  auto file = SafeTensorsFile::open(path);
+  if (!file)
+    return file.takeError();
+  for (size_t i = 0; i < manifest.args.size(); ++i) {
+    const ArgSpec &p = manifest.args[i];
+    if (p.kind != ArgSpec::Param)
+      continue;
+    const SafeTensorInfo *info = file->find(p.name);
+    if (!info)
+      return createStringError(
+          "%s: no tensor for parameter \"%s\"; the file must hold every "
+          "parameter of the model by its qualified name",
+          path.str().c_str(), p.name.c_str());
+    llvm::ArrayRef<int64_t> shape = p.wholeShape();
+    if (info->shape != std::vector<int64_t>(shape.begin(), shape.end()))
+      return createStringError(
+          "%s: tensor \"%s\" has shape %s but the model's parameter is %s",
+          path.str().c_str(), p.name.c_str(),
+          mlir::ds::exec::typeString(DType::F32, info->shape).c_str(),
+          mlir::ds::exec::typeString(DType::F32, shape).c_str());
+    auto data = file->readF32(p.name);
+    if (!data)
+      return data.takeError();
+    ChunkRange r = p.fullShape ? chunkRange(data->size(), p.shape[0], rank)
+                               : ChunkRange{0, int64_t(data->size())};
+    storeAs(p.dtype, data->data() + r.first, r.count, currentValues[i].data());
+    // A 16-bit parameter's f32 master copy: this rank's chunk.
+    if (std::optional<size_t> m = manifest.masterOf(p)) {
+      ChunkRange c = chunkRange(data->size(), manifest.args[*m].shape[0], rank);
+      std::memcpy(currentValues[*m].data(), data->data() + c.first,
+                  c.count * sizeof(float));
+    }
+  }
+  return llvm::Error::success();
+}
+
+void StateStore::restore(const std::vector<std::vector<char>> &restored) {
+  for (size_t i = 0; i < restored.size(); ++i)
+    if (!restored[i].empty())
+      std::memcpy(currentValues[i].data(), restored[i].data(),
+                  restored[i].size());
+}
+
+void StateStore::bind(std::vector<Tensor> &args,
+                      std::vector<Tensor> &results) const {
+  for (size_t i = 0; i < manifest.args.size(); ++i)
+    if (manifest.args[i].isModelState())
+      args[i] = currentValues[i];
+  for (size_t k = 0; k < manifest.results.size(); ++k)
+    if (manifest.results[k].updates >= 0)
+      results[k] = nextValues[manifest.results[k].updates];
+}
+
+void StateStore::swap() {
+  for (size_t i = 0; i < manifest.args.size(); ++i)
+    if (manifest.args[i].isModelState())
+      std::swap(currentValues[i], nextValues[i]);
+}
+
+std::vector<CkptTensor> StateStore::checkpointTensors() const {
+  std::vector<CkptTensor> tensors;
+  for (size_t i = 0; i < manifest.args.size(); ++i) {
+    const ArgSpec &p = manifest.args[i];
+    if (!p.isModelState())
+      continue;
+    CkptTensor t;
+    t.name = p.name;
+    t.kind = p.kind == ArgSpec::Param ? "param" : "state";
+    t.dtype = ckptDType(p.dtype);
+    llvm::ArrayRef<int64_t> shape = p.wholeShape();
+    t.shape.assign(shape.begin(), shape.end());
+    if (p.fullShape)
+      t.chunk = p.shape[0];
+    t.data = currentValues[i].data();
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+llvm::Error StateStore::saveWeights(llvm::StringRef path) const {
+  // Sharded parameters are gathered (every rank takes part); rank 0 writes
+  // the file.
+  std::vector<Tensor> gathered;
+  std::vector<SafeTensorView> views;
+  for (size_t i = 0; i < manifest.args.size(); ++i) {
+    const ArgSpec &p = manifest.args[i];
+    if (p.kind != ArgSpec::Param)
+      continue;
+    // A 16-bit parameter is saved from its f32 master copy.
+    size_t from = manifest.masterOf(p).value_or(i);
+    const ArgSpec &src = manifest.args[from];
+    const void *data = currentValues[from].data();
+    llvm::ArrayRef<int64_t> shape = src.shape;
+    if (src.fullShape) {
+      shape = *src.fullShape;
+      gathered.push_back(Tensor::zeros(DType::F32, shape));
+      if (dsrt_all_gather(dsrt_comm_axes(1), currentValues[from].data(),
+                          gathered.back().data(), numElements(shape),
+                          DSRT_F32) != 0)
+        return createStringError("gathering \"%s\" to save it: %s",
+                                 p.name.c_str(), dsrt_last_error());
+      data = gathered.back().data();
+    }
+    views.push_back({p.name, "F32",
+                     std::vector<int64_t>(shape.begin(), shape.end()), data});
+  }
+  if (rank != 0)
+    return llvm::Error::success();
+  return writeSafeTensors(path, views,
+                          {{"format", "pt"}, {"producer", "ds-train"}});
+}
+
+int64_t StateStore::parameterCount() const {
+  int64_t count = 0;
+  for (const ArgSpec &p : manifest.args)
+    if (p.kind == ArgSpec::Param)
+      count += numElements(p.wholeShape());
+  return count;
+}
+
+int64_t StateStore::residentBytes(int64_t dpSize, int64_t zeroStage) const {
+  // Parameters and optimizer state as the step holds them (whole or
+  // chunks), and the gradient as the step boundary leaves it: whole after
+  // an all-reduce (ZeRO 0/1), this rank's chunk after a reduce-scatter
+  // (ZeRO 2/3).
+  int64_t bytes = 0;
+  for (const ArgSpec &p : manifest.args) {
+    if (!p.isModelState())
+      continue;
+    bytes += localBytes(p);
+    if (p.kind != ArgSpec::Param)
+      continue;
+    int64_t whole = numElements(p.wholeShape());
+    int64_t chunk = llvm::divideCeil(whole, dpSize);
+    bytes += 4 * (zeroStage >= 2 && dpSize > 1 ? chunk : whole);
+  }
+  return bytes;
+}

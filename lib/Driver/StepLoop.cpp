@@ -1,0 +1,183 @@
+//===- StepLoop.cpp - Run the steps, measure and report them --------------===//
+#include "ds/Driver/StepLoop.h"
+#include "dsrt/dsrt.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+using namespace ::ds::driver;
+namespace cfg = ::ds::config;
+using llvm::createStringError;
+
+llvm::Expected<StepLoop> StepLoop::create(const StepManifest &manifest,
+                                          const TrainOptions &options,
+                                          const cfg::Config &config, int rank) {
+  std::string metricsPath = options.metricsPath;
+  if (!metricsPath.empty() && rank > 0) {
+    llvm::SmallString<256> path(metricsPath);
+    std::string ext = llvm::sys::path::extension(path).str();
+    llvm::sys::path::replace_extension(path, "");
+    metricsPath = (path + ".rank" + llvm::Twine(rank) + ext).str();
+  }
+  auto metrics = MetricsWriter::open(metricsPath);
+  if (!metrics)
+    return metrics.takeError();
+  return StepLoop(manifest, options, config, rank, std::move(*metrics));
+}
+
+StepLoop::StepLoop(const StepManifest &manifest, const TrainOptions &options,
+                   const cfg::Config &config, int rank, MetricsWriter metrics)
+    : manifest(&manifest), options(&options), config(&config), rank(rank),
+      talk(rank == 0 && !options.quiet), metrics(std::move(metrics)) {
+  for (size_t i = 0; i < manifest.args.size(); ++i) {
+    if (manifest.args[i].kind != ArgSpec::State)
+      continue;
+    const std::string &name = manifest.args[i].name;
+    if (name == "loss_scale")
+      scaleArg = i;
+    else if (name == "skipped_steps")
+      skippedArg = i;
+    else if (name == "loss_scale_hysteresis")
+      hysteresisArg = i;
+  }
+}
+
+void StepLoop::printSummary(const StateStore &store, const DataFeeder &feeder,
+                            double compileSeconds,
+                            llvm::raw_ostream &log) const {
+  if (!talk)
+    return;
+  log << llvm::formatv(
+      "ds-train: {0} parameters, global batch {1} = "
+      "micro-batch {2} x accumulation {3} x data-parallel "
+      "{4}, seq {5}; ZeRO stage {8}, {9} MB model states "
+      "per rank; compiled in {6:f1} s ({7} BLAS call "
+      "sites)\n",
+      store.parameterCount(), config->trainBatchSize,
+      config->trainMicroBatchSizePerGpu, config->gradientAccumulationSteps,
+      config->dpSize, feeder.seqLen(), compileSeconds, manifest->blasCallSites,
+      config->zero.stage,
+      store.residentBytes(config->dpSize, config->zero.stage) / 1e6);
+}
+
+llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
+                          DataFeeder &feeder, Checkpointer &checkpointer,
+                          uint64_t seed, llvm::raw_ostream &log) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<Tensor> args(manifest->args.size()),
+      results(manifest->results.size());
+  std::optional<size_t> lossAt, lrAt, normAt;
+  for (size_t k = 0; k < manifest->results.size(); ++k) {
+    const ResultSpec &r = manifest->results[k];
+    if (r.updates >= 0)
+      continue;
+    results[k] = Tensor::zeros(r.dtype, r.shape);
+    (r.name == "loss" ? lossAt : r.name == "lr" ? lrAt : normAt) = k;
+  }
+  store.bind(args, results);
+  feeder.bind(args);
+  int64_t modelStateBytes =
+      store.residentBytes(config->dpSize, config->zero.stage);
+  auto stateI64 = [&](std::optional<size_t> arg) -> int64_t {
+    return arg ? *store.current(*arg).data<int64_t>() : 0;
+  };
+
+  const int64_t firstStep = checkpointer.firstStep();
+  if (checkpointer.resume() && talk)
+    log << llvm::formatv("ds-train: resuming from {0} at step {1}\n",
+                         checkpointer.resume()->tagDir(), firstStep);
+  for (int64_t s = firstStep; s < options->steps; ++s) {
+    auto stepStart = Clock::now();
+    feeder.fill(s);
+    checkpointer.beforeStep(s + 1, metrics);
+    int64_t skippedBefore = stateI64(skippedArg);
+    float scaleBefore = scaleArg ? *store.current(*scaleArg).data<float>() : 0;
+    int64_t hysteresisBefore = stateI64(hysteresisArg);
+    dsrt_comm_seconds_reset();
+    if (llvm::Error err = step.run(args, results))
+      return err;
+    StepReport r;
+    r.commMs = dsrt_comm_seconds() * 1000.0;
+    // The new parameters and state become the next step's inputs.
+    store.swap();
+    store.bind(args, results);
+    r.stepMs =
+        std::chrono::duration<double, std::milli>(Clock::now() - stepStart)
+            .count();
+    r.loss = *results[*lossAt].data<float>();
+    r.lr = *results[*lrAt].data<float>();
+    r.gradNorm = *results[*normAt].data<float>();
+    // Samples, for a model without a sequence dim.
+    r.tokensPerS = config->trainBatchSize *
+                   std::max<int64_t>(feeder.seqLen(), 1) / (r.stepMs / 1000.0);
+    r.skipped = skippedArg && stateI64(skippedArg) > skippedBefore;
+    if (llvm::Error err = checkStep(s + 1, r, scaleBefore, hysteresisBefore))
+      return err;
+    if (llvm::Error err = checkpointer.afterStep(s + 1, seed, store, metrics))
+      return err;
+    report(s, r, store, modelStateBytes, log);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error StepLoop::checkStep(int64_t step, const StepReport &r,
+                                float scaleBefore,
+                                int64_t hysteresisBefore) const {
+  // An overflow the scaler can no longer answer by lowering the scale
+  // would skip every step from here on: stop, as DeepSpeed does.
+  const bool dynamicScale = config->fp16.enabled && config->fp16.lossScale == 0;
+  if (r.skipped && dynamicScale && scaleBefore <= config->fp16.minLossScale &&
+      (config->fp16.hysteresis <= 1 || hysteresisBefore <= 1))
+    return createStringError(
+        "step %lld: the fp16 gradients overflow at the minimum loss scale "
+        "(fp16.min_loss_scale = %g), so every further step would be "
+        "skipped; lower fp16.min_loss_scale, lower the learning rate, or "
+        "train in bf16",
+        (long long)step, config->fp16.minLossScale);
+  if (!std::isfinite(r.loss) && !r.skipped)
+    return createStringError(
+        "step %lld: the loss is %f; training diverged (lower the learning "
+        "rate or enable gradient_clipping)",
+        (long long)step, r.loss);
+  return llvm::Error::success();
+}
+
+void StepLoop::report(int64_t s, const StepReport &r, const StateStore &store,
+                      int64_t modelStateBytes, llvm::raw_ostream &log) {
+  std::vector<std::pair<std::string, MetricsWriter::Value>> fields = {
+      {"step", s + 1},
+      {"loss", double(r.loss)},
+      {"lr", double(r.lr)},
+      {"grad_norm", double(r.gradNorm)},
+      {"tokens_per_s", r.tokensPerS},
+      {"step_ms", r.stepMs},
+      {"peak_rss_bytes", peakRssBytes()},
+      {"comm_ms", r.commMs},
+      {"model_state_bytes", modelStateBytes},
+      {"rank", int64_t(rank)}};
+  if (scaleArg) {
+    fields.push_back(
+        {"loss_scale", double(*store.current(*scaleArg).data<float>())});
+    fields.push_back({"skipped", r.skipped});
+  }
+  metrics.write(fields);
+  int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
+  if (!talk ||
+      !((s + 1) % printEvery == 0 || s == 0 || s + 1 == options->steps))
+    return;
+  log << llvm::formatv("step {0,5}/{1}  loss {2:f4}  lr {3:e2}  "
+                       "grad_norm {4:f3}  tokens/s {5,8:f0}  step {6:f1} "
+                       "ms",
+                       s + 1, options->steps, r.loss, r.lr, r.gradNorm,
+                       r.tokensPerS, r.stepMs);
+  if (scaleArg)
+    log << llvm::formatv("  loss_scale {0}{1}",
+                         *store.current(*scaleArg).data<float>(),
+                         r.skipped ? "  (skipped: overflow)" : "");
+  log << "\n";
+}
