@@ -324,10 +324,13 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
   // Callers use the C wrappers only. ExecutionEngine would also give each
   // entry point a packed wrapper: one call passing every memref field
   // (thousands of stack stores in one basic block for a step, on which
-  // LLVM's code generation is superlinear). Internal, it gets none.
+  // LLVM's code generation is superlinear). Internal, it gets none; not
+  // inlined, its body stays out of the wrapper's one block of loads.
   for (const FunctionSignature &sig : functions_)
-    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(sig.name))
+    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(sig.name)) {
       fn.setLinkage(LLVM::Linkage::Internal);
+      fn.setNoInline(true);
+    }
   module.walk([&](LLVM::CallOp call) {
     if (auto callee = call.getCallee();
         callee && callee->starts_with(ds::kSgemmSymbol))
