@@ -27,7 +27,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ds_tools_dir, append_path=True)
 tools = ["ds-opt", "ds-report", "ds-import", "ds-run", "ds-train", "ds-launch",
-         "ds-ckpt"]
+         "ds-ckpt", "ds-compile", "ds-runner"]
 llvm_config.add_tool_substitutions(tools, [config.ds_tools_dir])
 
 # Integration tests say REQUIRES: mpi | cuda | torch.

@@ -1,5 +1,8 @@
 //===- JitStep.cpp - Compile @train_step in memory with the JIT -----------===//
 #include "ds/Driver/JitStep.h"
+#include "ds/Driver/Artifact.h"
+#include "ds/Execution/JitTarget.h"
+#include "ds/Execution/ObjectCode.h"
 #include "ds/Execution/JIT.h"
 #include "ds/Import/Import.h"
 #include "ds/InitAllDS.h"
@@ -14,6 +17,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/xxhash.h"
@@ -182,92 +186,182 @@ private:
   std::unique_ptr<mlir::ds::exec::Runner> runner;
 };
 
-} // namespace
+using DumpFn = std::function<void(llvm::StringRef stage, ModuleOp)>;
 
-namespace ds::driver {
-llvm::Expected<CompiledStep> compileJitStep(const JitStepRequest &request) {
+DumpFn dumpInto(const std::string &dir) {
+  return [dir](llvm::StringRef stage, ModuleOp m) {
+    if (dir.empty())
+      return;
+    llvm::sys::fs::create_directories(dir);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(dir + "/" + stage.str() + ".mlir", ec);
+    if (!ec)
+      m.print(os);
+  };
+}
+
+/// The step contract of a model + config, before code generation.
+struct BuiltStep {
+  std::unique_ptr<MLIRContext> ctx;
+  OwningOpRef<ModuleOp> module;
+  StepManifest manifest;
+};
+
+llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
+                                    const DumpFn &dump) {
   const cfg::Config &config = *request.config;
   DialectRegistry registry;
   mlir::ds::exec::registerRunnerDependencies(registry);
   mlir::ds::registerAllDSDialects(registry);
   mlir::ds::importer::registerImportDialects(registry);
-  auto ctx = std::make_unique<MLIRContext>(registry);
-  ctx->loadAllAvailableDialects();
+  BuiltStep built;
+  built.ctx = std::make_unique<MLIRContext>(registry);
+  built.ctx->loadAllAvailableDialects();
 
-  auto module = loadModel(*ctx, request.modelPath, config);
+  auto module = loadModel(*built.ctx, request.modelPath, config);
   if (!module)
     return module.takeError();
-  auto dump = [&](llvm::StringRef stage, ModuleOp m) {
-    if (request.dumpIRDir.empty())
-      return;
-    llvm::sys::fs::create_directories(request.dumpIRDir);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(request.dumpIRDir + "/" + stage.str() + ".mlir",
-                            ec);
-    if (!ec)
-      m.print(os);
-  };
-  dump("0-model", **module);
+  built.module = std::move(*module);
+  dump("0-model", *built.module);
 
   // Model contract -> step contract, as the config asks.
   {
     std::string diag;
     llvm::raw_string_ostream diagOs(diag);
     llvm::SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler handler(sourceMgr, ctx.get(), diagOs);
-    PassManager pm(ctx.get());
+    SourceMgrDiagnosticHandler handler(sourceMgr, built.ctx.get(), diagOs);
+    PassManager pm(built.ctx.get());
     if (llvm::Error err = mlir::ds::buildTrainingPipeline(pm, config))
-      return err;
-    if (failed(pm.run(**module)))
+      return std::move(err);
+    if (failed(pm.run(*built.module)))
       return createStringError("building the training step failed:\n" + diag);
   }
-  dump("1-step", **module);
+  dump("1-step", *built.module);
 
   // The step and the resolved config: what every rank must agree on.
   std::string text;
   llvm::raw_string_ostream os(text);
-  (*module)->print(os);
+  built.module->print(os);
   os << cfg::toJson(config).dump();
   uint64_t startupHash = llvm::xxh3_64bits(text);
   if (request.agreeOnStep)
     if (llvm::Error err = request.agreeOnStep(startupHash))
-      return err;
+      return std::move(err);
 
-  auto step = (*module)->lookupSymbol<func::FuncOp>("train_step");
+  auto step = built.module->lookupSymbol<func::FuncOp>("train_step");
   if (!step)
     return createStringError("the training pipeline produced no @train_step");
-  auto manifest = manifestOf(**module, step, config);
+  auto manifest = manifestOf(*built.module, step, config);
   if (!manifest)
     return manifest.takeError();
   manifest->startupHash = startupHash;
-  if (request.beforeCodegen)
-    if (llvm::Error err = request.beforeCodegen(*manifest))
-      return err;
-
-  // Lower and JIT everything at once: the step is the hot path.
-  mlir::ds::exec::RunnerOptions runnerOptions;
-  // Only the step is called; @forward and @forward_backward stay uncompiled.
-  runnerOptions.entryPoints = {"train_step"};
-  runnerOptions.preLowering = addStepLowering;
-  runnerOptions.onStage = [&](llvm::StringRef stage, ModuleOp m) {
-    dump(stage == "pre" ? "2-linalg" : "3-llvm", m);
-  };
-  auto runner = mlir::ds::exec::Runner::create(**module, runnerOptions);
-  if (!runner)
-    return runner.takeError();
-  manifest->blasCallSites = (*runner)->blasCallSites();
-  if (const auto *signature = (*runner)->signature("train_step"))
-    manifest->workspaceBytes = signature->workspaceBytes;
-  if (auto grid = (**module)->getAttrOfType<mlir::ds::dist::GridAttr>(
+  if (auto grid = (*built.module)->getAttrOfType<mlir::ds::dist::GridAttr>(
           mlir::ds::dist::DistDialect::kGridAttrName)) {
     manifest->gridSizes.assign(grid.getSizes().begin(), grid.getSizes().end());
     manifest->gridAxes = grid.formatAxes();
   }
+  if (request.beforeCodegen)
+    if (llvm::Error err = request.beforeCodegen(*manifest))
+      return std::move(err);
+  built.manifest = std::move(*manifest);
+  return built;
+}
+
+/// How @train_step is lowered, for the JIT and for artifacts alike.
+mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump) {
+  mlir::ds::exec::RunnerOptions options;
+  // Only the step is called; @forward and @forward_backward stay uncompiled.
+  options.entryPoints = {"train_step"};
+  options.preLowering = addStepLowering;
+  options.onStage = [dump](llvm::StringRef stage, ModuleOp m) {
+    dump(stage == "pre" ? "2-linalg" : "3-llvm", m);
+  };
+  return options;
+}
+
+} // namespace
+
+namespace ds::driver {
+llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
+  DumpFn dump = dumpInto(request.dumpIRDir);
+  auto built = buildStep(request, dump);
+  if (!built)
+    return built.takeError();
+  // Lower and JIT everything at once: the step is the hot path.
+  auto runner =
+      mlir::ds::exec::Runner::create(*built->module, stepRunnerOptions(dump));
+  if (!runner)
+    return runner.takeError();
+  built->manifest.blasCallSites = (*runner)->blasCallSites();
+  if (const auto *signature = (*runner)->signature("train_step"))
+    built->manifest.workspaceBytes = signature->workspaceBytes;
 
   CompiledStep compiled;
-  compiled.manifest = std::move(*manifest);
+  compiled.manifest = std::move(built->manifest);
   compiled.function = std::make_unique<JitStepFunction>(
-      std::move(ctx), std::move(*module), std::move(*runner));
+      std::move(built->ctx), std::move(built->module), std::move(*runner));
   return compiled;
+}
+
+llvm::Error compileArtifact(const ArtifactRequest &request,
+                            llvm::raw_ostream &log) {
+  auto target = mlir::ds::exec::resolveJitTarget(request.cpuLevel);
+  if (!target)
+    return target.takeError();
+  if (std::error_code ec = llvm::sys::fs::create_directories(request.dir))
+    return createStringError("%s: cannot create: %s", request.dir.c_str(),
+                             ec.message().c_str());
+  auto modelHash = hashFile(request.step.modelPath);
+  if (!modelHash)
+    return modelHash.takeError();
+  if (std::error_code ec = llvm::sys::fs::copy_file(
+          request.configPath, request.dir + "/ds_config.json"))
+    return createStringError("%s: cannot copy into %s: %s",
+                             request.configPath.c_str(), request.dir.c_str(),
+                             ec.message().c_str());
+  DumpFn dump = dumpInto(request.dir + "/ir");
+  auto built = buildStep(request.step, dump);
+  if (!built)
+    return built.takeError();
+
+  // Every rank of the data-parallel group runs the same program.
+  ArtifactProgram program;
+  program.object = "train_step.so";
+  for (int64_t r = 0; r < request.step.worldSize; ++r)
+    program.ranks.push_back(r);
+  mlir::ds::exec::ObjectCodeTimes times;
+  auto lowered = mlir::ds::exec::compileSharedObject(
+      *built->module, stepRunnerOptions(dump), *target,
+      request.dir + "/" + program.object, &times);
+  if (!lowered)
+    return lowered.takeError();
+  if (lowered->functions.size() != 1)
+    return createStringError("the lowered step has %zu entry points, not 1",
+                             lowered->functions.size());
+  program.signature = lowered->functions.front();
+  program.step = std::move(built->manifest);
+  program.step.blasCallSites = lowered->blasCallSites;
+  program.step.workspaceBytes = program.signature.workspaceBytes;
+
+  ArtifactManifest manifest;
+  manifest.dsVersion = dsVersion().str();
+  manifest.worldSize = request.step.worldSize;
+  manifest.cpuLevel = target->level;
+  manifest.cpuName = target->cpu;
+  manifest.cpuFeatures = target->features;
+  manifest.modelPath = request.step.modelPath;
+  manifest.modelHash = *modelHash;
+  manifest.config = cfg::toJson(*request.step.config);
+  manifest.programs.push_back(std::move(program));
+  if (llvm::Error err = writeArtifactManifest(manifest, request.dir))
+    return err;
+  if (!request.quiet)
+    log << llvm::format("ds-compile: %s: %zu program(s) for %lld rank(s), "
+                        "CPU %s; MLIR %.1f s, LLVM %.1f s, link %.2f s\n",
+                        request.dir.c_str(), manifest.programs.size(),
+                        (long long)manifest.worldSize,
+                        manifest.cpuLevel.c_str(), times.mlirSeconds,
+                        times.llvmSeconds, times.linkSeconds);
+  return llvm::Error::success();
 }
 } // namespace ds::driver

@@ -9,7 +9,6 @@
 #include "ds/Config/Config.h"
 #include "ds/Driver/Checkpointer.h"
 #include "ds/Driver/DataFeeder.h"
-#include "ds/Driver/JitStep.h"
 #include "ds/Driver/StateStore.h"
 #include "ds/Driver/StepLoop.h"
 #include "dsrt/dsrt.h"
@@ -82,13 +81,17 @@ llvm::Error setGrid(const StepManifest &manifest, int worldSize) {
 } // namespace
 
 namespace ds::driver {
-llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
+llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
+                        llvm::raw_ostream &log) {
   using Clock = std::chrono::steady_clock;
   auto compileStart = Clock::now();
   if (llvm::Error err = startCommunication(options))
     return err;
   dsrt_comm *world = dsrt_comm_world();
   const int rank = dsrt_comm_rank(world), worldSize = dsrt_comm_size(world);
+  if (source.checkWorldSize)
+    if (llvm::Error err = source.checkWorldSize(worldSize))
+      return err;
 
   auto config = cfg::loadConfig(options.configPath, {worldSize});
   if (!config)
@@ -110,9 +113,11 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
   // resumed state is read there too, so ranks agree before the JIT.
   uint64_t seed = 0;
   std::vector<std::vector<char>> restored;
-  JitStepRequest request;
+  StepRequest request;
   request.modelPath = options.modelPath;
   request.config = &*config;
+  request.worldSize = worldSize;
+  request.rank = rank;
   request.dumpIRDir = options.dumpIRDir;
   request.agreeOnStep = [&](uint64_t hash) {
     return agreeOnStep(hash, rank, worldSize);
@@ -128,7 +133,7 @@ llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log) {
     restored = std::move(*values);
     return llvm::Error::success();
   };
-  auto compiled = compileJitStep(request);
+  auto compiled = source.provide(request);
   if (!compiled)
     return compiled.takeError();
   const StepManifest &manifest = compiled->manifest;

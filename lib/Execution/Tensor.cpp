@@ -1,7 +1,11 @@
-//===- Tensor.cpp - host buffers for the JIT ------------------------------===//
+//===- Tensor.cpp - host buffers for compiled code ------------------------===//
+//
+// No MLIR here: the artifact runner links this file without the compiler.
+//
+//===----------------------------------------------------------------------===//
 #include "ds/Execution/Tensor.h"
 
-#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -53,43 +57,13 @@ llvm::StringRef mlir::ds::exec::dtypeName(DType dtype) {
   llvm_unreachable("unknown dtype");
 }
 
-std::optional<DType> mlir::ds::exec::dtypeOf(mlir::Type type) {
-  if (type.isF32())
-    return DType::F32;
-  if (type.isF64())
-    return DType::F64;
-  if (type.isF16())
-    return DType::F16;
-  if (type.isBF16())
-    return DType::BF16;
-  if (type.isIndex())
-    return DType::I64;
-  if (auto i = llvm::dyn_cast<mlir::IntegerType>(type)) {
-    switch (i.getWidth()) {
-    case 1:
-      return DType::I1;
-    case 8:
-      return DType::I8;
-    case 16:
-      return DType::I16;
-    case 32:
-      return DType::I32;
-    case 64:
-      return DType::I64;
-    default:
-      return std::nullopt;
-    }
-  }
-  return std::nullopt;
-}
-
 std::string mlir::ds::exec::typeString(DType dtype,
                                        llvm::ArrayRef<int64_t> shape) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "tensor<";
   for (int64_t d : shape) {
-    if (mlir::ShapedType::isDynamic(d))
+    if (d == kDynamicDim)
       os << "?";
     else
       os << d;

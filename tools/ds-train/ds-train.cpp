@@ -1,114 +1,73 @@
-//===- ds-train.cpp - Compile a model + ds_config.json, then train
-//---------===//
+//===- ds-train.cpp - Compile a model + ds_config.json, then train --------===//
+#include "ds/Driver/JitStep.h"
 #include "ds/Driver/Trainer.h"
 #include "dsrt/dsrt.h"
 
-#include "llvm/Support/CommandLine.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+
 using namespace llvm;
 
-static cl::OptionCategory category("ds-train options");
-static cl::opt<std::string> model("model", cl::Required, cl::cat(category),
-                                  cl::desc("model: .json spec, .mlir model "
-                                           "contract or TorchScript .pt"));
-static cl::opt<std::string> config("config", cl::Required, cl::cat(category),
-                                   cl::desc("DeepSpeed ds_config.json"));
-static cl::opt<std::string> data("data", cl::cat(category),
-                                 cl::desc("training tokens: .txt (bytes) or "
-                                          ".bin (uint16)"));
-static cl::opt<bool> synthetic("synthetic", cl::cat(category),
-                               cl::desc("train on seeded random tokens"));
-static cl::opt<int64_t> steps("steps", cl::Required, cl::cat(category),
-                              cl::desc("optimizer steps to run"));
-static cl::opt<std::string> metrics("metrics", cl::cat(category),
-                                    cl::desc("JSONL file, one line per step"));
-static cl::opt<int64_t> seed("seed", cl::init(-1), cl::cat(category),
-                             cl::desc("init/shuffle seed (default: the "
-                                      "model's init_seed)"));
-static cl::opt<std::string> initFrom("init-from", cl::cat(category),
-                                     cl::desc("initial parameters from a "
-                                              ".safetensors file"));
-static cl::opt<std::string>
-    dataOrder("data-order", cl::init("shuffled"), cl::cat(category),
-              cl::desc("shuffled (default, as DeepSpeed's data loader) | "
-                       "sequential (see docs/data.md)"));
-static cl::opt<std::string>
-    saveWeights("save-weights", cl::cat(category),
-                cl::desc("write the final parameters to a .safetensors file"));
-static cl::opt<std::string> dumpIR("dump-ir", cl::cat(category),
-                                   cl::desc("write each phase's IR to DIR"));
-static cl::opt<std::string>
-    backend("backend", cl::cat(category),
-            cl::desc("communication backend: self, mpi, nccl or auto "
-                     "(default: DSRT_BACKEND, else nccl with a GPU, mpi "
-                     "under mpirun, self otherwise)"));
-static cl::opt<bool> deterministic(
-    "deterministic", cl::cat(category),
-    cl::desc("reduce gradients in a fixed rank order, so runs are bitwise "
-             "reproducible across ZeRO stages (slower)"));
-static cl::opt<bool> quiet("quiet", cl::cat(category),
-                           cl::desc("no progress lines"));
-static cl::opt<std::string>
-    saveDir("save", cl::cat(category),
-            cl::desc("write checkpoints to DIR/global_step<N> (at the end, "
-                     "and every --save-interval steps)"));
-static cl::opt<int64_t>
-    saveInterval("save-interval", cl::init(0), cl::cat(category),
-                 cl::desc("checkpoint every K steps (0: only at the end)"));
-static cl::opt<bool>
-    saveSync("save-sync", cl::cat(category),
-             cl::desc("write checkpoints before training continues (default: "
-                      "a background thread writes a copy)"));
-static cl::opt<std::string>
-    loadDir("load", cl::cat(category),
-            cl::desc("resume from the checkpoint DIR/latest names"));
-static cl::opt<std::string> loadTag("tag", cl::cat(category),
-                                    cl::desc("with --load: the tag to resume "
-                                             "from (e.g. global_step100)"));
+namespace {
+
+bool wantsArtifact(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    if (arg == "--")
+      return false;
+    if (arg == "--compiled" || arg == "-compiled" ||
+        arg.starts_with("--compiled=") || arg.starts_with("-compiled="))
+      return true;
+  }
+  return false;
+}
+
+/// --compiled: the artifact runs in ds-runner, installed next to ds-train,
+/// so the process that trains has no compiler in it.
+int execRunner(char **argv) {
+  char self[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string runner = "ds-runner";
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self);
+    runner = dir.substr(0, dir.rfind('/') + 1) + "ds-runner";
+  }
+  execv(runner.c_str(), argv);
+  WithColor::error(errs(), "ds-train")
+      << "--compiled: cannot run " << runner << ": " << strerror(errno)
+      << "; it is built and installed next to ds-train\n";
+  return 1;
+}
+
+} // namespace
 
 int main(int argc, char **argv) {
+  if (wantsArtifact(argc, argv))
+    return execRunner(argv);
   // Before anything else: may re-execute with faster BLAS kernels.
   dsrt_blas_core_select(argv);
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
+  auto options = ds::driver::parseTrainCommandLine(
       argc, argv,
       "ds-train: compile a model and a ds_config.json into a training step, "
       "then run it\n");
-  ds::driver::TrainOptions options;
-  options.modelPath = model;
-  options.configPath = config;
-  options.dataPath = data;
-  options.synthetic = synthetic;
-  options.steps = steps;
-  options.metricsPath = metrics;
-  if (seed >= 0)
-    options.seed = static_cast<uint64_t>(seed);
-  options.initFrom = initFrom;
-  options.saveWeights = saveWeights;
-  options.dumpIRDir = dumpIR;
-  options.quiet = quiet;
-  options.deterministic = deterministic;
-  options.saveDir = saveDir;
-  options.saveInterval = saveInterval;
-  options.saveSync = saveSync;
-  options.loadDir = loadDir;
-  options.loadTag = loadTag;
-  if (backend != "auto")
-    options.backend = backend;
-  if (dataOrder == "shuffled") {
-    options.order = ds::driver::DataOrder::Shuffled;
-  } else if (dataOrder == "sequential") {
-    options.order = ds::driver::DataOrder::Sequential;
-  } else {
-    WithColor::error(errs(), "ds-train")
-        << "--data-order must be sequential or shuffled, got '" << dataOrder
-        << "'\n";
+  if (!options) {
+    WithColor::error(errs(), "ds-train") << toString(options.takeError())
+                                         << "\n";
     return 1;
   }
-  if (Error err = ds::driver::runTraining(options, outs())) {
+  ds::driver::StepSource source;
+  source.provide = ds::driver::compileJitStep;
+  if (Error err = ds::driver::runTraining(*options, source, outs())) {
     outs().flush();
     WithColor::error(errs(), "ds-train") << toString(std::move(err)) << "\n";
     return 1;

@@ -18,10 +18,15 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace ds::config {
+struct Config;
+} // namespace ds::config
 
 namespace ds::driver {
 
@@ -116,6 +121,24 @@ struct CompiledStep {
   StepManifest manifest;
   std::unique_ptr<StepFunction> function;
 };
+
+/// What the run side asks of whatever yields the step: the JIT, an
+/// artifact directory or the compile cache.
+struct StepRequest {
+  std::string modelPath; ///< .json spec, .mlir model contract or .pt
+  const ::ds::config::Config *config = nullptr;
+  int64_t worldSize = 1, rank = 0;
+  std::string dumpIRDir; ///< writes each phase's IR here (empty: none)
+  /// Called with the start-up hash as soon as the step is known, before
+  /// anything else can fail: ranks compare it.
+  std::function<llvm::Error(uint64_t startupHash)> agreeOnStep;
+  /// Called with the manifest before code generation, the slow part: what
+  /// the manifest alone can refuse is refused first.
+  std::function<llvm::Error(const StepManifest &)> beforeCodegen;
+};
+
+using StepProvider =
+    std::function<llvm::Expected<CompiledStep>(const StepRequest &)>;
 
 } // namespace ds::driver
 

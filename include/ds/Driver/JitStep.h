@@ -2,8 +2,8 @@
 //
 // The one place ds-train meets the IR: import the model, run the training
 // pipeline the config asks for, read the manifest off @train_step, then
-// lower and JIT it. Declared without MLIR types so the run side stays
-// free of them.
+// lower and JIT it, or write it as a ds-compile artifact. Declared without
+// MLIR types so the run side stays free of them.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DS_DRIVER_JITSTEP_H
@@ -12,24 +12,25 @@
 #include "ds/Config/Config.h"
 #include "ds/Driver/CompiledStep.h"
 
-#include <functional>
+#include "llvm/Support/raw_ostream.h"
+
 #include <string>
 
 namespace ds::driver {
 
-struct JitStepRequest {
-  std::string modelPath; ///< .json spec, .mlir model contract or .pt
-  const ::ds::config::Config *config = nullptr;
-  std::string dumpIRDir; ///< writes each phase's IR here (empty: none)
-  /// Called with the start-up hash as soon as the step is built, before
-  /// anything else can fail: ranks compare it.
-  std::function<llvm::Error(uint64_t startupHash)> agreeOnStep;
-  /// Called with the manifest before code generation, the slow part: what
-  /// the manifest alone can refuse is refused first.
-  std::function<llvm::Error(const StepManifest &)> beforeCodegen;
-};
+llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request);
 
-llvm::Expected<CompiledStep> compileJitStep(const JitStepRequest &request);
+/// ds-compile: what compileJitStep builds, written to `dir` as an artifact
+/// (Artifact.h) with code for CPU level `cpuLevel` instead of JIT'd.
+struct ArtifactRequest {
+  StepRequest step;      ///< worldSize: the ranks the artifact runs on
+  std::string configPath; ///< copied into dir as ds_config.json
+  std::string dir;
+  std::string cpuLevel;  ///< "x86-64-v3", "x86-64-v4", "native", ...
+  bool quiet = false;
+};
+llvm::Error compileArtifact(const ArtifactRequest &request,
+                            llvm::raw_ostream &log);
 
 } // namespace ds::driver
 

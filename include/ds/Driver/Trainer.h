@@ -1,20 +1,24 @@
 //===- Trainer.h - Compile a model + config and run training ----*- C++ -*-===//
 //
-// What ds-train does, as a library: import the model, build @train_step with
-// the training pipeline, lower and JIT it, then run steps with planned
+// What ds-train does, as a library: get @train_step from a StepSource (the
+// JIT: import the model, build the step with the training pipeline, lower
+// and JIT it; or a ds-compile artifact), then run steps with planned
 // buffers (parameters and optimizer state double-buffered, no allocation per
-// step), feeding the sample order of Data.h and reporting metrics.
+// step), feeding the sample order of Data.h and reporting metrics. No MLIR
+// here: ds-runner links it with artifacts as the only source.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DS_DRIVER_TRAINER_H
 #define DS_DRIVER_TRAINER_H
 
+#include "ds/Driver/CompiledStep.h"
 #include "ds/Driver/Data.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -48,11 +52,27 @@ struct TrainOptions {
   /// continued run ends at.
   std::string loadDir;
   std::string loadTag;
+  /// Run this ds-compile artifact instead of compiling (Artifact.h).
+  std::string compiledDir;
+};
+
+/// Where the step comes from: compiled here, or an artifact. The world
+/// size check runs as soon as communication is up, before the config is
+/// resolved against it.
+struct StepSource {
+  StepProvider provide;
+  std::function<llvm::Error(int64_t worldSize)> checkWorldSize;
 };
 
 /// Runs the whole job; progress goes to `log`. Any problem with the inputs
 /// comes back as one error message.
-llvm::Error runTraining(const TrainOptions &options, llvm::raw_ostream &log);
+llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
+                        llvm::raw_ostream &log);
+
+/// ds-train's and ds-runner's command line (one set of flags), parsed with
+/// llvm::cl: the options, or an error naming the bad flag.
+llvm::Expected<TrainOptions> parseTrainCommandLine(int argc, char **argv,
+                                                   llvm::StringRef overview);
 
 } // namespace ds::driver
 

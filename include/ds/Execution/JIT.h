@@ -9,12 +9,13 @@
 //   auto runner = Runner::fromSource(text);      // llvm::Expected<...>
 //   auto outs = (*runner)->invoke("forward", {x, w});
 //
-// Calling convention underneath: every public function gets
+// Calling convention underneath (PackedCall.h): every public function gets
 // llvm.emit_c_interface; tensor arguments are passed as memref descriptors
 // over the Tensor's data (never copied), tensor results become trailing
 // out-parameters the Runner allocates (or the caller provides, invokeInto),
 // so no buffer crosses the boundary with unclear ownership. A runtime error
-// inside the call (dsrt_last_error) becomes the returned llvm::Error.
+// inside the call (dsrt_last_error) becomes the returned llvm::Error. The
+// same lowering written to a shared object instead is ObjectCode.h.
 //
 // Functions whose temporaries were planned into an arena are not
 // reentrant: call each function from one thread at a time.
@@ -23,7 +24,8 @@
 #ifndef DS_EXECUTION_JIT_H
 #define DS_EXECUTION_JIT_H
 
-#include "ds/Execution/Tensor.h"
+#include "ds/Execution/Lowering.h"
+#include "ds/Execution/PackedCall.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -36,49 +38,11 @@
 #include <vector>
 
 namespace mlir {
-class DialectRegistry;
 class ExecutionEngine;
 class MLIRContext;
-class OpPassManager;
 } // namespace mlir
 
 namespace mlir::ds::exec {
-
-/// One argument or result of a public function.
-struct ValueInfo {
-  DType dtype = DType::F32;
-  llvm::SmallVector<int64_t, 4> shape; ///< ShapedType::kDynamic for ?
-  bool isTensor = true;                ///< false: a scalar passed by value
-};
-
-struct FunctionSignature {
-  std::string name;
-  std::vector<ValueInfo> inputs, results;
-  int64_t workspaceBytes = 0; ///< the planned arena (0: none)
-};
-
-struct RunnerOptions {
-  /// Passes run before the ds lowering, e.g. ds-lower-nn-to-linalg.
-  std::function<void(mlir::OpPassManager &)> preLowering;
-  /// Dialects the input may use beyond the upstream ones the lowering
-  /// needs (fromSource/fromFile only), e.g. registerAllDSDialects.
-  std::function<void(mlir::DialectRegistry &)> registerDialects;
-  /// ds-lower-to-llvm options (see LowerToLLVMPipelineOptions).
-  bool fuseElementwise = true;
-  bool planBuffers = true;
-  bool reuseBuffers = true;
-  bool blas = true;
-  bool outlineKernels = true;
-  /// Remarks from the BLAS rewrite and the buffer planner, on stderr.
-  bool report = false;
-  /// LLVM optimization level of the JIT (0-3).
-  unsigned optLevel = 3;
-  /// Public functions to keep callable; the others become private and are
-  /// dropped when unused (less to compile). Empty: every public function.
-  std::vector<std::string> entryPoints;
-  /// Called with the module after each stage ("pre", "llvm"), for dumps.
-  std::function<void(llvm::StringRef stage, mlir::ModuleOp)> onStage;
-};
 
 class Runner {
 public:
@@ -130,13 +94,10 @@ private:
   struct TargetMachineHolder;
   std::unique_ptr<TargetMachineHolder> tm_;
   std::vector<FunctionSignature> functions_;
+  std::vector<PackedEntry> entries_; ///< one per functions_ entry
   int64_t blasCallSites_ = 0;
   CompileTimes compileTimes_;
 };
-
-/// The registry a Runner's own context starts from: the dialects, external
-/// models and LLVM IR translations the lowering and the JIT need.
-void registerRunnerDependencies(mlir::DialectRegistry &registry);
 
 } // namespace mlir::ds::exec
 

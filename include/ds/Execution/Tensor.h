@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,7 +33,11 @@ int64_t dtypeBytes(DType dtype);
 /// MLIR spelling: "f32", "i64", ...
 llvm::StringRef dtypeName(DType dtype);
 /// The dtype of an MLIR element type (index maps to I64), if supported.
+/// Defined in DSExecution (with MLIR); the rest of this header is not.
 std::optional<DType> dtypeOf(mlir::Type type);
+
+/// A dynamic size in a shape, as MLIR spells it (ShapedType::kDynamic).
+inline constexpr int64_t kDynamicDim = std::numeric_limits<int64_t>::min();
 
 template <typename T> struct DTypeOf;
 template <> struct DTypeOf<float> {

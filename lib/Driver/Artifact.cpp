@@ -1,0 +1,295 @@
+//===- Artifact.cpp - A ds-compile artifact directory ---------------------===//
+#include "ds/Driver/Artifact.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstdio>
+
+#ifndef DS_VERSION
+#define DS_VERSION "unknown"
+#endif
+
+using namespace ::ds::driver;
+using nlohmann::json;
+namespace exec = mlir::ds::exec;
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  snprintf(buf, sizeof buf, "%016llx", (unsigned long long)v);
+  return buf;
+}
+
+uint64_t parseHex64(const std::string &s) {
+  return std::strtoull(s.c_str(), nullptr, 16);
+}
+
+const char *const kArgKinds[] = {"param", "state", "step", "batch"};
+const char *const kInitKinds[] = {"zeros", "ones", "normal", "uniform"};
+const char *const kStateInits[] = {"zeros", "float", "int", "other"};
+
+template <size_t N>
+int64_t indexOf(const char *const (&names)[N], const std::string &name,
+                const char *what) {
+  for (size_t i = 0; i < N; ++i)
+    if (name == names[i])
+      return int64_t(i);
+  throw std::runtime_error(std::string("unknown ") + what + " '" + name + "'");
+}
+
+exec::DType parseDType(const std::string &name) {
+  using exec::DType;
+  for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I1,
+                  DType::I8, DType::I16, DType::I32, DType::I64})
+    if (exec::dtypeName(d) == name)
+      return d;
+  throw std::runtime_error("unknown dtype '" + name + "'");
+}
+
+json argJson(const ArgSpec &a) {
+  json j = {{"kind", kArgKinds[a.kind]},
+            {"name", a.name},
+            {"dtype", exec::dtypeName(a.dtype).str()},
+            {"shape", a.shape}};
+  if (a.fullShape)
+    j["full_shape"] = *a.fullShape;
+  if (a.kind == ArgSpec::Param) {
+    j["init"] = kInitKinds[int(a.init)];
+    j["init_std"] = a.initStd;
+  }
+  if (a.kind == ArgSpec::State) {
+    j["owner"] = a.owner;
+    j["state_kind"] = a.stateKind;
+    j["state_init"] = {{"kind", kStateInits[a.stateInit.kind]},
+                       {"float", a.stateInit.floatValue},
+                       {"int", a.stateInit.intValue}};
+  }
+  return j;
+}
+
+ArgSpec argOf(const json &j) {
+  ArgSpec a;
+  a.kind = ArgSpec::Kind(indexOf(kArgKinds, j.at("kind"), "argument kind"));
+  a.name = j.at("name");
+  a.dtype = parseDType(j.at("dtype"));
+  a.shape = j.at("shape").get<std::vector<int64_t>>();
+  if (j.contains("full_shape"))
+    a.fullShape = j["full_shape"].get<std::vector<int64_t>>();
+  if (a.kind == ArgSpec::Param) {
+    a.init = InitKind(indexOf(kInitKinds, j.at("init"), "init"));
+    a.initStd = j.at("init_std");
+  }
+  if (a.kind == ArgSpec::State) {
+    a.owner = j.at("owner");
+    a.stateKind = j.at("state_kind");
+    const json &init = j.at("state_init");
+    a.stateInit.kind =
+        StateInit::Kind(indexOf(kStateInits, init.at("kind"), "state init"));
+    a.stateInit.floatValue = init.at("float");
+    a.stateInit.intValue = init.at("int");
+  }
+  return a;
+}
+
+json valuesJson(const std::vector<exec::ValueInfo> &values) {
+  json list = json::array();
+  for (const exec::ValueInfo &v : values)
+    list.push_back({{"dtype", exec::dtypeName(v.dtype).str()},
+                    {"shape", std::vector<int64_t>(v.shape.begin(),
+                                                   v.shape.end())},
+                    {"tensor", v.isTensor}});
+  return list;
+}
+
+std::vector<exec::ValueInfo> valuesOf(const json &list) {
+  std::vector<exec::ValueInfo> values;
+  for (const json &j : list) {
+    exec::ValueInfo v;
+    v.dtype = parseDType(j.at("dtype"));
+    auto shape = j.at("shape").get<std::vector<int64_t>>();
+    v.shape.assign(shape.begin(), shape.end());
+    v.isTensor = j.at("tensor");
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+json stepJson(const StepManifest &m) {
+  json args = json::array(), results = json::array();
+  for (const ArgSpec &a : m.args)
+    args.push_back(argJson(a));
+  for (const ResultSpec &r : m.results)
+    results.push_back({{"name", r.name},
+                       {"updates", r.updates},
+                       {"dtype", exec::dtypeName(r.dtype).str()},
+                       {"shape", r.shape}});
+  json j = {{"args", args},
+            {"batch_args", m.batchArgs},
+            {"results", results},
+            {"gradient_accumulation_steps", m.gradientAccumulationSteps},
+            {"grid", {{"sizes", m.gridSizes}, {"axes", m.gridAxes}}},
+            {"startup_hash", hex64(m.startupHash)},
+            {"cross_entropy_classes", m.crossEntropyClasses},
+            {"blas_call_sites", m.blasCallSites},
+            {"workspace_bytes", m.workspaceBytes}};
+  if (m.initSeed)
+    j["init_seed"] = *m.initSeed;
+  return j;
+}
+
+StepManifest stepOf(const json &j) {
+  StepManifest m;
+  for (const json &a : j.at("args"))
+    m.args.push_back(argOf(a));
+  m.batchArgs = j.at("batch_args").get<std::vector<size_t>>();
+  for (const json &r : j.at("results"))
+    m.results.push_back({r.at("name"), r.at("updates"),
+                         parseDType(r.at("dtype")),
+                         r.at("shape").get<std::vector<int64_t>>()});
+  m.gradientAccumulationSteps = j.at("gradient_accumulation_steps");
+  m.gridSizes = j.at("grid").at("sizes").get<std::vector<int64_t>>();
+  m.gridAxes = j.at("grid").at("axes");
+  m.startupHash = parseHex64(j.at("startup_hash"));
+  m.crossEntropyClasses = j.at("cross_entropy_classes");
+  m.blasCallSites = j.at("blas_call_sites");
+  m.workspaceBytes = j.at("workspace_bytes");
+  if (j.contains("init_seed"))
+    m.initSeed = j["init_seed"].get<uint64_t>();
+  for (size_t i : m.batchArgs)
+    if (i >= m.args.size())
+      throw std::runtime_error("batch argument index out of range");
+  return m;
+}
+
+} // namespace
+
+llvm::StringRef ds::driver::dsVersion() { return DS_VERSION; }
+
+const ArtifactProgram *ArtifactManifest::programOf(int64_t rank) const {
+  for (const ArtifactProgram &p : programs)
+    if (llvm::is_contained(p.ranks, rank))
+      return &p;
+  return nullptr;
+}
+
+llvm::Expected<uint64_t> ds::driver::hashFile(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return makeError(path + ": cannot read: " + buffer.getError().message());
+  return llvm::xxh3_64bits((*buffer)->getBuffer());
+}
+
+llvm::Error ds::driver::writeArtifactManifest(const ArtifactManifest &m,
+                                              const std::string &dir) {
+  json programs = json::array();
+  for (const ArtifactProgram &p : m.programs)
+    programs.push_back(
+        {{"object", p.object},
+         {"ranks", p.ranks},
+         {"entry", p.signature.name},
+         {"symbol", exec::packedEntrySymbol(p.signature.name)},
+         {"inputs", valuesJson(p.signature.inputs)},
+         {"outputs", valuesJson(p.signature.results)},
+         {"step", stepJson(p.step)}});
+  json j = {{"format", "ds-artifact"},
+            {"format_version", m.formatVersion},
+            {"ds_version", m.dsVersion},
+            {"world_size", m.worldSize},
+            {"cpu",
+             {{"level", m.cpuLevel},
+              {"name", m.cpuName},
+              {"features", m.cpuFeatures}}},
+            {"model", {{"path", m.modelPath}, {"xxh3", hex64(m.modelHash)}}},
+            {"config", m.config},
+            {"programs", programs}};
+  std::string path = dir + "/manifest.json", tmp = path + ".tmp";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec);
+    if (ec)
+      return makeError(tmp + ": cannot write: " + ec.message());
+    os << j.dump(1) << "\n";
+    os.close();
+    if (os.has_error())
+      return makeError(tmp + ": cannot write: " + os.error().message());
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, path))
+    return makeError(path + ": cannot write: " + ec.message());
+  return llvm::Error::success();
+}
+
+llvm::Expected<ArtifactManifest>
+ds::driver::readArtifactManifest(const std::string &dir) {
+  std::string path = dir + "/manifest.json";
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return makeError(path + ": cannot read (" + buffer.getError().message() +
+                     "); --compiled takes a directory ds-compile wrote");
+  json j = json::parse((*buffer)->getBuffer().begin(),
+                       (*buffer)->getBuffer().end(), nullptr,
+                       /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "ds-artifact")
+    return makeError(path + ": not a ds-compile manifest");
+  ArtifactManifest m;
+  m.formatVersion = j.value("format_version", int64_t(0));
+  m.dsVersion = j.value("ds_version", "");
+  if (m.formatVersion != ArtifactManifest::kFormatVersion ||
+      m.dsVersion != dsVersion())
+    return makeError(dir + " was compiled by ds " + m.dsVersion +
+                     " (manifest format " + llvm::Twine(m.formatVersion) +
+                     "); this is ds " + dsVersion() + " (format " +
+                     llvm::Twine(ArtifactManifest::kFormatVersion) +
+                     "): compile it again with this ds-compile");
+  try {
+    m.worldSize = j.at("world_size");
+    const json &cpu = j.at("cpu");
+    m.cpuLevel = cpu.at("level");
+    m.cpuName = cpu.at("name");
+    m.cpuFeatures = cpu.at("features").get<std::vector<std::string>>();
+    m.modelPath = j.at("model").at("path");
+    m.modelHash = parseHex64(j.at("model").at("xxh3"));
+    m.config = j.at("config");
+    for (const json &p : j.at("programs")) {
+      ArtifactProgram program;
+      program.object = p.at("object");
+      program.ranks = p.at("ranks").get<std::vector<int64_t>>();
+      program.signature.name = p.at("entry");
+      program.signature.inputs = valuesOf(p.at("inputs"));
+      program.signature.results = valuesOf(p.at("outputs"));
+      program.step = stepOf(p.at("step"));
+      program.signature.workspaceBytes = program.step.workspaceBytes;
+      m.programs.push_back(std::move(program));
+    }
+  } catch (const std::exception &e) {
+    return makeError(path + ": damaged manifest (" + e.what() +
+                     "); compile it again with ds-compile");
+  }
+  return m;
+}
+
+std::string ds::driver::firstDifference(const json &a, const json &b) {
+  if (a == b)
+    return "";
+  if (a.is_object() && b.is_object()) {
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!b.contains(it.key()))
+        return it.key() + ": " + it.value().dump() + " vs (absent)";
+      std::string sub = firstDifference(it.value(), b.at(it.key()));
+      if (!sub.empty())
+        return it.key() + (sub[0] == ':' ? "" : ".") + sub;
+    }
+    for (auto it = b.begin(); it != b.end(); ++it)
+      if (!a.contains(it.key()))
+        return it.key() + ": (absent) vs " + it.value().dump();
+  }
+  return std::string(": ") + a.dump() + " vs " + b.dump();
+}

@@ -1,0 +1,139 @@
+//===- ArtifactStep.cpp - Run a ds-compile artifact -----------------------===//
+#include "ds/Driver/ArtifactStep.h"
+#include "ds/Config/Config.h"
+#include "ds/Driver/Artifact.h"
+#include "ds/Execution/JitTarget.h"
+#include "ds/Execution/SharedObject.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace ::ds::driver;
+namespace exec = mlir::ds::exec;
+namespace cfg = ::ds::config;
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
+}
+
+class ArtifactStepFunction : public StepFunction {
+public:
+  ArtifactStepFunction(std::unique_ptr<exec::SharedObject> object,
+                       exec::PackedEntry entry,
+                       exec::FunctionSignature signature)
+      : object(std::move(object)), entry(entry),
+        signature(std::move(signature)) {}
+  llvm::Error run(llvm::ArrayRef<Tensor> args,
+                  llvm::ArrayRef<Tensor> results) override {
+    return exec::callPacked(entry, signature, args, results);
+  }
+
+private:
+  std::unique_ptr<exec::SharedObject> object;
+  exec::PackedEntry entry;
+  exec::FunctionSignature signature;
+};
+
+/// Code for a CPU this host lacks would die of an illegal instruction on
+/// its first vector op: refuse it by name first.
+llvm::Error checkCpu(const ArtifactManifest &m, const std::string &dir) {
+  std::vector<std::string> missing;
+  if (m.cpuLevel == "native") {
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    for (const std::string &f : m.cpuFeatures)
+      if (f.size() > 1 && f[0] == '+' && !host.lookup(f.substr(1)))
+        missing.push_back(f.substr(1));
+    if (missing.empty())
+      return llvm::Error::success();
+  } else {
+    auto target = exec::resolveJitTarget(m.cpuLevel);
+    if (target)
+      return llvm::Error::success();
+    llvm::consumeError(target.takeError());
+  }
+  std::string what =
+      missing.empty() ? std::string()
+                      : " (it lacks " + llvm::join(missing, ", ") + ")";
+  return makeError(dir + " was compiled for CPU " + m.cpuLevel +
+                   (m.cpuLevel == "native" ? " = " + m.cpuName : "") +
+                   ", which this CPU does not run" + what +
+                   "; compile it for a level this CPU runs (" +
+                   llvm::join(exec::runnableJitTargetLevels(), ", ") +
+                   ") with ds-compile --cpu");
+}
+
+llvm::Error checkWorldSize(const ArtifactManifest &m, const std::string &dir,
+                           int64_t worldSize) {
+  if (m.worldSize == worldSize)
+    return llvm::Error::success();
+  return makeError(dir + " was compiled for " + llvm::Twine(m.worldSize) +
+                   " rank(s), but this job has " + llvm::Twine(worldSize) +
+                   "; compile it again with ds-compile --world-size " +
+                   llvm::Twine(worldSize));
+}
+
+llvm::Error checkJob(const ArtifactManifest &m, const std::string &dir,
+                     const StepRequest &request) {
+  if (llvm::Error err = checkWorldSize(m, dir, request.worldSize))
+    return err;
+  std::string diff = firstDifference(m.config, cfg::toJson(*request.config));
+  if (!diff.empty())
+    return makeError("the config does not match the one " + dir +
+                     " was compiled with (" + diff +
+                     ", compiled vs given); run without --config to use "
+                     "the artifact's, or compile it again with ds-compile");
+  if (!request.modelPath.empty()) {
+    auto hash = hashFile(request.modelPath);
+    if (!hash)
+      return hash.takeError();
+    if (*hash != m.modelHash)
+      return makeError(request.modelPath + " is not the model " + dir +
+                       " was compiled from (" + m.modelPath +
+                       ", different contents); run without --model, or "
+                       "compile it again with ds-compile");
+  }
+  return checkCpu(m, dir);
+}
+
+} // namespace
+
+llvm::Error ds::driver::checkArtifactWorldSize(const std::string &dir,
+                                              int64_t worldSize) {
+  auto manifest = readArtifactManifest(dir);
+  if (!manifest)
+    return manifest.takeError();
+  return checkWorldSize(*manifest, dir, worldSize);
+}
+
+llvm::Expected<CompiledStep>
+ds::driver::loadArtifact(const std::string &dir, const StepRequest &request) {
+  auto manifest = readArtifactManifest(dir);
+  if (!manifest)
+    return manifest.takeError();
+  if (llvm::Error err = checkJob(*manifest, dir, request))
+    return std::move(err);
+  const ArtifactProgram *program = manifest->programOf(request.rank);
+  if (!program)
+    return makeError(dir + " has no program for rank " +
+                     llvm::Twine(request.rank));
+  if (request.agreeOnStep)
+    if (llvm::Error err = request.agreeOnStep(program->step.startupHash))
+      return std::move(err);
+  if (request.beforeCodegen)
+    if (llvm::Error err = request.beforeCodegen(program->step))
+      return std::move(err);
+  auto object = exec::SharedObject::open(dir + "/" + program->object);
+  if (!object)
+    return object.takeError();
+  auto entry = (*object)->entry(program->signature.name);
+  if (!entry)
+    return entry.takeError();
+  CompiledStep compiled;
+  compiled.manifest = program->step;
+  compiled.function = std::make_unique<ArtifactStepFunction>(
+      std::move(*object), *entry, program->signature);
+  return compiled;
+}

@@ -1,0 +1,118 @@
+//===- TrainCommandLine.cpp - ds-train's and ds-runner's flags ------------===//
+#include "ds/Driver/Trainer.h"
+
+#include "llvm/Support/CommandLine.h"
+
+using namespace llvm;
+using namespace ::ds::driver;
+
+static cl::OptionCategory category("ds-train options");
+static cl::opt<std::string> modelFile("model", cl::cat(category),
+                                  cl::desc("model: .json spec, .mlir model "
+                                           "contract or TorchScript .pt "
+                                           "(with --compiled: checked "
+                                           "against the artifact's)"));
+static cl::opt<std::string>
+    configFile("config", cl::cat(category),
+           cl::desc("DeepSpeed ds_config.json (with --compiled: default the "
+                    "artifact's, checked against it)"));
+static cl::opt<std::string>
+    compiled("compiled", cl::cat(category),
+             cl::desc("run the ds-compile artifact DIR instead of compiling "
+                      "(in ds-runner: no compiler in the process)"));
+static cl::opt<std::string> data("data", cl::cat(category),
+                                 cl::desc("training tokens: .txt (bytes) or "
+                                          ".bin (uint16)"));
+static cl::opt<bool> synthetic("synthetic", cl::cat(category),
+                               cl::desc("train on seeded random tokens"));
+static cl::opt<int64_t> steps("steps", cl::Required, cl::cat(category),
+                              cl::desc("optimizer steps to run"));
+static cl::opt<std::string> metrics("metrics", cl::cat(category),
+                                    cl::desc("JSONL file, one line per step"));
+static cl::opt<int64_t> seed("seed", cl::init(-1), cl::cat(category),
+                             cl::desc("init/shuffle seed (default: the "
+                                      "model's init_seed)"));
+static cl::opt<std::string> initFrom("init-from", cl::cat(category),
+                                     cl::desc("initial parameters from a "
+                                              ".safetensors file"));
+static cl::opt<std::string>
+    dataOrder("data-order", cl::init("shuffled"), cl::cat(category),
+              cl::desc("shuffled (default, as DeepSpeed's data loader) | "
+                       "sequential (see docs/data.md)"));
+static cl::opt<std::string>
+    saveWeights("save-weights", cl::cat(category),
+                cl::desc("write the final parameters to a .safetensors file"));
+static cl::opt<std::string> dumpIR("dump-ir", cl::cat(category),
+                                   cl::desc("write each phase's IR to DIR"));
+static cl::opt<std::string>
+    backend("backend", cl::cat(category),
+            cl::desc("communication backend: self, mpi, nccl or auto "
+                     "(default: DSRT_BACKEND, else nccl with a GPU, mpi "
+                     "under mpirun, self otherwise)"));
+static cl::opt<bool> deterministic(
+    "deterministic", cl::cat(category),
+    cl::desc("reduce gradients in a fixed rank order, so runs are bitwise "
+             "reproducible across ZeRO stages (slower)"));
+static cl::opt<bool> quiet("quiet", cl::cat(category),
+                           cl::desc("no progress lines"));
+static cl::opt<std::string>
+    saveDir("save", cl::cat(category),
+            cl::desc("write checkpoints to DIR/global_step<N> (at the end, "
+                     "and every --save-interval steps)"));
+static cl::opt<int64_t>
+    saveInterval("save-interval", cl::init(0), cl::cat(category),
+                 cl::desc("checkpoint every K steps (0: only at the end)"));
+static cl::opt<bool>
+    saveSync("save-sync", cl::cat(category),
+             cl::desc("write checkpoints before training continues (default: "
+                      "a background thread writes a copy)"));
+static cl::opt<std::string>
+    loadDir("load", cl::cat(category),
+            cl::desc("resume from the checkpoint DIR/latest names"));
+static cl::opt<std::string> loadTag("tag", cl::cat(category),
+                                    cl::desc("with --load: the tag to resume "
+                                             "from (e.g. global_step100)"));
+
+llvm::Expected<TrainOptions>
+ds::driver::parseTrainCommandLine(int argc, char **argv,
+                                  llvm::StringRef overview) {
+  cl::HideUnrelatedOptions(category);
+  if (!cl::ParseCommandLineOptions(argc, argv, overview, &errs()))
+    return createStringError("bad command line (see --help)");
+  TrainOptions options;
+  options.modelPath = modelFile;
+  options.configPath = configFile;
+  options.dataPath = data;
+  options.synthetic = synthetic;
+  options.steps = steps;
+  options.metricsPath = metrics;
+  if (seed >= 0)
+    options.seed = static_cast<uint64_t>(seed);
+  options.initFrom = initFrom;
+  options.saveWeights = saveWeights;
+  options.dumpIRDir = dumpIR;
+  options.quiet = quiet;
+  options.deterministic = deterministic;
+  options.saveDir = saveDir;
+  options.saveInterval = saveInterval;
+  options.saveSync = saveSync;
+  options.loadDir = loadDir;
+  options.loadTag = loadTag;
+  options.compiledDir = compiled;
+  if (options.compiledDir.empty() && (modelFile.empty() || configFile.empty()))
+    return createStringError("--model and --config are required (or "
+                             "--compiled DIR, a ds-compile artifact)");
+  if (!options.compiledDir.empty() && options.configPath.empty())
+    options.configPath = options.compiledDir + "/ds_config.json";  if (backend != "auto")
+    options.backend = backend;
+  if (dataOrder == "shuffled") {
+    options.order = DataOrder::Shuffled;
+  } else if (dataOrder == "sequential") {
+    options.order = DataOrder::Sequential;
+  } else {
+    return createStringError("--data-order must be sequential or shuffled, "
+                             "got '%s'",
+                             dataOrder.getValue().c_str());
+  }
+  return options;
+}

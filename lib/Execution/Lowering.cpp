@@ -1,0 +1,282 @@
+//===- Lowering.cpp - A ds module down to LLVM IR, for any backend --------===//
+#include "ds/Execution/Lowering.h"
+
+#include "ds/Conversion/LinalgToRuntime.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <chrono>
+#include <mutex>
+
+using namespace mlir;
+using namespace mlir::ds::exec;
+
+namespace {
+
+llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
+}
+
+const char *severityName(DiagnosticSeverity s) {
+  switch (s) {
+  case DiagnosticSeverity::Error:
+    return "error";
+  case DiagnosticSeverity::Warning:
+    return "warning";
+  case DiagnosticSeverity::Remark:
+    return "remark";
+  case DiagnosticSeverity::Note:
+    return "note";
+  }
+  return "diagnostic";
+}
+
+llvm::Expected<ValueInfo> valueInfo(Type type, llvm::StringRef fn,
+                                    llvm::StringRef what, unsigned index) {
+  auto fail = [&]() {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "@" << fn << ": " << what << " " << index << " has type " << type
+       << ", which the JIT cannot pass (tensors, identity-layout memrefs and "
+          "int/float/index scalars)";
+    return makeError(s);
+  };
+  ValueInfo info;
+  if (auto shaped = dyn_cast<ShapedType>(type)) {
+    auto memref = dyn_cast<MemRefType>(type);
+    if (!shaped.hasRank() || (memref && !memref.getLayout().isIdentity()) ||
+        !(isa<RankedTensorType>(type) || memref))
+      return fail();
+    std::optional<DType> dt = dtypeOf(shaped.getElementType());
+    if (!dt)
+      return fail();
+    info.dtype = *dt;
+    info.shape.assign(shaped.getShape().begin(), shaped.getShape().end());
+    info.isTensor = true;
+    return info;
+  }
+  std::optional<DType> dt = dtypeOf(type);
+  if (!dt)
+    return fail();
+  info.dtype = *dt;
+  info.isTensor = false;
+  return info;
+}
+
+} // namespace
+
+DiagnosticCapture::DiagnosticCapture(MLIRContext *ctx)
+    : handler(std::make_unique<ScopedDiagnosticHandler>(
+          ctx, [this](Diagnostic &d) {
+            llvm::raw_string_ostream os(
+                d.getSeverity() == DiagnosticSeverity::Error ? errors
+                                                             : others);
+            os << d.getLocation() << ": " << severityName(d.getSeverity())
+               << ": " << d << "\n";
+            for (Diagnostic &note : d.getNotes())
+              os << note.getLocation() << ": note: " << note << "\n";
+            return success();
+          })) {}
+
+DiagnosticCapture::~DiagnosticCapture() {
+  handler.reset();
+  if (!others.empty())
+    llvm::errs() << others;
+}
+
+llvm::Error DiagnosticCapture::error(const llvm::Twine &what) {
+  std::string msg = what.str();
+  if (!errors.empty())
+    msg += ":\n" + llvm::StringRef(errors).rtrim().str();
+  errors.clear();
+  return makeError(msg);
+}
+
+void mlir::ds::exec::registerRunnerDependencies(DialectRegistry &registry) {
+  ds::registerLowerToLLVMDependencies(registry);
+  registerAllToLLVMIRTranslations(registry);
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+mlir::ds::exec::createTargetMachine(const JitTarget &target, bool jit) {
+  static std::once_flag nativeTargetOnce;
+  std::call_once(nativeTargetOnce, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+  llvm::orc::JITTargetMachineBuilder builder(
+      llvm::Triple(llvm::sys::getProcessTriple()));
+  builder.setCPU(target.cpu);
+  builder.addFeatures(target.features);
+  builder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (jit)
+    return builder.createTargetMachine();
+  // The same target, options and level, as position-independent code for
+  // a shared object.
+  std::string error;
+  const llvm::Target *t =
+      llvm::TargetRegistry::lookupTarget(builder.getTargetTriple(), error);
+  if (!t)
+    return makeError("no LLVM target for " +
+                     builder.getTargetTriple().str() + ": " + error);
+  return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
+      builder.getTargetTriple(), builder.getCPU(),
+      builder.getFeatures().getString(), builder.getOptions(),
+      llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+}
+
+std::function<llvm::Error(llvm::Module *)>
+mlir::ds::exec::makeOptimizer(unsigned optLevel, llvm::TargetMachine *tm) {
+  return makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm);
+}
+
+llvm::Expected<LoweredModule>
+mlir::ds::exec::lowerForExecution(ModuleOp module,
+                                  const RunnerOptions &options) {
+  LoweredModule lowered;
+  std::vector<FunctionSignature> &functions = lowered.functions;
+  MLIRContext *ctx = module.getContext();
+  DiagnosticCapture diags(ctx);
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point since) {
+    return std::chrono::duration<double>(Clock::now() - since).count();
+  };
+  Clock::time_point mlirStart = Clock::now();
+
+  if (options.preLowering) {
+    PassManager pm(ctx);
+    options.preLowering(pm);
+    if (failed(pm.run(module)))
+      return diags.error("the pre-lowering passes failed");
+  }
+  if (options.onStage)
+    options.onStage("pre", module);
+
+  // Only the requested entry points stay public; symbol-dce drops the
+  // functions they do not call, which then need no compiling.
+  if (!options.entryPoints.empty()) {
+    for (const std::string &name : options.entryPoints) {
+      auto fn = module.lookupSymbol<func::FuncOp>(name);
+      if (fn && !fn.isExternal())
+        continue;
+      std::string names;
+      for (auto f : module.getOps<func::FuncOp>())
+        if (!f.isExternal())
+          names += (names.empty() ? "@" : ", @") + f.getName().str();
+      return makeError("no function @" + name + " (the module has " +
+                       (names.empty() ? std::string("none") : names) + ")");
+    }
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (fn.isPublic() && !fn.isExternal() &&
+          !llvm::is_contained(options.entryPoints, fn.getName().str()))
+        fn.setPrivate();
+    PassManager pm(ctx);
+    pm.addPass(createSymbolDCEPass());
+    if (failed(pm.run(module)))
+      return diags.error("dropping unused functions failed");
+  }
+
+  // The caller-visible signatures, before bufferization rewrites them.
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || !fn.isPublic())
+      continue;
+    FunctionSignature sig;
+    sig.name = fn.getName().str();
+    for (auto [i, type] : llvm::enumerate(fn.getArgumentTypes())) {
+      auto info = valueInfo(type, sig.name, "argument", i);
+      if (!info)
+        return info.takeError();
+      sig.inputs.push_back(*info);
+    }
+    int scalars = 0;
+    for (auto [i, type] : llvm::enumerate(fn.getResultTypes())) {
+      auto info = valueInfo(type, sig.name, "result", i);
+      if (!info)
+        return info.takeError();
+      if (info->isTensor && llvm::any_of(info->shape, ShapedType::isDynamic))
+        return makeError("@" + sig.name + ": result " + llvm::Twine(i) +
+                         " has a dynamic shape; results become "
+                         "caller-allocated buffers and need static shapes");
+      if (!info->isTensor && ++scalars > 1)
+        return makeError("@" + sig.name +
+                         ": more than one scalar result; return tensors");
+      sig.results.push_back(*info);
+    }
+    fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                UnitAttr::get(ctx));
+    // Inputs are the caller's: bufferization must not write into them.
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
+      if (isa<TensorType>(fn.getArgument(i).getType()))
+        fn.setArgAttr(i, "bufferization.writable", BoolAttr::get(ctx, false));
+    functions.push_back(std::move(sig));
+  }
+
+  {
+    PassManager pm(ctx);
+    ds::LowerToLLVMPipelineOptions pipeline;
+    pipeline.fuseElementwise = options.fuseElementwise;
+    pipeline.planBuffers = options.planBuffers;
+    pipeline.reuseBuffers = options.reuseBuffers;
+    pipeline.blas = options.blas;
+    pipeline.outlineKernels = options.outlineKernels;
+    pipeline.report = options.report;
+    pipeline.outParams = true; // the calling convention below relies on it
+    ds::buildLowerToLLVMPipeline(pm, pipeline);
+    if (failed(pm.run(module)))
+      return diags.error("lowering to LLVM failed");
+  }
+  lowered.mlirSeconds = seconds(mlirStart);
+  if (options.onStage)
+    options.onStage("llvm", module);
+
+  // Argument attributes of other dialects (dsnn.param, ...) mean nothing to
+  // LLVM and would each be a translation warning.
+  module.walk([&](LLVM::LLVMFuncOp llvmFn) {
+    auto fn = cast<FunctionOpInterface>(llvmFn.getOperation());
+    for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+      ArrayRef<NamedAttribute> attrs = fn.getArgAttrs(i);
+      SmallVector<NamedAttribute> keep;
+      for (NamedAttribute attr : attrs)
+        if (attr.getName().strref().starts_with("llvm."))
+          keep.push_back(attr);
+      if (keep.size() != attrs.size())
+        fn.setArgAttrs(i, keep);
+    }
+  });
+  // Callers use the C wrappers only. ExecutionEngine would also give each
+  // entry point a packed wrapper: one call passing every memref field
+  // (thousands of stack stores in one basic block for a step, on which
+  // LLVM's code generation is superlinear). Internal, it gets none; not
+  // inlined, its body stays out of the wrapper's one block of loads.
+  for (const FunctionSignature &sig : functions)
+    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(sig.name)) {
+      fn.setLinkage(LLVM::Linkage::Internal);
+      fn.setNoInline(true);
+    }
+  module.walk([&](LLVM::CallOp call) {
+    if (auto callee = call.getCallee();
+        callee && callee->starts_with(ds::kSgemmSymbol))
+      ++lowered.blasCallSites;
+  });
+  for (FunctionSignature &sig : functions)
+    if (auto arena =
+            module.lookupSymbol<LLVM::GlobalOp>("__ds_arena_" + sig.name))
+      if (auto array = dyn_cast<LLVM::LLVMArrayType>(arena.getType()))
+        sig.workspaceBytes = static_cast<int64_t>(array.getNumElements());
+  return lowered;
+}
