@@ -53,6 +53,7 @@ llvm::Error checkCpu(const ArtifactManifest &m, const std::string &dir) {
     if (target)
       return llvm::Error::success();
     llvm::consumeError(target.takeError());
+    missing = exec::featuresHostLacks(m.cpuLevel);
   }
   std::string what =
       missing.empty() ? std::string()

@@ -305,7 +305,7 @@ llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
 
 llvm::Error compileArtifact(const ArtifactRequest &request,
                             llvm::raw_ostream &log) {
-  auto target = mlir::ds::exec::resolveJitTarget(request.cpuLevel);
+  auto target = mlir::ds::exec::compileTargetFor(request.cpuLevel);
   if (!target)
     return target.takeError();
   if (std::error_code ec = llvm::sys::fs::create_directories(request.dir))

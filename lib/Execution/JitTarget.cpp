@@ -87,11 +87,7 @@ mlir::ds::exec::resolveJitTarget(llvm::StringRef request) {
   if (!hostIsX86())
     return fail("DS_JIT_CPU=" + request + ": an x86-64 level, but this is " +
                 llvm::sys::getProcessTriple() + "; use native");
-  std::vector<std::string> missing;
-  for (auto level = levels().begin(); level != std::next(it); ++level)
-    for (llvm::StringLiteral f : level->adds)
-      if (!host.lookup(f))
-        missing.push_back(f.str());
+  std::vector<std::string> missing = featuresHostLacks(request);
   if (!missing.empty())
     return fail("DS_JIT_CPU=" + request + ": this CPU lacks " +
                 llvm::join(missing, ", ") +
@@ -99,6 +95,34 @@ mlir::ds::exec::resolveJitTarget(llvm::StringRef request) {
                 llvm::join(runnableJitTargetLevels(), ", "));
   target.level = request.str();
   target.cpu = request.str();
+  return target;
+}
+
+std::vector<std::string>
+mlir::ds::exec::featuresHostLacks(llvm::StringRef request) {
+  auto it = llvm::find_if(
+      levels(), [&](const Level &level) { return level.name == request; });
+  std::vector<std::string> missing;
+  if (it == levels().end())
+    return missing;
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  for (auto level = levels().begin(); level != std::next(it); ++level)
+    for (llvm::StringLiteral f : level->adds)
+      if (!host.lookup(f))
+        missing.push_back(f.str());
+  return missing;
+}
+
+llvm::Expected<JitTarget>
+mlir::ds::exec::compileTargetFor(llvm::StringRef request) {
+  if (request.empty() || request == "native")
+    return resolveJitTarget(request);
+  if (llvm::none_of(levels(),
+                    [&](const Level &level) { return level.name == request; }))
+    return fail("--cpu " + request + ": unknown CPU level; use one of " +
+                llvm::join(jitTargetLevels(), ", "));
+  JitTarget target;
+  target.level = target.cpu = request.str();
   return target;
 }
 

@@ -42,6 +42,14 @@ std::vector<std::string> runnableJitTargetLevels();
 /// Resolves `level` ("" = native) against this host's CPU.
 llvm::Expected<JitTarget> resolveJitTarget(llvm::StringRef level);
 
+/// The features of x86-64 level `level` (and the levels below it) this
+/// host's CPU lacks; empty when it runs the level or the level is unknown.
+std::vector<std::string> featuresHostLacks(llvm::StringRef level);
+
+/// `level` as a target to compile for, whether or not this host runs it
+/// (ds-compile writes code for other machines); only unknown levels fail.
+llvm::Expected<JitTarget> compileTargetFor(llvm::StringRef level);
+
 /// Resolves DS_JIT_CPU (unset or empty: native).
 llvm::Expected<JitTarget> resolveJitTargetFromEnvironment();
 
