@@ -54,9 +54,12 @@ if last >= 2.5:
     sys.exit("demo: the loss did not drop below 2.5")
 PY
 
-step "7. Two ranks, ZeRO-3: ds-launch starts one ds-train per rank over MPI"
+step "7. Two ranks, ZeRO-3, compiled once: ds-compile writes the step as an artifact, ds-launch runs it on both ranks (no compiler in the rank processes)"
+"$bin/ds-compile" --model "$here/models/gpt-small.json" \
+  --config "$here/configs/zero3.json" --world-size 2 -o "$work/zero3-step"
+ls "$work/zero3-step"
 "$bin/ds-launch" --num_procs 2 -- "$bin/ds-train" \
-  --model "$here/models/gpt-small.json" --config "$here/configs/zero3.json" \
+  --compiled "$work/zero3-step" \
   --data "$here/data/python-reference.txt" --steps 50 \
   --metrics "$work/zero3.jsonl" --save "$work/ckpt"
 python3 - "$work/zero3.jsonl" "$work/zero3.rank1.jsonl" <<'PY'
@@ -124,7 +127,9 @@ cat <<'MSG'
   from ~ln(256) to below 2.5 in 300 steps.
 - The same model on two ranks with ZeRO-3: ds-zero sharded parameters,
   gradients and optimizer state, inserted the all-gathers (before each use,
-  forward and backward) and reduce-scatters, and libdsrt ran them over MPI.
+  forward and backward) and reduce-scatters. ds-compile compiled that step
+  once into a shared object and a manifest; each rank ran it in ds-runner
+  (libdsrt only, no LLVM or MLIR) and libdsrt ran the collectives over MPI.
 - fp16: ds-mixed-precision made the forward and backward 16-bit over f32
   master weights and ds-loss-scale put DeepSpeed's dynamic loss scaler into
   the step (unscale, overflow check across ranks, skip, scale update).

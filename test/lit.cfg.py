@@ -26,6 +26,10 @@ llvm_config.use_default_substitutions()
 # ds tools first, then LLVM's FileCheck/not/split-file.
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.ds_tools_dir, append_path=True)
+# ds-train's compile cache (CompileCache.h) inside the build tree, never the
+# user's: tests that are about the cache set their own.
+config.environment["DS_COMPILE_CACHE"] = os.path.join(config.ds_obj_root,
+                                                      "test", "compile-cache")
 tools = ["ds-opt", "ds-report", "ds-import", "ds-run", "ds-train", "ds-launch",
          "ds-ckpt", "ds-compile", "ds-runner"]
 llvm_config.add_tool_substitutions(tools, [config.ds_tools_dir])

@@ -134,6 +134,7 @@ ds::driver::loadArtifact(const std::string &dir, const StepRequest &request) {
     return entry.takeError();
   CompiledStep compiled;
   compiled.manifest = program->step;
+  compiled.origin = "loaded " + dir;
   compiled.function = std::make_unique<ArtifactStepFunction>(
       std::move(*object), *entry, program->signature);
   return compiled;

@@ -319,7 +319,7 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
     return createStringError("%s: cannot copy into %s: %s",
                              request.configPath.c_str(), request.dir.c_str(),
                              ec.message().c_str());
-  DumpFn dump = dumpInto(request.dir + "/ir");
+  DumpFn dump = dumpInto(request.writeIR ? request.dir + "/ir" : "");
   auto built = buildStep(request.step, dump);
   if (!built)
     return built.takeError();

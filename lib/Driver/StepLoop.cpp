@@ -48,7 +48,7 @@ StepLoop::StepLoop(const StepManifest &manifest, const TrainOptions &options,
 }
 
 void StepLoop::printSummary(const StateStore &store, const DataFeeder &feeder,
-                            double compileSeconds,
+                            double compileSeconds, llvm::StringRef origin,
                             llvm::raw_ostream &log) const {
   if (!talk)
     return;
@@ -56,13 +56,13 @@ void StepLoop::printSummary(const StateStore &store, const DataFeeder &feeder,
       "ds-train: {0} parameters, global batch {1} = "
       "micro-batch {2} x accumulation {3} x data-parallel "
       "{4}, seq {5}; ZeRO stage {8}, {9} MB model states "
-      "per rank; compiled in {6:f1} s ({7} BLAS call "
+      "per rank; {10} in {6:f1} s ({7} BLAS call "
       "sites)\n",
       store.parameterCount(), config->trainBatchSize,
       config->trainMicroBatchSizePerGpu, config->gradientAccumulationSteps,
       config->dpSize, feeder.seqLen(), compileSeconds, manifest->blasCallSites,
       config->zero.stage,
-      store.residentBytes(config->dpSize, config->zero.stage) / 1e6);
+      store.residentBytes(config->dpSize, config->zero.stage) / 1e6, origin);
 }
 
 llvm::Error StepLoop::run(StepFunction &step, StateStore &store,

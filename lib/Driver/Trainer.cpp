@@ -115,6 +115,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   std::vector<std::vector<char>> restored;
   StepRequest request;
   request.modelPath = options.modelPath;
+  request.configPath = options.configPath;
   request.config = &*config;
   request.worldSize = worldSize;
   request.rank = rank;
@@ -151,7 +152,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   auto loop = StepLoop::create(manifest, options, *config, rank);
   if (!loop)
     return loop.takeError();
-  loop->printSummary(store, *feeder, compileS, log);
+  loop->printSummary(store, *feeder, compileS, compiled->origin, log);
 
   // A save in flight reads the store's buffers: on any early return it
   // ends before they go.

@@ -11,12 +11,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "ds/Config/Config.h"
+#include "ds/Driver/CompileCache.h"
 #include "ds/Execution/JitTarget.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -190,11 +192,33 @@ void printJitTarget(llvm::raw_ostream &os) {
   os << "; levels this CPU runs: " << levels << "\n";
 }
 
+/// Where ds-train keeps compiled steps (CompileCache.h) and how full it is.
+void printCompileCache(llvm::raw_ostream &os) {
+  auto settings = ds::driver::compileCacheSettings();
+  if (!settings) {
+    os << "compile cache: warning: " << llvm::toString(settings.takeError())
+       << "\n";
+    return;
+  }
+  if (!settings->enabled) {
+    os << "compile cache: off (DS_COMPILE_CACHE=" << getenv("DS_COMPILE_CACHE")
+       << "): ds-train compiles every run\n";
+    return;
+  }
+  ds::driver::CompileCacheStats stats =
+      ds::driver::compileCacheStats(settings->dir);
+  os << llvm::format("compile cache: %s, %lld step(s), %.1f of %.0f MB "
+                     "(DS_COMPILE_CACHE, DS_COMPILE_CACHE_MAX_MB)\n",
+                     settings->dir.c_str(), (long long)stats.entries,
+                     stats.bytes / 1048576.0, settings->maxBytes / 1048576.0);
+}
+
 void printVersions() {
   llvm::raw_ostream &os = llvm::outs();
   os << "ds " << DS_VERSION << "\n";
   os << "LLVM/MLIR " << LLVM_VERSION_STRING << "\n";
   printJitTarget(os);
+  printCompileCache(os);
 
   Probe mpi = probeMpi();
   os << "MPI: " << mpi.text << "\n";

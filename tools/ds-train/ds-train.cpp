@@ -1,5 +1,5 @@
 //===- ds-train.cpp - Compile a model + ds_config.json, then train --------===//
-#include "ds/Driver/JitStep.h"
+#include "ds/Driver/CompileCache.h"
 #include "ds/Driver/Trainer.h"
 #include "dsrt/dsrt.h"
 
@@ -66,7 +66,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   ds::driver::StepSource source;
-  source.provide = ds::driver::compileJitStep;
+  const bool quiet = options->quiet;
+  source.provide = [quiet](const ds::driver::StepRequest &request) {
+    return ds::driver::compileCached(request, quiet);
+  };
   if (Error err = ds::driver::runTraining(*options, source, outs())) {
     outs().flush();
     WithColor::error(errs(), "ds-train") << toString(std::move(err)) << "\n";

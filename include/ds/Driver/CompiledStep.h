@@ -120,12 +120,16 @@ public:
 struct CompiledStep {
   StepManifest manifest;
   std::unique_ptr<StepFunction> function;
+  /// Where the step came from, for the summary line: "compiled",
+  /// "loaded DIR", "compile cache hit (DIR)", ...
+  std::string origin = "compiled";
 };
 
 /// What the run side asks of whatever yields the step: the JIT, an
 /// artifact directory or the compile cache.
 struct StepRequest {
   std::string modelPath; ///< .json spec, .mlir model contract or .pt
+  std::string configPath; ///< the file `config` was resolved from
   const ::ds::config::Config *config = nullptr;
   int64_t worldSize = 1, rank = 0;
   std::string dumpIRDir; ///< writes each phase's IR here (empty: none)

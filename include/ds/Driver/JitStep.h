@@ -27,6 +27,7 @@ struct ArtifactRequest {
   std::string configPath; ///< copied into dir as ds_config.json
   std::string dir;
   std::string cpuLevel;  ///< "x86-64-v3", "x86-64-v4", "native", ...
+  bool writeIR = true;   ///< dir/ir/*.mlir
   bool quiet = false;
 };
 llvm::Error compileArtifact(const ArtifactRequest &request,

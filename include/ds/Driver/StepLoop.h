@@ -33,9 +33,11 @@ public:
                                          const ::ds::config::Config &config,
                                          int rank);
 
-  /// Rank 0's line about the run, unless --quiet.
+  /// Rank 0's line about the run, unless --quiet. `origin`: where the
+  /// step came from (CompiledStep::origin).
   void printSummary(const StateStore &store, const DataFeeder &feeder,
-                    double compileSeconds, llvm::raw_ostream &log) const;
+                    double compileSeconds, llvm::StringRef origin,
+                    llvm::raw_ostream &log) const;
   /// Runs from the checkpointer's first step to --steps.
   llvm::Error run(StepFunction &step, StateStore &store, DataFeeder &feeder,
                   Checkpointer &checkpointer, uint64_t seed,
