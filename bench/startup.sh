@@ -2,28 +2,42 @@
 # startup: time from process start to the end of the first training step,
 # and peak RSS through it, for the bench GPT (bench/train_single/gpt.json:
 # n_embd 256, n_head 4, T 128, vocab 4096, micro-batch 4, fp32, AdamW,
-# clipping) at several depths, ds vs PyTorch eager, one process, same
-# threads.
-#   ds:       ds-train --synthetic --steps 1: import, the training pipeline,
-#             lowering and the JIT (LLVM O3), init, one step
-#   baseline: train_single/torch_train.py ... 1: import torch, build the
-#             model, one eager step (torch compiles nothing)
-# One JSON line per depth, metric "first_step_s@n_layer=N" (lower is
-# better), then "depth_scaling" = t(deepest) / t(shallowest) for each side:
-# compile once per distinct layer makes ds's close to 1.
-# STARTUP_LAYERS (default "2 8 24 96") picks the depths; the peak RSS of
-# each run goes to stderr.
+# clipping) at several depths, same threads on every side.
+#
+# 1. Depth, one process: ds-train JIT'ing its step (DS_COMPILE_CACHE=off:
+#    import, the training pipeline, lowering, LLVM O3, init, one step) vs
+#    PyTorch eager (train_single/torch_train.py ... 1: import torch, build
+#    the model, one step; torch compiles nothing). Metric
+#    "first_step_s@n_layer=N", then "depth_scaling" = t(deepest) /
+#    t(shallowest) per side: compile once per distinct layer makes ds's
+#    close to 1. STARTUP_LAYERS (default "2 8 24 96") picks the depths.
+# 2. Compiled once: the same start-up from a ds-compile artifact
+#    (ds-train --compiled: ds-runner, no compiler) and from a warm compile
+#    cache, each against the JIT, on 1 and 2 ranks (ds-launch; the same
+#    global batch per rank). Metrics "artifact_first_step_s@..." and
+#    "cache_first_step_s@..." (baseline: ds JIT), "artifact_peak_rss_mb@..."
+#    (the largest process). STARTUP_ARTIFACT_LAYERS (default "4 24": the
+#    bench GPT and a 24-layer variant) and STARTUP_RANKS (default "1 2").
+# Each run's seconds and peak RSS also go to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 ds_train=$(ds_tool ds-train)
+ds_compile=$(ds_tool ds-compile)
+ds_launch=$(ds_tool ds-launch)
 layers=${STARTUP_LAYERS:-2 8 24 96}
+artifact_layers=${STARTUP_ARTIFACT_LAYERS:-4 24}
+ranks_list=${STARTUP_RANKS:-1 2}
 config=$here/train_single/ds_config.json
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-echo "bench: startup, $BENCH_THREADS thread(s) for ds and torch alike" >&2
+export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
+echo "bench: startup, $BENCH_THREADS thread(s) per process for ds and torch" \
+  "alike" >&2
 
-# timed OUT CMD...: runs CMD, writes "seconds peak_kb" to OUT.
+# timed OUT CMD...: runs CMD, writes "seconds peak_kb" to OUT (peak: the
+# largest process of CMD's tree that was waited for).
 timed() {
   local out=$1
   shift
@@ -31,23 +45,28 @@ timed() {
     { cat "$out.log" >&2; exit 1; }
 }
 
-first="" last=""
-for n in $layers; do
-  spec=$tmp/gpt$n.json
-  "$PYTHON" - "$here/train_single/gpt.json" "$n" "$spec" <<'PY'
+# spec N: the bench GPT with N layers.
+spec() {
+  local out=$tmp/gpt$1.json
+  [ -f "$out" ] || "$PYTHON" - "$here/train_single/gpt.json" "$1" "$out" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
 spec["n_layer"] = int(sys.argv[2])
 json.dump(spec, open(sys.argv[3], "w"))
 PY
-  timed "$tmp/ds$n" "$ds_train" --model "$spec" --config "$config" \
-    --synthetic --steps 1 --quiet
+  echo "$out"
+}
+
+first="" last=""
+for n in $layers; do
+  timed "$tmp/ds$n" env DS_COMPILE_CACHE=off "$ds_train" --model "$(spec "$n")" \
+    --config "$config" --synthetic --steps 1 --quiet
   OPENBLAS_CORETYPE=$bench_blas_core timed "$tmp/torch$n" "$PYTHON" \
-    "$here/train_single/torch_train.py" "$spec" "$config" "$BENCH_THREADS" 1 \
-    "$tmp/torch$n.jsonl"
+    "$here/train_single/torch_train.py" "$(spec "$n")" "$config" \
+    "$BENCH_THREADS" 1 "$tmp/torch$n.jsonl"
   read -r ds_s ds_kb <"$tmp/ds$n"
   read -r torch_s torch_kb <"$tmp/torch$n"
-  echo "bench: n_layer $n: ds ${ds_s} s, peak RSS $((ds_kb / 1024)) MB;" \
+  echo "bench: n_layer $n: ds JIT ${ds_s} s, peak RSS $((ds_kb / 1024)) MB;" \
     "torch ${torch_s} s, peak RSS $((torch_kb / 1024)) MB" >&2
   bench_json startup "first_step_s@n_layer=$n" "$ds_s" "$torch_s" \
     "torch eager" 0
@@ -64,3 +83,46 @@ if [ "$first" != "$last" ]; then
     "$(scaling "$ds_a" "$ds_b")" "$(scaling "$torch_a" "$torch_b")" \
     "torch eager" 0
 fi
+
+for n in $artifact_layers; do
+  for r in $ranks_list; do
+    # The same micro-batch per rank: the global batch grows with the ranks.
+    cfg=$tmp/ds_config.r$r.json
+    "$PYTHON" - "$config" "$r" "$cfg" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["train_batch_size"] = c["train_micro_batch_size_per_gpu"] * int(sys.argv[2])
+c.pop("gradient_accumulation_steps", None)
+json.dump(c, open(sys.argv[3], "w"))
+PY
+    launch=()
+    [ "$r" = 1 ] || launch=("$ds_launch" --num_procs "$r" --)
+    args=(--synthetic --steps 1 --quiet)
+    tag="n_layer=$n,ranks=$r"
+    timed "$tmp/jit.$tag" env DS_COMPILE_CACHE=off "${launch[@]}" "$ds_train" \
+      --model "$(spec "$n")" --config "$cfg" "${args[@]}"
+    timed "$tmp/compile.$tag" "$ds_compile" --model "$(spec "$n")" \
+      --config "$cfg" --world-size "$r" -o "$tmp/art.$tag" --quiet
+    timed "$tmp/art.$tag.t" "${launch[@]}" "$ds_train" \
+      --compiled "$tmp/art.$tag" "${args[@]}"
+    # Warm: a first run fills the cache, the second is timed.
+    DS_COMPILE_CACHE=$tmp/cache.$tag "${launch[@]}" "$ds_train" \
+      --model "$(spec "$n")" --config "$cfg" "${args[@]}" >/dev/null 2>&1
+    timed "$tmp/warm.$tag" env DS_COMPILE_CACHE="$tmp/cache.$tag" \
+      "${launch[@]}" "$ds_train" --model "$(spec "$n")" --config "$cfg" \
+      "${args[@]}"
+    read -r jit_s jit_kb <"$tmp/jit.$tag"
+    read -r compile_s _ <"$tmp/compile.$tag"
+    read -r art_s art_kb <"$tmp/art.$tag.t"
+    read -r warm_s warm_kb <"$tmp/warm.$tag"
+    echo "bench: $tag: JIT ${jit_s} s ($((jit_kb / 1024)) MB);" \
+      "ds-compile ${compile_s} s once, then the artifact ${art_s} s" \
+      "($((art_kb / 1024)) MB); warm cache ${warm_s} s ($((warm_kb / 1024)) MB)" >&2
+    bench_json startup "artifact_first_step_s@$tag" "$art_s" "$jit_s" \
+      "ds JIT" 0
+    bench_json startup "cache_first_step_s@$tag" "$warm_s" "$jit_s" \
+      "ds JIT" 0
+    bench_json startup "artifact_peak_rss_mb@$tag" "$((art_kb / 1024))" \
+      "$((jit_kb / 1024))" "ds JIT" 0
+  done
+done

@@ -108,7 +108,7 @@ run_ds() { # STAGE
     exit 1
   fi
   windows "$out" tokens_per_s >"$tmp/ds_$s.windows"
-  "$PYTHON" - "$out" "$skip" "$(grep -o 'compiled in [0-9.]* s' "$tmp/ds_$s.log" | head -1)" \
+  "$PYTHON" - "$out" "$skip" "$(grep -oE '(compiled|loaded|compile cache hit)[^;]* in [0-9.]* s' "$tmp/ds_$s.log" | head -1)" \
     "$(cat "$tmp/ds_$s.windows")" "$(cut -d' ' -f1 /proc/loadavg)" "$s" <<'PY' >&2
 import json, statistics, sys
 path, skip, compiled, wins, load, s = sys.argv[1:7]

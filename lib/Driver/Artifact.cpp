@@ -102,10 +102,10 @@ ArgSpec argOf(const json &j) {
 json valuesJson(const std::vector<exec::ValueInfo> &values) {
   json list = json::array();
   for (const exec::ValueInfo &v : values)
-    list.push_back({{"dtype", exec::dtypeName(v.dtype).str()},
-                    {"shape", std::vector<int64_t>(v.shape.begin(),
-                                                   v.shape.end())},
-                    {"tensor", v.isTensor}});
+    list.push_back(
+        {{"dtype", exec::dtypeName(v.dtype).str()},
+         {"shape", std::vector<int64_t>(v.shape.begin(), v.shape.end())},
+         {"tensor", v.isTensor}});
   return list;
 }
 
@@ -192,14 +192,13 @@ llvm::Error ds::driver::writeArtifactManifest(const ArtifactManifest &m,
                                               const std::string &dir) {
   json programs = json::array();
   for (const ArtifactProgram &p : m.programs)
-    programs.push_back(
-        {{"object", p.object},
-         {"ranks", p.ranks},
-         {"entry", p.signature.name},
-         {"symbol", exec::packedEntrySymbol(p.signature.name)},
-         {"inputs", valuesJson(p.signature.inputs)},
-         {"outputs", valuesJson(p.signature.results)},
-         {"step", stepJson(p.step)}});
+    programs.push_back({{"object", p.object},
+                        {"ranks", p.ranks},
+                        {"entry", p.signature.name},
+                        {"symbol", exec::packedEntrySymbol(p.signature.name)},
+                        {"inputs", valuesJson(p.signature.inputs)},
+                        {"outputs", valuesJson(p.signature.results)},
+                        {"step", stepJson(p.step)}});
   json j = {{"format", "ds-artifact"},
             {"format_version", m.formatVersion},
             {"ds_version", m.dsVersion},
@@ -237,7 +236,8 @@ ds::driver::readArtifactManifest(const std::string &dir) {
   json j = json::parse((*buffer)->getBuffer().begin(),
                        (*buffer)->getBuffer().end(), nullptr,
                        /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "ds-artifact")
+  if (j.is_discarded() || !j.is_object() ||
+      j.value("format", "") != "ds-artifact")
     return makeError(path + ": not a ds-compile manifest");
   ArtifactManifest m;
   m.formatVersion = j.value("format_version", int64_t(0));

@@ -55,9 +55,9 @@ llvm::Error checkCpu(const ArtifactManifest &m, const std::string &dir) {
     llvm::consumeError(target.takeError());
     missing = exec::featuresHostLacks(m.cpuLevel);
   }
-  std::string what =
-      missing.empty() ? std::string()
-                      : " (it lacks " + llvm::join(missing, ", ") + ")";
+  std::string what = missing.empty()
+                         ? std::string()
+                         : " (it lacks " + llvm::join(missing, ", ") + ")";
   return makeError(dir + " was compiled for CPU " + m.cpuLevel +
                    (m.cpuLevel == "native" ? " = " + m.cpuName : "") +
                    ", which this CPU does not run" + what +
@@ -102,7 +102,7 @@ llvm::Error checkJob(const ArtifactManifest &m, const std::string &dir,
 } // namespace
 
 llvm::Error ds::driver::checkArtifactWorldSize(const std::string &dir,
-                                              int64_t worldSize) {
+                                               int64_t worldSize) {
   auto manifest = readArtifactManifest(dir);
   if (!manifest)
     return manifest.takeError();

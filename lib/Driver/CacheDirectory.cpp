@@ -8,8 +8,8 @@
 #include "ds/Driver/CompileCache.h"
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Chrono.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -57,8 +57,8 @@ std::vector<Entry> entries(const std::string &dir) {
 
 llvm::Expected<CompileCacheSettings> ds::driver::compileCacheSettings() {
   CompileCacheSettings s;
-  llvm::StringRef env = getenv("DS_COMPILE_CACHE") ? getenv("DS_COMPILE_CACHE")
-                                                   : "";
+  llvm::StringRef env =
+      getenv("DS_COMPILE_CACHE") ? getenv("DS_COMPILE_CACHE") : "";
   if (env == "off" || env == "0") {
     s.enabled = false;
   } else if (!env.empty()) {
@@ -114,7 +114,7 @@ std::string ds::driver::buildIdentity() {
   fs::file_status self;
   if (!fs::status("/proc/self/exe", self))
     id += " exe " + std::to_string(self.getSize()) + " " +
-          std::to_string(self.getLastModificationTime().time_since_epoch()
-                             .count());
+          std::to_string(
+              self.getLastModificationTime().time_since_epoch().count());
   return id;
 }

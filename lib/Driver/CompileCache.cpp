@@ -52,8 +52,8 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
   std::string key;
   llvm::raw_string_ostream os(key);
   os << "model " << *model << "\nconfig " << cfg::toJson(*request.config).dump()
-     << "\nworld " << request.worldSize << "\nprogram " << kProgram
-     << "\ncpu " << target.level << " " << target.cpu << " "
+     << "\nworld " << request.worldSize << "\nprogram " << kProgram << "\ncpu "
+     << target.level << " " << target.cpu << " "
      << llvm::join(target.features, ",") << "\n"
      << buildIdentity();
   return llvm::xxh3_64bits(key);
@@ -181,11 +181,15 @@ llvm::Error shareEntry(const StepRequest &request, const std::string &entry,
 
 } // namespace
 
-llvm::Expected<CompiledStep> ds::driver::compileCached(const StepRequest &request,
-                                                       bool quiet) {
+llvm::Expected<CompiledStep>
+ds::driver::compileCached(const StepRequest &request, bool quiet) {
   auto settings = compileCacheSettings();
   if (!settings)
     return settings.takeError();
+  // A model that cannot be read gets the importer's own error (the other
+  // ranks are stopped by the launcher when this one exits).
+  if (!fs::is_regular_file(request.modelPath))
+    return compileJitStep(request);
   bool use = settings->enabled && request.dumpIRDir.empty();
   const int64_t world = request.worldSize, rank = request.rank;
   // Every rank must take the same path: the cached one talks.
@@ -228,10 +232,10 @@ llvm::Expected<CompiledStep> ds::driver::compileCached(const StepRequest &reques
     for (int64_t r = 0; r < world; ++r)
       if ((*keys)[r] != (*keys)[0])
         return createStringError(
-            "rank %lld would compile a different step than rank 0 (compile "
-            "cache keys differ): the model, the config or the ds build "
-            "differ between ranks; give every rank the same files and "
-            "binaries",
+            "rank %lld compiled a different training step than rank 0: the "
+            "model, the config or the ds build differ between ranks; give "
+            "every rank the same files and binaries (their compile cache "
+            "keys differ)",
             (long long)r);
     allHit = llvm::all_of(*hits, [](int64_t h) { return h != 0; });
   }

@@ -1,9 +1,9 @@
 //===- JitStep.cpp - Compile @train_step in memory with the JIT -----------===//
 #include "ds/Driver/JitStep.h"
 #include "ds/Driver/Artifact.h"
+#include "ds/Execution/JIT.h"
 #include "ds/Execution/JitTarget.h"
 #include "ds/Execution/ObjectCode.h"
-#include "ds/Execution/JIT.h"
 #include "ds/Import/Import.h"
 #include "ds/InitAllDS.h"
 #include "ds/Pipelines/Pipelines.h"
@@ -255,8 +255,9 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   if (!manifest)
     return manifest.takeError();
   manifest->startupHash = startupHash;
-  if (auto grid = (*built.module)->getAttrOfType<mlir::ds::dist::GridAttr>(
-          mlir::ds::dist::DistDialect::kGridAttrName)) {
+  if (auto grid = (*built.module)
+                      ->getAttrOfType<mlir::ds::dist::GridAttr>(
+                          mlir::ds::dist::DistDialect::kGridAttrName)) {
     manifest->gridSizes.assign(grid.getSizes().begin(), grid.getSizes().end());
     manifest->gridAxes = grid.formatAxes();
   }

@@ -1,21 +1,25 @@
 //===- TrainCommandLine.cpp - ds-train's and ds-runner's flags ------------===//
 #include "ds/Driver/Trainer.h"
 
+#include "dsrt/dsrt.h"
+
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
 
 using namespace llvm;
 using namespace ::ds::driver;
 
 static cl::OptionCategory category("ds-train options");
 static cl::opt<std::string> modelFile("model", cl::cat(category),
-                                  cl::desc("model: .json spec, .mlir model "
-                                           "contract or TorchScript .pt "
-                                           "(with --compiled: checked "
-                                           "against the artifact's)"));
-static cl::opt<std::string>
-    configFile("config", cl::cat(category),
-           cl::desc("DeepSpeed ds_config.json (with --compiled: default the "
-                    "artifact's, checked against it)"));
+                                      cl::desc("model: .json spec, .mlir model "
+                                               "contract or TorchScript .pt "
+                                               "(with --compiled: checked "
+                                               "against the artifact's)"));
+static cl::opt<std::string> configFile(
+    "config", cl::cat(category),
+    cl::desc("DeepSpeed ds_config.json (with --compiled: default the "
+             "artifact's, checked against it)"));
 static cl::opt<std::string>
     compiled("compiled", cl::cat(category),
              cl::desc("run the ds-compile artifact DIR instead of compiling "
@@ -103,7 +107,8 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
     return createStringError("--model and --config are required (or "
                              "--compiled DIR, a ds-compile artifact)");
   if (!options.compiledDir.empty() && options.configPath.empty())
-    options.configPath = options.compiledDir + "/ds_config.json";  if (backend != "auto")
+    options.configPath = options.compiledDir + "/ds_config.json";
+  if (backend != "auto")
     options.backend = backend;
   if (dataOrder == "shuffled") {
     options.order = DataOrder::Shuffled;
@@ -115,4 +120,27 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
                              dataOrder.getValue().c_str());
   }
   return options;
+}
+
+int ds::driver::trainMain(
+    int argc, char **argv, llvm::StringRef overview,
+    const std::function<llvm::Expected<StepSource>(const TrainOptions &)>
+        &sourceFor) {
+  // Before anything else: may re-execute with faster BLAS kernels.
+  dsrt_blas_core_select(argv);
+  InitLLVM init(argc, argv);
+  auto fail = [](Error err) {
+    outs().flush();
+    WithColor::error(errs(), "ds-train") << toString(std::move(err)) << "\n";
+    return 1;
+  };
+  auto options = parseTrainCommandLine(argc, argv, overview);
+  if (!options)
+    return fail(options.takeError());
+  auto source = sourceFor(*options);
+  if (!source)
+    return fail(source.takeError());
+  if (Error err = runTraining(*options, *source, outs()))
+    return fail(std::move(err));
+  return 0;
 }

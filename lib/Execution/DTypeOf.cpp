@@ -41,4 +41,3 @@ std::optional<DType> mlir::ds::exec::dtypeOf(mlir::Type type) {
   }
   return std::nullopt;
 }
-

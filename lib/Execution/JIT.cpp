@@ -147,8 +147,8 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
     entries_.push_back(reinterpret_cast<PackedEntry>(*fn));
     if (dumpObject)
       if (auto addr = engine_->lookup("_mlir_ciface_" + sig.name))
-        llvm::errs() << "ds-jit: @" << sig.name << " (C interface) at "
-                     << *addr << "\n";
+        llvm::errs() << "ds-jit: @" << sig.name << " (C interface) at " << *addr
+                     << "\n";
   }
   if (dumpObject)
     engine_->dumpToObjectFile(dumpObject);

@@ -81,11 +81,10 @@ llvm::Expected<ValueInfo> valueInfo(Type type, llvm::StringRef fn,
 } // namespace
 
 DiagnosticCapture::DiagnosticCapture(MLIRContext *ctx)
-    : handler(std::make_unique<ScopedDiagnosticHandler>(
-          ctx, [this](Diagnostic &d) {
+    : handler(
+          std::make_unique<ScopedDiagnosticHandler>(ctx, [this](Diagnostic &d) {
             llvm::raw_string_ostream os(
-                d.getSeverity() == DiagnosticSeverity::Error ? errors
-                                                             : others);
+                d.getSeverity() == DiagnosticSeverity::Error ? errors : others);
             os << d.getLocation() << ": " << severityName(d.getSeverity())
                << ": " << d << "\n";
             for (Diagnostic &note : d.getNotes())
@@ -132,8 +131,8 @@ mlir::ds::exec::createTargetMachine(const JitTarget &target, bool jit) {
   const llvm::Target *t =
       llvm::TargetRegistry::lookupTarget(builder.getTargetTriple(), error);
   if (!t)
-    return makeError("no LLVM target for " +
-                     builder.getTargetTriple().str() + ": " + error);
+    return makeError("no LLVM target for " + builder.getTargetTriple().str() +
+                     ": " + error);
   return std::unique_ptr<llvm::TargetMachine>(t->createTargetMachine(
       builder.getTargetTriple(), builder.getCPU(),
       builder.getFeatures().getString(), builder.getOptions(),

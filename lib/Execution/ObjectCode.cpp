@@ -45,12 +45,15 @@ void addPackedWrapper(llvm::Module &module, llvm::Function &callee,
   llvm::Value *argv = wrapper->getArg(0);
   llvm::SmallVector<llvm::Value *> args;
   for (llvm::Argument &arg : callee.args()) {
-    llvm::Value *slot = b.CreateGEP(b.getPtrTy(), argv, b.getInt64(arg.getArgNo()));
-    args.push_back(b.CreateLoad(arg.getType(), b.CreateLoad(b.getPtrTy(), slot)));
+    llvm::Value *slot =
+        b.CreateGEP(b.getPtrTy(), argv, b.getInt64(arg.getArgNo()));
+    args.push_back(
+        b.CreateLoad(arg.getType(), b.CreateLoad(b.getPtrTy(), slot)));
   }
   llvm::Value *result = b.CreateCall(&callee, args);
   if (!result->getType()->isVoidTy()) {
-    llvm::Value *slot = b.CreateGEP(b.getPtrTy(), argv, b.getInt64(args.size()));
+    llvm::Value *slot =
+        b.CreateGEP(b.getPtrTy(), argv, b.getInt64(args.size()));
     b.CreateStore(result, b.CreateLoad(b.getPtrTy(), slot));
   }
   b.CreateRetVoid();
@@ -80,8 +83,10 @@ llvm::Error link(const std::string &object, const std::string &so) {
                      "machine (install lld, e.g. apt install lld-22)");
   // No DT_NEEDED: dsrt_* and libm bind to the loading process's copies.
   llvm::SmallVector<llvm::StringRef> argv = {
-      linker, "-shared", "--hash-style=gnu", "-z", "noexecstack",
-      "-z", "relro", "-o", so, object};
+      linker,  "-shared",     "--hash-style=gnu",
+      "-z",    "noexecstack", "-z",
+      "relro", "-o",          so,
+      object};
   std::string message;
   std::string errorFile = so + ".link-errors";
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, std::nullopt,
@@ -107,12 +112,9 @@ std::string mlir::ds::exec::sharedObjectLinker() {
   return "";
 }
 
-llvm::Expected<LoweredModule>
-mlir::ds::exec::compileSharedObject(ModuleOp module,
-                                    const RunnerOptions &options,
-                                    const JitTarget &target,
-                                    const std::string &soPath,
-                                    ObjectCodeTimes *times) {
+llvm::Expected<LoweredModule> mlir::ds::exec::compileSharedObject(
+    ModuleOp module, const RunnerOptions &options, const JitTarget &target,
+    const std::string &soPath, ObjectCodeTimes *times) {
   auto lowered = lowerForExecution(module, options);
   if (!lowered)
     return lowered.takeError();
@@ -137,8 +139,8 @@ mlir::ds::exec::compileSharedObject(ModuleOp module,
     exported.push_back(packedEntrySymbol(sig.name));
     addPackedWrapper(*llvmModule, *ciface, exported.back());
   }
-  if (llvm::Error err = makeOptimizer(options.optLevel, tm->get())(
-          llvmModule.get()))
+  if (llvm::Error err =
+          makeOptimizer(options.optLevel, tm->get())(llvmModule.get()))
     return makeError("optimizing the step failed: " +
                      llvm::toString(std::move(err)));
   // Only the packed entries are the object's interface.
@@ -149,7 +151,8 @@ mlir::ds::exec::compileSharedObject(ModuleOp module,
 
   // Written next to the target and renamed into place: ranks that load a
   // shared artifact directory never see a partial file.
-  std::string tmp = soPath + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
+  std::string tmp =
+      soPath + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
   std::string object = tmp + ".o";
   if (llvm::Error err = writeObject(*llvmModule, **tm, object))
     return std::move(err);

@@ -1,4 +1,5 @@
-//===- ds-compile.cpp - Compile a model + ds_config.json once, run anywhere ===//
+//===- ds-compile.cpp - Compile a model + ds_config.json once, run anywhere
+//===//
 //
 // Writes an artifact directory (include/ds/Driver/Artifact.h) that
 // `ds-train --compiled DIR` runs on every rank without compiling: one shared
@@ -22,8 +23,7 @@ static cl::opt<std::string> model("model", cl::Required, cl::cat(category),
                                            "contract or TorchScript .pt"));
 static cl::opt<std::string> config("config", cl::Required, cl::cat(category),
                                    cl::desc("DeepSpeed ds_config.json"));
-static cl::opt<int64_t> worldSize("world-size", cl::Required,
-                                  cl::cat(category),
+static cl::opt<int64_t> worldSize("world-size", cl::Required, cl::cat(category),
                                   cl::desc("ranks the artifact runs on"));
 static cl::opt<std::string> output("o", cl::Required, cl::cat(category),
                                    cl::value_desc("DIR"),

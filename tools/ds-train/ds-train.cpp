@@ -1,15 +1,12 @@
 //===- ds-train.cpp - Compile a model + ds_config.json, then train --------===//
 #include "ds/Driver/CompileCache.h"
 #include "ds/Driver/Trainer.h"
-#include "dsrt/dsrt.h"
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 
 #include <cerrno>
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unistd.h>
@@ -53,27 +50,16 @@ int execRunner(char **argv) {
 int main(int argc, char **argv) {
   if (wantsArtifact(argc, argv))
     return execRunner(argv);
-  // Before anything else: may re-execute with faster BLAS kernels.
-  dsrt_blas_core_select(argv);
-  InitLLVM init(argc, argv);
-  auto options = ds::driver::parseTrainCommandLine(
+  return ds::driver::trainMain(
       argc, argv,
       "ds-train: compile a model and a ds_config.json into a training step, "
-      "then run it\n");
-  if (!options) {
-    WithColor::error(errs(), "ds-train") << toString(options.takeError())
-                                         << "\n";
-    return 1;
-  }
-  ds::driver::StepSource source;
-  const bool quiet = options->quiet;
-  source.provide = [quiet](const ds::driver::StepRequest &request) {
-    return ds::driver::compileCached(request, quiet);
-  };
-  if (Error err = ds::driver::runTraining(*options, source, outs())) {
-    outs().flush();
-    WithColor::error(errs(), "ds-train") << toString(std::move(err)) << "\n";
-    return 1;
-  }
-  return 0;
+      "then run it\n",
+      [](const ds::driver::TrainOptions &options) {
+        ds::driver::StepSource source;
+        bool quiet = options.quiet;
+        source.provide = [quiet](const ds::driver::StepRequest &request) {
+          return ds::driver::compileCached(request, quiet);
+        };
+        return llvm::Expected<ds::driver::StepSource>(std::move(source));
+      });
 }

@@ -34,8 +34,8 @@ llvm::StringRef dsVersion();
 
 /// One distinct rank program: every data-parallel rank shares one.
 struct ArtifactProgram {
-  std::string object;          ///< file name of the .so in DIR
-  std::vector<int64_t> ranks;  ///< the ranks that run it
+  std::string object;         ///< file name of the .so in DIR
+  std::vector<int64_t> ranks; ///< the ranks that run it
   StepManifest step;
   mlir::ds::exec::FunctionSignature signature; ///< of @train_step
 };
@@ -49,9 +49,9 @@ struct ArtifactManifest {
   /// the LLVM CPU name and, for native, the features it was given.
   std::string cpuLevel, cpuName;
   std::vector<std::string> cpuFeatures;
-  std::string modelPath;   ///< as given to ds-compile, for messages
-  uint64_t modelHash = 0;  ///< xxh3 of the model file's bytes
-  nlohmann::json config;   ///< the resolved config (config::toJson)
+  std::string modelPath;  ///< as given to ds-compile, for messages
+  uint64_t modelHash = 0; ///< xxh3 of the model file's bytes
+  nlohmann::json config;  ///< the resolved config (config::toJson)
   std::vector<ArtifactProgram> programs;
 
   /// The program rank `rank` runs, if any.

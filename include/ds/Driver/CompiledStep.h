@@ -128,7 +128,7 @@ struct CompiledStep {
 /// What the run side asks of whatever yields the step: the JIT, an
 /// artifact directory or the compile cache.
 struct StepRequest {
-  std::string modelPath; ///< .json spec, .mlir model contract or .pt
+  std::string modelPath;  ///< .json spec, .mlir model contract or .pt
   std::string configPath; ///< the file `config` was resolved from
   const ::ds::config::Config *config = nullptr;
   int64_t worldSize = 1, rank = 0;

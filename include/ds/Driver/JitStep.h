@@ -23,11 +23,11 @@ llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request);
 /// ds-compile: what compileJitStep builds, written to `dir` as an artifact
 /// (Artifact.h) with code for CPU level `cpuLevel` instead of JIT'd.
 struct ArtifactRequest {
-  StepRequest step;      ///< worldSize: the ranks the artifact runs on
+  StepRequest step;       ///< worldSize: the ranks the artifact runs on
   std::string configPath; ///< copied into dir as ds_config.json
   std::string dir;
-  std::string cpuLevel;  ///< "x86-64-v3", "x86-64-v4", "native", ...
-  bool writeIR = true;   ///< dir/ir/*.mlir
+  std::string cpuLevel; ///< "x86-64-v3", "x86-64-v4", "native", ...
+  bool writeIR = true;  ///< dir/ir/*.mlir
   bool quiet = false;
 };
 llvm::Error compileArtifact(const ArtifactRequest &request,

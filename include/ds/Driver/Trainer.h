@@ -74,6 +74,13 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
 llvm::Expected<TrainOptions> parseTrainCommandLine(int argc, char **argv,
                                                    llvm::StringRef overview);
 
+/// The whole of ds-train's and ds-runner's main: parse the command line,
+/// take the step from `sourceFor(options)`, train; errors as one line.
+int trainMain(
+    int argc, char **argv, llvm::StringRef overview,
+    const std::function<llvm::Expected<StepSource>(const TrainOptions &)>
+        &sourceFor);
+
 } // namespace ds::driver
 
 #endif // DS_DRIVER_TRAINER_H

@@ -1,4 +1,5 @@
-//===- Lowering.h - A ds module down to LLVM IR, for any backend -*- C++ -*-===//
+//===- Lowering.h - A ds module down to LLVM IR, for any backend -*- C++
+//-*-===//
 //
 // What the JIT and the artifact compiler share: the pre-lowering passes,
 // `ds-lower-to-llvm` with the C interface on every entry point, the entry
