@@ -254,6 +254,34 @@ def OutlineKernels : Pass<"ds-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def InternalizeFunctions : Pass<"ds-internalize-functions", "mlir::ModuleOp"> {
+  let summary = "Give private LLVM functions with a body internal linkage";
+  let description = [{
+    `func.func private` becomes an `llvm.func` with external linkage: LLVM
+    sees every layer and kernel function as callable from outside. It then
+    keeps each one's whole exploded memref descriptors (3 + 2 x rank values
+    per memref, almost all of them constants the body never reads), the
+    ExecutionEngine gives each a packed wrapper, and interprocedural passes
+    leave them alone. Internal, LLVM's dead-argument elimination cuts the
+    calls down to the pointers actually used: the step's calls pass a few
+    registers instead of dozens of stack slots, whose stores make
+    instruction selection superlinear in the size of the step's block.
+    Runs after the conversion to the LLVM dialect; public functions and
+    declarations keep their linkage.
+
+      llvm.func @kernel_0(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: i64, ...)
+          attributes {sym_visibility = "private"} { ... }
+
+    becomes
+
+      llvm.func internal @kernel_0(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: i64, ...)
+          attributes {sym_visibility = "private"} { ... }
+  }];
+  let statistics = [
+    Statistic<"numInternalized", "internalized", "functions made internal">,
+  ];
+}
+
 def FixedOrderReductions
     : Pass<"ds-fixed-order-reductions", "mlir::func::FuncOp"> {
   let summary = "Sum reductions in an order that does not depend on the vector width";

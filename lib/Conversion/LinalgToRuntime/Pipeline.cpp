@@ -133,6 +133,9 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // Layer and kernel functions are called only from here: internal, LLVM
+  // drops the descriptor fields they never read.
+  pm.addPass(ds::createInternalizeFunctions());
   pm.addPass(createCanonicalizerPass());
 }
 
