@@ -133,8 +133,10 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  // Layer and kernel functions are called only from here: internal, LLVM
-  // drops the descriptor fields they never read.
+  // The entry points' bodies into their C wrappers: no call passing every
+  // descriptor field. Layer and kernel functions are called only from here:
+  // internal, LLVM drops the descriptor fields they never read.
+  pm.addPass(ds::createInlineIntoCWrappers());
   pm.addPass(ds::createInternalizeFunctions());
   pm.addPass(createCanonicalizerPass());
 }
