@@ -115,15 +115,21 @@ func::CallOp FunctionOutliner::outline(OpBuilder &b, ArrayRef<Operation *> ops,
                                        ValueRange results,
                                        llvm::StringRef baseName,
                                        ArrayRef<NamedAttribute> attrs) {
+  return outline(b, ops, results, bodyKey(ops, results, attrs), baseName,
+                 attrs);
+}
+
+func::CallOp FunctionOutliner::outline(OpBuilder &b, ArrayRef<Operation *> ops,
+                                       ValueRange results, llvm::StringRef key,
+                                       llvm::StringRef baseName,
+                                       ArrayRef<NamedAttribute> attrs) {
   Captures c = capturedValues(ops, results);
-  func::FuncOp candidate = buildCandidate(ops, results, c, attrs);
-  func::FuncOp &fn = byBody_[printed(candidate)];
+  func::FuncOp &fn = byBody_[key];
   if (fn) {
-    candidate.erase();
     int64_t count = fn->getAttrOfType<IntegerAttr>(countAttr_).getInt();
     fn->setAttr(countAttr_, b.getI64IntegerAttr(count + 1));
   } else {
-    fn = candidate;
+    fn = buildCandidate(ops, results, c, attrs);
     std::string name = baseName.str();
     for (int i = 1; symbols_.lookup(name); ++i)
       name = baseName.str() + "_" + std::to_string(i);

@@ -254,6 +254,69 @@ def OutlineKernels : Pass<"ds-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def InlineIntoCWrappers : Pass<"ds-inline-into-c-wrappers", "mlir::ModuleOp"> {
+  let summary = "Move each C-interface function's body into its _mlir_ciface_ wrapper";
+  let description = [{
+    The C wrapper of a function with `llvm.emit_c_interface` loads every
+    memref descriptor its caller passes and calls the function with all
+    their fields: for a step, one call with 3 + 2 x rank values per
+    parameter, gradient and optimizer state (about 10000 at 24 layers).
+    LLVM's interprocedural passes are quadratic in the arguments of such a
+    call (CalledValuePropagation alone took 20 of 23 s of O3 at 24 layers),
+    and its code generation stores the arguments one stack slot at a time.
+    With the body in the wrapper there is no such call: the wrapper's
+    signature (descriptor pointers, what callers see) is unchanged, and the
+    function, when nothing else calls it, goes.
+
+      llvm.func @step(%a: !llvm.ptr, %b: !llvm.ptr, %off: i64, ...) { body }
+      llvm.func @_mlir_ciface_step(%d: !llvm.ptr) {
+        %desc = llvm.load %d : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, ...)>
+        ...
+        llvm.call @step(%a, %b, %off, ...)
+        llvm.return
+      }
+
+    becomes
+
+      llvm.func @_mlir_ciface_step(%d: !llvm.ptr) {
+        %desc = llvm.load %d : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, ...)>
+        ...
+        body
+      }
+  }];
+  let statistics = [
+    Statistic<"numInlined", "inlined", "functions moved into their C wrapper">,
+  ];
+}
+
+def InternalizeFunctions : Pass<"ds-internalize-functions", "mlir::ModuleOp"> {
+  let summary = "Give private LLVM functions with a body internal linkage";
+  let description = [{
+    `func.func private` becomes an `llvm.func` with external linkage: LLVM
+    sees every layer and kernel function as callable from outside. It then
+    keeps each one's whole exploded memref descriptors (3 + 2 x rank values
+    per memref, almost all of them constants the body never reads), the
+    ExecutionEngine gives each a packed wrapper, and interprocedural passes
+    leave them alone. Internal, LLVM's dead-argument elimination cuts the
+    calls down to the pointers actually used: the step's calls pass a few
+    registers instead of dozens of stack slots, whose stores make
+    instruction selection superlinear in the size of the step's block.
+    Runs after the conversion to the LLVM dialect; public functions and
+    declarations keep their linkage.
+
+      llvm.func @kernel_0(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: i64, ...)
+          attributes {sym_visibility = "private"} { ... }
+
+    becomes
+
+      llvm.func internal @kernel_0(%arg0: !llvm.ptr, %arg1: !llvm.ptr, %arg2: i64, ...)
+          attributes {sym_visibility = "private"} { ... }
+  }];
+  let statistics = [
+    Statistic<"numInternalized", "internalized", "functions made internal">,
+  ];
+}
+
 def FixedOrderReductions
     : Pass<"ds-fixed-order-reductions", "mlir::func::FuncOp"> {
   let summary = "Sum reductions in an order that does not depend on the vector width";

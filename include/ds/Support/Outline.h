@@ -37,6 +37,13 @@ public:
                        ValueRange results, llvm::StringRef baseName,
                        llvm::ArrayRef<NamedAttribute> attrs = {});
 
+  /// The same, for a caller that has `key` = bodyKey(ops, results, attrs)
+  /// already: a range whose body has a function builds nothing.
+  func::CallOp outline(OpBuilder &b, llvm::ArrayRef<Operation *> ops,
+                       ValueRange results, llvm::StringRef key,
+                       llvm::StringRef baseName,
+                       llvm::ArrayRef<NamedAttribute> attrs = {});
+
   /// What `outline` compares: equal keys, one function.
   static std::string bodyKey(llvm::ArrayRef<Operation *> ops,
                              ValueRange results,

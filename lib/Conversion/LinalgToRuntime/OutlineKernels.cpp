@@ -48,7 +48,7 @@ struct OutlineKernelsPass : ds::impl::OutlineKernelsBase<OutlineKernelsPass> {
       if (added)
         it->second = "kernel_" + std::to_string(names.size() - 1);
       OpBuilder b(op);
-      outliner.outline(b, {op}, ValueRange{}, it->second);
+      outliner.outline(b, {op}, ValueRange{}, key, it->second);
       op->erase();
     }
   }

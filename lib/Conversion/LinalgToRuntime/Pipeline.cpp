@@ -133,6 +133,11 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // The entry points' bodies into their C wrappers: no call passing every
+  // descriptor field. Layer and kernel functions are called only from here:
+  // internal, LLVM drops the descriptor fields they never read.
+  pm.addPass(ds::createInlineIntoCWrappers());
+  pm.addPass(ds::createInternalizeFunctions());
   pm.addPass(createCanonicalizerPass());
 }
 

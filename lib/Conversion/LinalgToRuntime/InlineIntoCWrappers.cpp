@@ -1,0 +1,115 @@
+//===- InlineIntoCWrappers.cpp - The ds-inline-into-c-wrappers pass -------===//
+//
+// The wrappers FuncToLLVM emits are one block: descriptor loads, the call,
+// the return. The function's body moves to the call; when the wrapper was
+// its only caller, nothing is left to compile twice.
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Conversion/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/Transforms/InlinerInterfaceImpl.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/InliningUtils.h"
+
+namespace mlir::ds {
+#define GEN_PASS_DEF_INLINEINTOCWRAPPERS
+#include "ds/Conversion/Passes.h.inc"
+} // namespace mlir::ds
+
+using namespace mlir;
+
+namespace {
+
+constexpr llvm::StringLiteral kWrapperPrefix = "_mlir_ciface_";
+
+struct InlineIntoCWrappersPass
+    : ds::impl::InlineIntoCWrappersBase<InlineIntoCWrappersPass> {
+  using Base::Base;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    LLVM::registerInlinerInterface(registry);
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    InlinerInterface interface(&getContext());
+    // Moved, not cloned: the function is erased right after.
+    auto move = [](OpBuilder &, Region *src, Block *inlineBlock,
+                   Block *postInsertBlock, IRMapping &, bool) {
+      inlineBlock->getParent()->getBlocks().splice(
+          postInsertBlock->getIterator(), src->getBlocks());
+    };
+    SmallVector<LLVM::LLVMFuncOp> wrappers;
+    for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
+      if (fn.getName().starts_with(kWrapperPrefix) && !fn.isExternal())
+        wrappers.push_back(fn);
+    for (LLVM::LLVMFuncOp wrapper : wrappers) {
+      auto callee = symbols.lookup<LLVM::LLVMFuncOp>(
+          wrapper.getName().drop_front(kWrapperPrefix.size()));
+      if (!callee || callee.isExternal() || callee.getNoInline())
+        continue;
+      // Only the wrapper may call it: another caller would need the body
+      // too.
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(callee, module);
+      if (!uses || !llvm::hasSingleElement(*uses))
+        continue;
+      auto call = dyn_cast<LLVM::CallOp>(uses->begin()->getUser());
+      if (!call || call->getParentOp() != wrapper)
+        continue;
+      if (failed(inlineCall(interface, move, call,
+                            cast<CallableOpInterface>(callee.getOperation()),
+                            &callee.getBody(),
+                            /*shouldCloneInlinedRegion=*/false)))
+        continue;
+      call.erase();
+      callee.erase();
+      sinkDescriptorLoads(wrapper);
+      ++numInlined;
+    }
+  }
+
+  // The wrapper loads every descriptor first; held in registers through
+  // the whole body, thousands of pointers would each be spilled. Loaded
+  // where they are used, they live briefly (a reload of an argument slot is
+  // cheap). The descriptors are the caller's and the body never writes
+  // them.
+  static void sinkDescriptorLoads(LLVM::LLVMFuncOp wrapper) {
+    Block &entry = wrapper.getBody().front();
+    // The first user of `v` if all of its users are in one block.
+    auto firstUser = [](Value v) -> Operation * {
+      Operation *first = nullptr;
+      for (Operation *user : v.getUsers()) {
+        if (first && user->getBlock() != first->getBlock())
+          return nullptr;
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      }
+      return first;
+    };
+    for (auto load : llvm::make_early_inc_range(entry.getOps<LLVM::LoadOp>())) {
+      if (!isa<BlockArgument>(load.getAddr()))
+        continue;
+      // Fields the body does not read (most: shapes are static) go now, or
+      // they would hold the load up here.
+      for (Operation *user : llvm::make_early_inc_range(load->getUsers()))
+        if (auto field = dyn_cast<LLVM::ExtractValueOp>(user)) {
+          if (field->use_empty())
+            field.erase();
+          else if (Operation *first = firstUser(field))
+            field->moveBefore(first);
+        }
+      if (load->use_empty()) {
+        load.erase();
+        continue;
+      }
+      if (Operation *first = firstUser(load))
+        load->moveBefore(first);
+    }
+  }
+};
+
+} // namespace

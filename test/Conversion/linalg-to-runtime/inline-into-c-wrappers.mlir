@@ -1,0 +1,68 @@
+// RUN: ds-opt %s --ds-inline-into-c-wrappers --split-input-file | FileCheck %s
+
+// The body moves into the wrapper and the function goes; the descriptor
+// load moves down to its first use, after the call before it.
+// CHECK-NOT:   llvm.func @step(
+// CHECK-LABEL: llvm.func @_mlir_ciface_step(
+// CHECK-SAME:    %[[D:.*]]: !llvm.ptr)
+// CHECK-NEXT:    llvm.call @dsrt_other()
+// CHECK-NEXT:    %[[DESC:.*]] = llvm.load %[[D]]
+// CHECK-NEXT:    %[[P:.*]] = llvm.extractvalue %[[DESC]][1]
+// CHECK-NEXT:    llvm.call @dsrt_use(%[[P]])
+// CHECK-NEXT:    llvm.return
+llvm.func @dsrt_other()
+llvm.func @dsrt_use(!llvm.ptr)
+llvm.func @step(%allocated: !llvm.ptr, %aligned: !llvm.ptr, %offset: i64,
+                %size: i64, %stride: i64) attributes {llvm.emit_c_interface} {
+  llvm.call @dsrt_other() : () -> ()
+  llvm.call @dsrt_use(%aligned) : (!llvm.ptr) -> ()
+  llvm.return
+}
+llvm.func @_mlir_ciface_step(%d: !llvm.ptr) attributes {llvm.emit_c_interface} {
+  %desc = llvm.load %d : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %0 = llvm.extractvalue %desc[0] : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %1 = llvm.extractvalue %desc[1] : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %2 = llvm.extractvalue %desc[2] : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %3 = llvm.extractvalue %desc[3, 0] : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %4 = llvm.extractvalue %desc[4, 0] : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  llvm.call @step(%0, %1, %2, %3, %4) : (!llvm.ptr, !llvm.ptr, i64, i64, i64) -> ()
+  llvm.return
+}
+
+// -----
+
+// A scalar result is the wrapper's result.
+// CHECK-NOT:   llvm.func @loss(
+// CHECK-LABEL: llvm.func @_mlir_ciface_loss(
+// CHECK-SAME:    -> f32
+// CHECK-NEXT:    %[[Y:.*]] = llvm.fmul
+// CHECK-NEXT:    llvm.return %[[Y]] : f32
+llvm.func @loss(%x: f32) -> f32 attributes {llvm.emit_c_interface} {
+  %y = llvm.fmul %x, %x : f32
+  llvm.return %y : f32
+}
+llvm.func @_mlir_ciface_loss(%x: f32) -> f32 attributes {llvm.emit_c_interface} {
+  %y = llvm.call @loss(%x) : (f32) -> f32
+  llvm.return %y : f32
+}
+
+// -----
+
+// A function something else also calls keeps its body (and its wrapper its
+// call): inlining would compile it twice.
+// CHECK-LABEL: llvm.func @shared(
+// CHECK-LABEL: llvm.func @_mlir_ciface_shared(
+// CHECK-NEXT:    llvm.call @shared()
+// CHECK-LABEL: llvm.func @caller(
+// CHECK-NEXT:    llvm.call @shared()
+llvm.func @shared() attributes {llvm.emit_c_interface} {
+  llvm.return
+}
+llvm.func @_mlir_ciface_shared() attributes {llvm.emit_c_interface} {
+  llvm.call @shared() : () -> ()
+  llvm.return
+}
+llvm.func @caller() {
+  llvm.call @shared() : () -> ()
+  llvm.return
+}
