@@ -4,9 +4,9 @@
 # n_embd 256, n_head 4, T 128, vocab 4096, micro-batch 4, fp32, AdamW,
 # clipping) at several depths, same threads on every side.
 #
-# 1. Depth, one process: ds-train JIT'ing its step (DS_COMPILE_CACHE=off:
-#    import, the training pipeline, lowering, LLVM O3, init, one step) vs
-#    PyTorch eager (train_single/torch_train.py ... 1: import torch, build
+# 1. Depth, one process: ds-train's first run (an empty compile cache:
+#    import, the training pipeline, lowering, LLVM O3, the step written to
+#    the cache and loaded, init, one step) vs PyTorch eager (train_single/torch_train.py ... 1: import torch, build
 #    the model, one step; torch compiles nothing). Metric
 #    "first_step_s@n_layer=N", then "depth_scaling" = t(deepest) /
 #    t(shallowest) per side: compile once per distinct layer makes ds's
@@ -59,14 +59,14 @@ PY
 
 first="" last=""
 for n in $layers; do
-  timed "$tmp/ds$n" env DS_COMPILE_CACHE=off "$ds_train" --model "$(spec "$n")" \
-    --config "$config" --synthetic --steps 1 --quiet
+  timed "$tmp/ds$n" env DS_COMPILE_CACHE="$tmp/cold$n" "$ds_train" \
+    --model "$(spec "$n")" --config "$config" --synthetic --steps 1 --quiet
   OPENBLAS_CORETYPE=$bench_blas_core timed "$tmp/torch$n" "$PYTHON" \
     "$here/train_single/torch_train.py" "$(spec "$n")" "$config" \
     "$BENCH_THREADS" 1 "$tmp/torch$n.jsonl"
   read -r ds_s ds_kb <"$tmp/ds$n"
   read -r torch_s torch_kb <"$tmp/torch$n"
-  echo "bench: n_layer $n: ds JIT ${ds_s} s, peak RSS $((ds_kb / 1024)) MB;" \
+  echo "bench: n_layer $n: ds (cold cache) ${ds_s} s, peak RSS $((ds_kb / 1024)) MB;" \
     "torch ${torch_s} s, peak RSS $((torch_kb / 1024)) MB" >&2
   bench_json startup "first_step_s@n_layer=$n" "$ds_s" "$torch_s" \
     "torch eager" 0
