@@ -223,12 +223,15 @@ ds::driver::compileCached(const StepRequest &request, bool quiet) {
   bool hit = have();
   using Clock = std::chrono::steady_clock;
   auto start = Clock::now();
-  bool allHit = hit;
+  std::vector<int64_t> hits = {hit};
   if (world > 1) {
     auto keys = gather(int64_t(*key), world);
-    auto hits = keys ? gather(hit, world) : keys.takeError();
-    if (!hits)
-      return hits.takeError();
+    if (!keys)
+      return keys.takeError();
+    auto all = gather(hit, world);
+    if (!all)
+      return all.takeError();
+    hits = std::move(*all);
     for (int64_t r = 0; r < world; ++r)
       if ((*keys)[r] != (*keys)[0])
         return createStringError(
@@ -237,8 +240,8 @@ ds::driver::compileCached(const StepRequest &request, bool quiet) {
             "every rank the same files and binaries (their compile cache "
             "keys differ)",
             (long long)r);
-    allHit = llvm::all_of(*hits, [](int64_t h) { return h != 0; });
   }
+  bool allHit = llvm::all_of(hits, [](int64_t h) { return h != 0; });
   std::string how = "compile cache hit (" + entry + ")";
   if (!allHit) {
     const char *what = hit ? "had the step" : "compiled the step";
@@ -246,11 +249,8 @@ ds::driver::compileCached(const StepRequest &request, bool quiet) {
       if (llvm::Error err = compileEntry(request, *target, entry))
         return std::move(err);
     } else {
-      auto hits = gather(hit, world);
-      if (!hits)
-        return hits.takeError();
       if (llvm::Error err =
-              compileOnRankZero(request, *target, entry, (*hits)[0] != 0))
+              compileOnRankZero(request, *target, entry, hits[0] != 0))
         return std::move(err);
       bool found = have(); // a directory shared with rank 0
       if (rank != 0 && !hit)
