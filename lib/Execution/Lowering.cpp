@@ -15,6 +15,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -141,7 +142,38 @@ mlir::ds::exec::createTargetMachine(const JitTarget &target, bool jit) {
 
 std::function<llvm::Error(llvm::Module *)>
 mlir::ds::exec::makeOptimizer(unsigned optLevel, llvm::TargetMachine *tm) {
-  return makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm);
+  if (optLevel != 3)
+    return makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, tm);
+  // LLVM's O3, as makeOptimizingTransformer builds it, less
+  // CalledValuePropagation: it annotates indirect calls, of which compiled
+  // steps have none, and is superlinear in the size of a step's entry
+  // point (a fifth of code generation at 96 layers).
+  return [tm](llvm::Module *module) -> llvm::Error {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassInstrumentationCallbacks callbacks;
+    callbacks.registerShouldRunOptionalPassCallback(
+        [](llvm::StringRef pass, llvm::Any) {
+          return pass != "CalledValuePropagationPass";
+        });
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopUnrolling = true;
+    tuning.LoopInterleaving = true;
+    tuning.LoopVectorization = true;
+    tuning.SLPVectorization = true;
+    llvm::PassBuilder builder(tm, tuning, std::nullopt, &callbacks);
+    builder.registerModuleAnalyses(mam);
+    builder.registerCGSCCAnalyses(cgam);
+    builder.registerFunctionAnalyses(fam);
+    builder.registerLoopAnalyses(lam);
+    builder.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager pipeline =
+        builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    pipeline.run(*module, mam);
+    return llvm::Error::success();
+  };
 }
 
 llvm::Expected<LoweredModule>

@@ -78,18 +78,29 @@ struct InlineIntoCWrappersPass
   // cheap). The descriptors are the caller's and the body never writes
   // them.
   static void sinkDescriptorLoads(LLVM::LLVMFuncOp wrapper) {
-    Block &entry = wrapper.getBody().front();
+    // Positions are numbered once: asking the block after every move
+    // (isBeforeInBlock) renumbers it each time, quadratic in the step's
+    // size. An op moved before `target` sits after the ops moved there
+    // earlier, so its position is (target's, move count).
+    llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> position;
+    int64_t next = 0, moves = 0;
+    wrapper.walk([&](Operation *op) { position[op] = {2 * next++, 0}; });
+    auto moveBefore = [&](Operation *op, Operation *target) {
+      op->moveBefore(target);
+      position[op] = {position[target].first - 1, ++moves};
+    };
     // The first user of `v` if all of its users are in one block.
-    auto firstUser = [](Value v) -> Operation * {
+    auto firstUser = [&](Value v) -> Operation * {
       Operation *first = nullptr;
       for (Operation *user : v.getUsers()) {
         if (first && user->getBlock() != first->getBlock())
           return nullptr;
-        if (!first || user->isBeforeInBlock(first))
+        if (!first || position[user] < position[first])
           first = user;
       }
       return first;
     };
+    Block &entry = wrapper.getBody().front();
     for (auto load : llvm::make_early_inc_range(entry.getOps<LLVM::LoadOp>())) {
       if (!isa<BlockArgument>(load.getAddr()))
         continue;
@@ -100,14 +111,14 @@ struct InlineIntoCWrappersPass
           if (field->use_empty())
             field.erase();
           else if (Operation *first = firstUser(field))
-            field->moveBefore(first);
+            moveBefore(field, first);
         }
       if (load->use_empty()) {
         load.erase();
         continue;
       }
       if (Operation *first = firstUser(load))
-        load->moveBefore(first);
+        moveBefore(load, first);
     }
   }
 };

@@ -64,9 +64,8 @@ struct ClipGradNormLowering : OpRewritePattern<train::ClipGradNormOp> {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     Type f32 = rewriter.getF32Type();
-    Value norm = op.getNormIn()
-                     ? extractScalar(rewriter, loc, op.getNormIn())
-                     : globalNorm(rewriter, loc, op.getGrads());
+    Value norm = op.getNormIn() ? extractScalar(rewriter, loc, op.getNormIn())
+                                : globalNorm(rewriter, loc, op.getGrads());
 
     // min(1, max_norm / (norm + 1e-6)): multiplying by 1 leaves a gradient
     // that needs no clipping as it is, without a branch.
@@ -115,10 +114,12 @@ struct HasOverflowLowering : OpRewritePattern<train::HasOverflowOp> {
             rewriter, loc, ValueRange{falseVal},
             ValueRange{emptyTensor(rewriter, loc, {}, rewriter.getI1Type())})
             .getResult(0);
-    for (Value in : op.getInputs()) {
+    for (auto [i, in] : llvm::enumerate(op.getInputs())) {
       ArrayRef<int64_t> shape = tensorType(in).getShape();
       unsigned rank = shape.size();
       auto all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      if (i > 0)
+        acc = freshAccumulator(rewriter, loc, acc);
       acc = buildGeneric(rewriter, loc, shape, in, identityMap(ctx, rank), acc,
                          AffineMap::get(rank, 0, ctx), all,
                          [&](OpBuilder &b, Location loc,

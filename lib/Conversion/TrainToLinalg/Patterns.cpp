@@ -22,6 +22,10 @@ Value scalarTensor(OpBuilder &b, Location loc, Value scalar) {
   return tensor::FromElementsOp::create(b, loc, type, scalar);
 }
 
+Value freshAccumulator(OpBuilder &b, Location loc, Value acc) {
+  return scalarTensor(b, loc, extractScalar(b, loc, acc));
+}
+
 Value stepAsF64(OpBuilder &b, Location loc, Value stepTensor) {
   return arith::SIToFPOp::create(b, loc, b.getF64Type(),
                                  extractScalar(b, loc, stepTensor));
@@ -36,10 +40,12 @@ Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
   Value acc = filledTensor(b, loc, {}, f32, 0.0);
-  for (Value in : inputs) {
+  for (auto [i, in] : llvm::enumerate(inputs)) {
     ArrayRef<int64_t> shape = tensorType(in).getShape();
     unsigned rank = shape.size();
     auto all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    if (i > 0)
+      acc = freshAccumulator(b, loc, acc);
     acc = buildGeneric(b, loc, shape, in, identityMap(ctx, rank), acc,
                        AffineMap::get(rank, 0, ctx), all,
                        [&](OpBuilder &b, Location loc,

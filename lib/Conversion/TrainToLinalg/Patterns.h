@@ -27,6 +27,12 @@ Value stepAsF64(OpBuilder &b, Location loc, Value stepTensor);
 /// f64 `base ^ exponent` for a constant base.
 Value powConst(OpBuilder &b, Location loc, double base, Value exponent);
 
+/// `acc`'s value in a new 0-d tensor. A running accumulator threaded
+/// through one reduction per tensor would otherwise be one buffer written
+/// in place by all of them, and bufferization's conflict analysis is
+/// quadratic in such an alias set (one per parameter of the step).
+Value freshAccumulator(OpBuilder &b, Location loc, Value acc);
+
 /// The 0-d f32 sum of squares of every element of every input, each
 /// accumulated in f32 by one reduction generic chained into the next.
 Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs);

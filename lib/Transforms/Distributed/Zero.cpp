@@ -155,11 +155,7 @@ public:
         offsets.push_back(total);
         total += numel(cast<RankedTensorType>(values[i].getType()));
       }
-      Type elt =
-          cast<RankedTensorType>(values[bucket[0]].getType()).getElementType();
-      Value packed = tensor::EmptyOp::create(b, loc, {total}, elt);
-      for (auto [flat, off] : llvm::zip_equal(flats, offsets))
-        packed = insert(flat, packed, {off}, {shapeOf(flat)[0]});
+      Value packed = concat(flats, 0);
       Value reduced = allReduceMeanOf(packed);
       for (auto [k, i] : llvm::enumerate(bucket)) {
         auto t = cast<RankedTensorType>(values[i].getType());
@@ -191,14 +187,14 @@ public:
       }
       Type elt =
           cast<RankedTensorType>(values[bucket[0]].getType()).getElementType();
-      Value packed = tensor::EmptyOp::create(b, loc, {n, total}, elt);
-      for (auto [k, i] : llvm::enumerate(bucket)) {
+      SmallVector<Value> rows;
+      for (unsigned i : bucket) {
         auto t = cast<RankedTensorType>(values[i].getType());
-        Value rows = tensor::ExpandShapeOp::create(
+        rows.push_back(tensor::ExpandShapeOp::create(
             b, loc, RankedTensorType::get({n, chunk(t)}, elt),
-            flatPadded(values[i]), ArrayRef<ReassociationIndices>{{0, 1}});
-        packed = insert(rows, packed, {0, offsets[k]}, {n, chunk(t)});
+            flatPadded(values[i]), ArrayRef<ReassociationIndices>{{0, 1}}));
       }
+      Value packed = concat(rows, 1);
       Value mine =
           reduceScatterMeanOf(packed, RankedTensorType::get({1, total}, elt));
       for (auto [k, i] : llvm::enumerate(bucket)) {
@@ -228,14 +224,14 @@ public:
         total += chunk(cast<RankedTensorType>(types[i]));
       }
       Type elt = cast<RankedTensorType>(types[bucket[0]]).getElementType();
-      Value packed = tensor::EmptyOp::create(b, loc, {1, total}, elt);
-      for (auto [k, i] : llvm::enumerate(bucket)) {
+      SmallVector<Value> rows;
+      for (unsigned i : bucket) {
         int64_t c = chunk(cast<RankedTensorType>(types[i]));
-        Value row = tensor::ExpandShapeOp::create(
+        rows.push_back(tensor::ExpandShapeOp::create(
             b, loc, RankedTensorType::get({1, c}, elt), chunks[i],
-            ArrayRef<ReassociationIndices>{{0, 1}});
-        packed = insert(row, packed, {0, offsets[k]}, {1, c});
+            ArrayRef<ReassociationIndices>{{0, 1}}));
       }
+      Value packed = concat(rows, 1);
       Value all = dist::AllGatherOp::create(
           b, loc, RankedTensorType::get({n, total}, elt), packed, axes,
           b.getI64IntegerAttr(0));
@@ -285,13 +281,11 @@ private:
   static ArrayRef<int64_t> shapeOf(Value v) {
     return cast<RankedTensorType>(v.getType()).getShape();
   }
-  Value insert(Value src, Value dest, ArrayRef<int64_t> offsets,
-               ArrayRef<int64_t> sizes) {
-    SmallVector<int64_t> ones(offsets.size(), 1);
-    return tensor::InsertSliceOp::create(
-        b, loc, src, dest, ValueRange{}, ValueRange{}, ValueRange{},
-        b.getDenseI64ArrayAttr(offsets), b.getDenseI64ArrayAttr(sizes),
-        b.getDenseI64ArrayAttr(ones));
+  /// One op rather than a chain of insert_slices into one tensor: a bucket
+  /// holds a tensor per parameter, and bufferization's conflict analysis is
+  /// quadratic in a chain of in-place writes to one buffer.
+  Value concat(ValueRange pieces, int64_t dim) {
+    return tensor::ConcatOp::create(b, loc, dim, pieces);
   }
   Value extract(Value src, ArrayRef<int64_t> offsets, ArrayRef<int64_t> sizes) {
     SmallVector<int64_t> ones(offsets.size(), 1);
