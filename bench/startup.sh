@@ -6,11 +6,16 @@
 #
 # 1. Depth, one process: ds-train's first run (an empty compile cache:
 #    import, the training pipeline, lowering, LLVM O3, the step written to
-#    the cache and loaded, init, one step) vs PyTorch eager (train_single/torch_train.py ... 1: import torch, build
-#    the model, one step; torch compiles nothing). Metric
-#    "first_step_s@n_layer=N", then "depth_scaling" = t(deepest) /
-#    t(shallowest) per side: compile once per distinct layer makes ds's
-#    close to 1. STARTUP_LAYERS (default "2 8 24 96") picks the depths.
+#    the cache and loaded, init, one step) vs PyTorch eager
+#    (train_single/torch_train.py ... 1: import torch, build the model,
+#    one step; torch compiles nothing). Metrics per depth:
+#    "first_step_s@n_layer=N" (process start to the end of step 1) and
+#    "to_first_step_s@n_layer=N" (the same less step 1's own step_ms from
+#    the metrics file: what start-up costs before any training compute,
+#    which is where compilation is). Then "depth_scaling" and
+#    "to_first_step_scaling" = t(deepest) / t(shallowest) per side: compile
+#    once per distinct layer makes ds's close to 1. STARTUP_LAYERS (default
+#    "2 8 24 96") picks the depths.
 # 2. Compiled once: the same start-up from a ds-compile artifact
 #    (ds-train --compiled: ds-runner, no compiler) and from a warm compile
 #    cache, each against the JIT, on 1 and 2 ranks (ds-launch; the same
@@ -57,10 +62,20 @@ PY
   echo "$out"
 }
 
+# before_step SECONDS METRICS.jsonl: SECONDS less the first step's step_ms.
+before_step() {
+  "$PYTHON" - "$1" "$2" <<'PY'
+import json, sys
+first = json.loads(open(sys.argv[2]).readline())
+print(round(float(sys.argv[1]) - first["step_ms"] / 1e3, 3))
+PY
+}
+
 first="" last=""
 for n in $layers; do
   timed "$tmp/ds$n" env DS_COMPILE_CACHE="$tmp/cold$n" "$ds_train" \
-    --model "$(spec "$n")" --config "$config" --synthetic --steps 1 --quiet
+    --model "$(spec "$n")" --config "$config" --synthetic --steps 1 --quiet \
+    --metrics "$tmp/ds$n.jsonl"
   OPENBLAS_CORETYPE=$bench_blas_core timed "$tmp/torch$n" "$PYTHON" \
     "$here/train_single/torch_train.py" "$(spec "$n")" "$config" \
     "$BENCH_THREADS" 1 "$tmp/torch$n.jsonl"
@@ -70,6 +85,12 @@ for n in $layers; do
     "torch ${torch_s} s, peak RSS $((torch_kb / 1024)) MB" >&2
   bench_json startup "first_step_s@n_layer=$n" "$ds_s" "$torch_s" \
     "torch eager" 0
+  before_step "$ds_s" "$tmp/ds$n.jsonl" >"$tmp/ds$n.pre"
+  before_step "$torch_s" "$tmp/torch$n.jsonl" >"$tmp/torch$n.pre"
+  echo "bench: n_layer $n, before step 1: ds $(cat "$tmp/ds$n.pre") s," \
+    "torch $(cat "$tmp/torch$n.pre") s" >&2
+  bench_json startup "to_first_step_s@n_layer=$n" "$(cat "$tmp/ds$n.pre")" \
+    "$(cat "$tmp/torch$n.pre")" "torch eager" 0
   [ -n "$first" ] || first=$n
   last=$n
 done
@@ -81,6 +102,10 @@ if [ "$first" != "$last" ]; then
   scaling() { "$PYTHON" -c "print($2 / $1)"; }
   bench_json startup "depth_scaling@n_layer=$first..$last" \
     "$(scaling "$ds_a" "$ds_b")" "$(scaling "$torch_a" "$torch_b")" \
+    "torch eager" 0
+  bench_json startup "to_first_step_scaling@n_layer=$first..$last" \
+    "$(scaling "$(cat "$tmp/ds$first.pre")" "$(cat "$tmp/ds$last.pre")")" \
+    "$(scaling "$(cat "$tmp/torch$first.pre")" "$(cat "$tmp/torch$last.pre")")" \
     "torch eager" 0
 fi
 
