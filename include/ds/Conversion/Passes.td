@@ -317,6 +317,38 @@ def InternalizeFunctions : Pass<"ds-internalize-functions", "mlir::ModuleOp"> {
   ];
 }
 
+def StaticCopies : Pass<"ds-static-copies", "mlir::ModuleOp"> {
+  let summary = "Copy statically shaped buffers with a constant-size memcpy";
+  let description = [{
+    The upstream lowering of `memref.copy` reads the offset and every size
+    from both descriptors, even when the type fixes them: for a step's
+    function argument those are loads from the caller's descriptor that LLVM
+    cannot fold, about a dozen instructions per copy. A step copies each
+    parameter and optimizer state it updates (thousands at depth), and that
+    code was most of its entry point, on which instruction selection and
+    register allocation are superlinear. Between two memrefs of one static
+    shape and identity layout (offset 0 by type) this pass copies the
+    aligned pointers' bytes with a size known at compile time; other copies
+    keep the upstream lowering. Runs before the memref-to-LLVM conversion.
+
+      memref.copy %a, %b : memref<4x8xf32> to memref<4x8xf32>
+
+    becomes
+
+      %src = memref.extract_aligned_pointer_as_index %a : memref<4x8xf32> -> index
+      %dst = memref.extract_aligned_pointer_as_index %b : memref<4x8xf32> -> index
+      ... llvm.inttoptr of each ...
+      "llvm.intr.memcpy"(%dstPtr, %srcPtr, %c128) <{isVolatile = false}>
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+  let statistics = [
+    Statistic<"numCopies", "copies", "copies given a constant size">,
+  ];
+}
+
 def FixedOrderReductions
     : Pass<"ds-fixed-order-reductions", "mlir::func::FuncOp"> {
   let summary = "Sum reductions in an order that does not depend on the vector width";

@@ -126,6 +126,7 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass()); // erf and friends: libm
   pm.addPass(ds::createExpandBF16Casts());
+  pm.addPass(ds::createStaticCopies());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());

@@ -1,0 +1,70 @@
+//===- StaticCopies.cpp - The ds-static-copies pass -----------------------===//
+//
+// A copy between buffers whose type fixes shape and offset needs neither
+// descriptor's metadata: only the two aligned pointers and a constant
+// byte count.
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::ds {
+#define GEN_PASS_DEF_STATICCOPIES
+#include "ds/Conversion/Passes.h.inc"
+} // namespace mlir::ds
+
+using namespace mlir;
+
+namespace {
+
+/// Bytes of a buffer of `type` if its shape and layout are fixed by the type
+/// (static identity layout, whole-byte elements), else nothing.
+std::optional<int64_t> staticBytes(MemRefType type) {
+  if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+    return std::nullopt;
+  Type element = type.getElementType();
+  if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
+    return std::nullopt;
+  return type.getNumElements() * (element.getIntOrFloatBitWidth() / 8);
+}
+
+struct StaticCopiesPass : ds::impl::StaticCopiesBase<StaticCopiesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<memref::CopyOp> copies;
+    getOperation().walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    for (memref::CopyOp copy : copies) {
+      auto source = dyn_cast<MemRefType>(copy.getSource().getType());
+      auto target = dyn_cast<MemRefType>(copy.getTarget().getType());
+      if (!source || !target || source != target)
+        continue;
+      std::optional<int64_t> bytes = staticBytes(source);
+      if (!bytes)
+        continue;
+      OpBuilder b(copy);
+      Location loc = copy.getLoc();
+      auto ptrType = LLVM::LLVMPointerType::get(b.getContext());
+      auto pointer = [&](Value memref) -> Value {
+        Value address =
+            memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+        Value asInt =
+            arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+        return LLVM::IntToPtrOp::create(b, loc, ptrType, asInt);
+      };
+      Value from = pointer(copy.getSource());
+      Value to = pointer(copy.getTarget());
+      Value size = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                            b.getI64IntegerAttr(*bytes));
+      LLVM::MemcpyOp::create(b, loc, to, from, size, /*isVolatile=*/false);
+      copy.erase();
+      ++numCopies;
+    }
+  }
+};
+
+} // namespace
