@@ -28,12 +28,26 @@ def Dist_Dialect : Dialect {
   let useDefaultTypePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// The module attribute that holds the device grid.
     static constexpr ::llvm::StringLiteral kGridAttrName = "dsdist.grid";
     /// The function-argument attribute that says how it is sharded.
     static constexpr ::llvm::StringLiteral kShardingAttrName =
         "dsdist.sharding";
+    /// The module attribute of one pipeline stage's program:
+    /// `{stage = s, stages = p, shared = {name = array<i64: a, b>}}`.
+    static constexpr ::llvm::StringLiteral kPipelineAttrName =
+        "dsdist.pipeline";
+    /// Argument attributes of a stage: the i-th value received from the
+    /// previous stage, and the cotangent of the i-th value sent on.
+    static constexpr ::llvm::StringLiteral kPipeInputAttrName =
+        "dsdist.pipe_input";
+    static constexpr ::llvm::StringLiteral kPipeGradAttrName =
+        "dsdist.pipe_grad";
+    /// Result attribute of a stage: the i-th value sent to the next stage.
+    static constexpr ::llvm::StringLiteral kPipeOutputAttrName =
+        "dsdist.pipe_output";
   }];
 }
 

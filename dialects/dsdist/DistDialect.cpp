@@ -38,14 +38,30 @@ void DistDialect::initialize() {
 // Rejecting unknown names catches misspellings such as `dsdist.gird`, which
 // would otherwise leave collectives without a grid and fail far away.
 // Function arguments may say how they are split over a group.
+/// A pipe input, grad or output index: a non-negative i64.
+static LogicalResult verifyPipeIndex(Operation *op, NamedAttribute attr,
+                                     StringRef where, unsigned index) {
+  auto value = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!value || value.getInt() < 0)
+    return op->emitError() << where << " #" << index << ": '"
+                           << attr.getName().getValue()
+                           << "' must be a non-negative integer";
+  return success();
+}
+
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
+  if (attr.getName() == kPipeInputAttrName ||
+      attr.getName() == kPipeGradAttrName)
+    return verifyPipeIndex(op, attr, "argument", argIndex);
   if (attr.getName() != kShardingAttrName)
     return op->emitError() << "unknown argument attribute '"
                            << attr.getName().getValue()
-                           << "'; the dsdist dialect defines only '"
-                           << kShardingAttrName << "' on arguments";
+                           << "'; the dsdist dialect defines '"
+                           << kShardingAttrName << "', '" << kPipeInputAttrName
+                           << "' and '" << kPipeGradAttrName
+                           << "' on arguments";
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
   if (!sharding)
     return op->emitError() << "argument #" << argIndex << ": '"
@@ -53,8 +69,8 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                            << "' must be a #dsdist.sharding<...>";
   for (Attribute axis : sharding.getAxes())
     if (!isa<StringAttr>(axis))
-      return op->emitError() << "argument #" << argIndex
-                             << ": sharding axes must be strings";
+      return op->emitError()
+             << "argument #" << argIndex << ": sharding axes must be strings";
   if (llvm::any_of(sharding.getShape(), [](int64_t d) { return d < 0; }))
     return op->emitError() << "argument #" << argIndex
                            << ": sharding shape must be static and >= 0";
@@ -72,12 +88,54 @@ int64_t ShardingAttr::getChunkSize(int64_t groupSize) const {
   return llvm::divideCeil(getNumElements(), groupSize);
 }
 
+LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  if (attr.getName() != kPipeOutputAttrName)
+    return op->emitError() << "unknown result attribute '"
+                           << attr.getName().getValue()
+                           << "'; the dsdist dialect defines only '"
+                           << kPipeOutputAttrName << "' on results";
+  return verifyPipeIndex(op, attr, "result", resultIndex);
+}
+
+/// `{stage = s, stages = p, shared = {...}}` with 0 <= s < p.
+static LogicalResult verifyPipelineAttr(Operation *op, Attribute value) {
+  auto dict = dyn_cast<DictionaryAttr>(value);
+  auto stage = dict ? dict.getAs<IntegerAttr>("stage") : IntegerAttr();
+  auto stages = dict ? dict.getAs<IntegerAttr>("stages") : IntegerAttr();
+  if (!stage || !stages || stage.getInt() < 0 ||
+      stage.getInt() >= stages.getInt())
+    return op->emitError() << "'" << DistDialect::kPipelineAttrName
+                           << "' must be {stage = s, stages = p} with 0 <= s "
+                              "< p, got "
+                           << value;
+  if (Attribute shared = dict.get("shared")) {
+    auto entries = dyn_cast<DictionaryAttr>(shared);
+    if (!entries)
+      return op->emitError() << "'" << DistDialect::kPipelineAttrName
+                             << "' shared must be a dictionary";
+    for (NamedAttribute entry : entries) {
+      auto holders = dyn_cast<DenseI64ArrayAttr>(entry.getValue());
+      if (!holders || holders.size() != 2 || holders[0] >= holders[1] ||
+          holders[0] < 0 || holders[1] >= stages.getInt())
+        return op->emitError()
+               << "'" << DistDialect::kPipelineAttrName << "' shared "
+               << entry.getName() << ": must name two stages in order, got "
+               << entry.getValue();
+    }
+  }
+  return success();
+}
+
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == kPipelineAttrName)
+    return verifyPipelineAttr(op, attr.getValue());
   if (attr.getName() != kGridAttrName)
     return op->emitError() << "unknown attribute '" << attr.getName().getValue()
-                           << "'; the dsdist dialect defines only '"
-                           << kGridAttrName << "'";
+                           << "'; the dsdist dialect defines '" << kGridAttrName
+                           << "' and '" << kPipelineAttrName << "'";
   if (!isa<GridAttr>(attr.getValue()))
     return op->emitError() << "'" << kGridAttrName
                            << "' must be a #dsdist.grid<...>, got "

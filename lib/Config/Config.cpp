@@ -773,11 +773,17 @@ void readScheduler(const Section &s, const OptimizerConfig &opt,
 // Parallelism sections
 //===----------------------------------------------------------------------===//
 
+void readPartitionMethod(const Section &s, StringRef method,
+                         PipelineConfig &pipe) {
+  if (llvm::Error err = parsePartitionMethod(method, pipe))
+    fail(s.pathOf("partition_method") + ": " + llvm::toString(std::move(err)));
+}
+
 void readPipeline(const Section &s, PipelineConfig &pipe,
                   std::optional<int64_t> &microBatches) {
   static const KeySet keys = {
-      {"stages", "partition_method", "activation_checkpoint_interval",
-       "micro_batches"},
+      {"stages", "partition_method", "schedule", "virtual_stages",
+       "activation_checkpoint_interval", "micro_batches"},
       // Communication layout choices of DeepSpeed's pipeline engine.
       {"seed_layers", "pipe_partitioned", "grad_partitioned"},
       {}};
@@ -786,31 +792,35 @@ void readPipeline(const Section &s, PipelineConfig &pipe,
     requireAtLeast<int64_t>(s.pathOf("stages"), *v, 1);
     pipe.stages = *v;
   }
-  if (auto v = s.getString("partition_method")) {
-    // DeepSpeed lower-cases the method name; the regex keeps its case.
-    StringRef method = *v;
-    if (method.equals_insensitive("parameters")) {
-      pipe.partitionMethod = PartitionMethod::Parameters;
-    } else if (method.equals_insensitive("uniform")) {
-      pipe.partitionMethod = PartitionMethod::Uniform;
-    } else if (method.size() >= 5 &&
-               method.take_front(5).equals_insensitive("type:")) {
-      StringRef regex = method.drop_front(5);
-      if (regex.empty())
-        fail(s.pathOf("partition_method") +
-             ": \"type:\" needs a regular expression after the colon");
-      llvm::Regex compiled(regex, llvm::Regex::IgnoreCase);
-      std::string why;
-      if (!compiled.isValid(why))
-        fail(s.pathOf("partition_method") + ": invalid regular expression \"" +
-             regex.str() + "\": " + why);
-      pipe.partitionMethod = PartitionMethod::Type;
-      pipe.partitionTypeRegex = regex.str();
-    } else {
-      fail(s.pathOf("partition_method") +
-           ": must be \"parameters\", \"uniform\" or \"type:REGEX\", got \"" +
-           *v + "\"");
-    }
+  if (auto v = s.getString("partition_method"))
+    readPartitionMethod(s, *v, pipe);
+  if (auto v = s.getString("schedule")) {
+    StringRef schedule = *v;
+    if (schedule == "1f1b")
+      pipe.schedule = PipelineSchedule::OneFOneB;
+    else if (schedule == "gpipe")
+      pipe.schedule = PipelineSchedule::GPipe;
+    else if (schedule == "interleaved")
+      pipe.schedule = PipelineSchedule::Interleaved;
+    else
+      fail(s.pathOf("schedule") +
+           ": must be \"1f1b\", \"gpipe\" or \"interleaved\", got \"" + *v +
+           "\"");
+  }
+  if (auto v = s.getInt("virtual_stages")) {
+    requireAtLeast<int64_t>(s.pathOf("virtual_stages"), *v, 1);
+    pipe.virtualStages = *v;
+  }
+  if (pipe.schedule == PipelineSchedule::Interleaved) {
+    if (pipe.virtualStages < 2)
+      fail(s.pathOf("virtual_stages") + ": " + num(pipe.virtualStages) +
+           ", but the interleaved schedule runs at least 2 model chunks per "
+           "stage; set virtual_stages to 2 or more");
+  } else if (pipe.virtualStages != 1) {
+    fail(s.pathOf("virtual_stages") + ": " + num(pipe.virtualStages) +
+         " needs \"schedule\": \"interleaved\"; the " +
+         stringifyPipelineSchedule(pipe.schedule).str() +
+         " schedule runs one model chunk per stage");
   }
   if (auto v = s.getInt("activation_checkpoint_interval")) {
     requireAtLeast<int64_t>(s.pathOf("activation_checkpoint_interval"), *v, 0);
@@ -1239,6 +1249,44 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
 }
 
 } // namespace
+
+/// The regex of a "type:REGEX" partition method the way DeepSpeed's
+/// PipelineModule reads it: the whole method string lower-cased, then the
+/// text between the first and a second colon (`method.split(':')[1]`).
+static std::string typeRegexOf(StringRef method) {
+  std::string lowered = method.lower();
+  return StringRef(lowered).drop_front(5).split(':').first.str();
+}
+
+llvm::Error parsePartitionMethod(StringRef method, PipelineConfig &pipe) {
+  auto error = [](const std::string &text) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), text);
+  };
+  // DeepSpeed lower-cases the method name, the regex included.
+  if (method.equals_insensitive("parameters")) {
+    pipe.partitionMethod = PartitionMethod::Parameters;
+  } else if (method.equals_insensitive("uniform")) {
+    pipe.partitionMethod = PartitionMethod::Uniform;
+  } else if (method.equals_insensitive("flops")) {
+    pipe.partitionMethod = PartitionMethod::Flops;
+  } else if (method.size() >= 5 &&
+             method.take_front(5).equals_insensitive("type:")) {
+    std::string regex = typeRegexOf(method);
+    if (regex.empty())
+      return error("\"type:\" needs a regular expression after the colon");
+    llvm::Regex compiled(regex, llvm::Regex::IgnoreCase);
+    std::string why;
+    if (!compiled.isValid(why))
+      return error("invalid regular expression \"" + regex + "\": " + why);
+    pipe.partitionMethod = PartitionMethod::Type;
+    pipe.partitionTypeRegex = regex;
+  } else {
+    return error("must be \"parameters\", \"uniform\", \"flops\" or "
+                 "\"type:REGEX\", got \"" +
+                 method.str() + "\"");
+  }
+  return llvm::Error::success();
+}
 
 llvm::Expected<Config> parseConfig(StringRef jsonText,
                                    const ResolveOptions &options) {

@@ -55,6 +55,20 @@ std::string stringifyPartitionMethod(const PipelineConfig &pipeline) {
     return "uniform";
   case PartitionMethod::Type:
     return "type:" + pipeline.partitionTypeRegex;
+  case PartitionMethod::Flops:
+    return "flops";
+  }
+  return "";
+}
+
+llvm::StringRef stringifyPipelineSchedule(PipelineSchedule schedule) {
+  switch (schedule) {
+  case PipelineSchedule::OneFOneB:
+    return "1f1b";
+  case PipelineSchedule::GPipe:
+    return "gpipe";
+  case PipelineSchedule::Interleaved:
+    return "interleaved";
   }
   return "";
 }
@@ -175,6 +189,8 @@ json toJson(const Config &c) {
   j["pipeline"] = {
       {"stages", p.stages},
       {"partition_method", stringifyPartitionMethod(p)},
+      {"schedule", stringifyPipelineSchedule(p.schedule).str()},
+      {"virtual_stages", p.virtualStages},
       {"activation_checkpoint_interval", p.activationCheckpointInterval},
       {"micro_batches", p.microBatches}};
 
@@ -277,8 +293,13 @@ std::string summarize(const Config &c) {
          num(c.gradientPredivideFactor) + " after");
   if (c.pipeline.stages > 1)
     line("pipeline: " + std::to_string(c.pipeline.stages) +
-         " stages, partition " + stringifyPartitionMethod(c.pipeline) + ", " +
-         std::to_string(c.pipeline.microBatches) + " micro-batches");
+         " stages, partition " + stringifyPartitionMethod(c.pipeline) +
+         ", schedule " + stringifyPipelineSchedule(c.pipeline.schedule).str() +
+         (c.pipeline.virtualStages > 1
+              ? " x " + std::to_string(c.pipeline.virtualStages) +
+                    " virtual stages"
+              : std::string()) +
+         ", " + std::to_string(c.pipeline.microBatches) + " micro-batches");
   if (c.moe.enabled)
     line("moe: " + std::to_string(c.moe.numExperts) + " experts, top-" +
          std::to_string(c.moe.k) + ", ep_size " + std::to_string(c.moe.epSize) +

@@ -64,9 +64,14 @@ llvm::Error DataFeeder::plan(const StepManifest &manifest,
       sequence = p.shape[2];
     }
   }
+  // The vocabulary: the token embedding's rows, or the classes of the
+  // loss (a pipeline's last stage may hold no embedding). Every stage must
+  // draw the same synthetic tokens.
   int64_t modelVocab = 0;
   if (std::optional<size_t> wte = manifest.find(ArgSpec::Param, "wte.weight"))
     modelVocab = manifest.args[*wte].wholeShape()[0];
+  else if (manifest.crossEntropyClasses > 0)
+    modelVocab = manifest.crossEntropyClasses;
   if (data && sequence)
     if (llvm::Error err = data->checkFits(
             sequence, modelVocab ? modelVocab : data->vocab(), dataPath))
@@ -125,17 +130,17 @@ void DataFeeder::fill(int64_t step) {
       *buffers[i].data<int64_t>() = step + 1;
       continue;
     }
-    if (p.kind != ArgSpec::Batch || p.name != "input_ids")
-      continue;
+    // Token data fills input_ids and targets together; a pipeline's first
+    // stage takes only the inputs and its last only the targets.
+    std::optional<size_t> ids = manifest->find(ArgSpec::Batch, "input_ids");
     std::optional<size_t> tgt = manifest->find(ArgSpec::Batch, "targets");
-    int64_t *in = buffers[i].data<int64_t>();
-    int64_t *out = nullptr;
-    if (tgt) {
-      out = buffers[*tgt].data<int64_t>();
-    } else {
-      scratch.resize(numElements(p.shape));
-      out = scratch.data();
-    }
+    if (p.kind != ArgSpec::Batch ||
+        (ids ? p.name != "input_ids"
+             : p.name != "targets" || p.shape.size() != 3))
+      continue;
+    scratch.resize(numElements(p.shape));
+    int64_t *in = ids ? buffers[*ids].data<int64_t>() : scratch.data();
+    int64_t *out = tgt ? buffers[*tgt].data<int64_t>() : scratch.data();
     // This rank's contiguous block of the global batch.
     int64_t first = int64_t(rank) * micro * gas;
     for (int64_t m = 0; m < gas; ++m)

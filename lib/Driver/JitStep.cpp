@@ -1,6 +1,7 @@
 //===- JitStep.cpp - Compile @train_step in memory with the JIT -----------===//
 #include "ds/Driver/JitStep.h"
 #include "ds/Driver/Artifact.h"
+#include "ds/Driver/LoadModel.h"
 #include "ds/Execution/JIT.h"
 #include "ds/Execution/JitTarget.h"
 #include "ds/Execution/ObjectCode.h"
@@ -36,34 +37,6 @@ void addStepLowering(OpPassManager &pm) {
   pm.addPass(mlir::ds::createOutlineLayers());
   pm.addPass(mlir::ds::createLowerNNToLinalg());
   pm.addPass(mlir::ds::createLowerTrainToLinalg());
-}
-
-llvm::Expected<OwningOpRef<ModuleOp>> loadModel(MLIRContext &ctx,
-                                                llvm::StringRef modelPath,
-                                                const cfg::Config &config) {
-  std::string path = modelPath.str();
-  llvm::StringRef ext = llvm::sys::path::extension(path);
-  mlir::ds::importer::ImportOptions importOptions;
-  importOptions.microBatch = config.trainMicroBatchSizePerGpu;
-  importOptions.config = &config;
-  if (ext == ".json")
-    return mlir::ds::importer::importSpecFile(ctx, path, importOptions);
-  if (ext == ".pt")
-    return mlir::ds::importer::importTorchScriptFile(ctx, path, importOptions);
-  if (ext != ".mlir")
-    return createStringError("%s: unknown model format '%s'; give a .json "
-                             "model spec, a .mlir model contract or a "
-                             "TorchScript .pt",
-                             path.c_str(), ext.str().c_str());
-  std::string diag;
-  llvm::raw_string_ostream diagOs(diag);
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOs);
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(path, sourceMgr, &ctx);
-  if (!module)
-    return createStringError(diag.empty() ? path + ": cannot parse" : diag);
-  return module;
 }
 
 InitKind initKindOf(nn::InitKind kind) {
@@ -207,8 +180,14 @@ struct BuiltStep {
   StepManifest manifest;
 };
 
+/// The pipeline stage `rank` runs: ranks stage * dp .. stage * dp + dp - 1
+/// (DeepSpeed's PipeDataParallelTopology); 0 without a pipeline.
+int64_t stageOfRank(const cfg::Config &config, int64_t rank) {
+  return config.pipeline.stages > 1 ? rank / config.dpSize : 0;
+}
+
 llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
-                                    const DumpFn &dump) {
+                                    const DumpFn &dump, int64_t stage) {
   const cfg::Config &config = *request.config;
   DialectRegistry registry;
   mlir::ds::exec::registerRunnerDependencies(registry);
@@ -231,7 +210,7 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
     llvm::SourceMgr sourceMgr;
     SourceMgrDiagnosticHandler handler(sourceMgr, built.ctx.get(), diagOs);
     PassManager pm(built.ctx.get());
-    if (llvm::Error err = mlir::ds::buildTrainingPipeline(pm, config))
+    if (llvm::Error err = mlir::ds::buildTrainingPipeline(pm, config, stage))
       return std::move(err);
     if (failed(pm.run(*built.module)))
       return createStringError("building the training step failed:\n" + diag);
@@ -285,7 +264,8 @@ mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump) {
 namespace ds::driver {
 llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
   DumpFn dump = dumpInto(request.dumpIRDir);
-  auto built = buildStep(request, dump);
+  auto built =
+      buildStep(request, dump, stageOfRank(*request.config, request.rank));
   if (!built)
     return built.takeError();
   // Lower and JIT everything at once: the step is the hot path.
@@ -320,29 +300,45 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
     return createStringError("%s: cannot copy into %s: %s",
                              request.configPath.c_str(), request.dir.c_str(),
                              ec.message().c_str());
-  DumpFn dump = dumpInto(request.writeIR ? request.dir + "/ir" : "");
-  auto built = buildStep(request.step, dump);
-  if (!built)
-    return built.takeError();
-
-  // Every rank of the data-parallel group runs the same program.
-  ArtifactProgram program;
-  program.object = "train_step.so";
-  for (int64_t r = 0; r < request.step.worldSize; ++r)
-    program.ranks.push_back(r);
+  // One program per pipeline stage; every rank of a stage's data-parallel
+  // group runs the same one.
+  const cfg::Config &config = *request.step.config;
+  int64_t stages = config.pipeline.stages;
+  std::vector<ArtifactProgram> programs;
   mlir::ds::exec::ObjectCodeTimes times;
-  auto lowered = mlir::ds::exec::compileSharedObject(
-      *built->module, stepRunnerOptions(dump), *target,
-      request.dir + "/" + program.object, &times);
-  if (!lowered)
-    return lowered.takeError();
-  if (lowered->functions.size() != 1)
-    return createStringError("the lowered step has %zu entry points, not 1",
-                             lowered->functions.size());
-  program.signature = lowered->functions.front();
-  program.step = std::move(built->manifest);
-  program.step.blasCallSites = lowered->blasCallSites;
-  program.step.workspaceBytes = program.signature.workspaceBytes;
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    std::string irDir = request.writeIR ? request.dir + "/ir" : "";
+    if (stages > 1 && !irDir.empty())
+      irDir += "/stage" + std::to_string(stage);
+    DumpFn dump = dumpInto(irDir);
+    auto built = buildStep(request.step, dump, stage);
+    if (!built)
+      return built.takeError();
+    ArtifactProgram program;
+    program.object = stages > 1
+                         ? "train_step.stage" + std::to_string(stage) + ".so"
+                         : "train_step.so";
+    for (int64_t r = 0; r < request.step.worldSize; ++r)
+      if (stageOfRank(config, r) == stage)
+        program.ranks.push_back(r);
+    mlir::ds::exec::ObjectCodeTimes stageTimes;
+    auto lowered = mlir::ds::exec::compileSharedObject(
+        *built->module, stepRunnerOptions(dump), *target,
+        request.dir + "/" + program.object, &stageTimes);
+    if (!lowered)
+      return lowered.takeError();
+    if (lowered->functions.size() != 1)
+      return createStringError("the lowered step has %zu entry points, not 1",
+                               lowered->functions.size());
+    times.mlirSeconds += stageTimes.mlirSeconds;
+    times.llvmSeconds += stageTimes.llvmSeconds;
+    times.linkSeconds += stageTimes.linkSeconds;
+    program.signature = lowered->functions.front();
+    program.step = std::move(built->manifest);
+    program.step.blasCallSites = lowered->blasCallSites;
+    program.step.workspaceBytes = program.signature.workspaceBytes;
+    programs.push_back(std::move(program));
+  }
 
   ArtifactManifest manifest;
   manifest.dsVersion = dsVersion().str();
@@ -353,7 +349,7 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
   manifest.modelPath = request.step.modelPath;
   manifest.modelHash = *modelHash;
   manifest.config = cfg::toJson(*request.step.config);
-  manifest.programs.push_back(std::move(program));
+  manifest.programs = std::move(programs);
   if (llvm::Error err = writeArtifactManifest(manifest, request.dir))
     return err;
   if (!request.quiet)

@@ -34,6 +34,8 @@ StepLoop::StepLoop(const StepManifest &manifest, const TrainOptions &options,
                    const cfg::Config &config, int rank, MetricsWriter metrics)
     : manifest(&manifest), options(&options), config(&config), rank(rank),
       talk(rank == 0 && !options.quiet), metrics(std::move(metrics)) {
+  if (config.pipeline.stages > 1)
+    stage = rank / config.dpSize;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     if (manifest.args[i].kind != ArgSpec::State)
       continue;
@@ -103,6 +105,7 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
       return err;
     StepReport r;
     r.commMs = dsrt_comm_seconds() * 1000.0;
+    r.bubbleMs = dsrt_p2p_seconds() * 1000.0;
     // The new parameters and state become the next step's inputs.
     store.swap();
     store.bind(args, results);
@@ -160,6 +163,11 @@ void StepLoop::report(int64_t s, const StepReport &r, const StateStore &store,
       {"comm_ms", r.commMs},
       {"model_state_bytes", modelStateBytes},
       {"rank", int64_t(rank)}};
+  if (stage) {
+    // A pipeline stage: which one, and its wait on its neighbours.
+    fields.push_back({"stage", *stage});
+    fields.push_back({"bubble_ms", r.bubbleMs});
+  }
   if (scaleArg) {
     fields.push_back(
         {"loss_scale", double(*store.current(*scaleArg).data<float>())});

@@ -47,9 +47,11 @@ llvm::Error startCommunication(const TrainOptions &options) {
   return llvm::Error::success();
 }
 
-/// Every rank must run the same program: compare the start-up hash before
-/// anything waits on anything else.
-llvm::Error agreeOnStep(uint64_t hash, int rank, int worldSize) {
+/// Every rank of a pipeline stage (every rank, without a pipeline) must run
+/// the same program: compare the start-up hash before anything waits on
+/// anything else.
+llvm::Error agreeOnStep(uint64_t hash, int rank, int worldSize,
+                        int64_t ranksPerProgram) {
   if (worldSize < 2)
     return llvm::Error::success();
   int64_t mine = int64_t(hash);
@@ -57,13 +59,14 @@ llvm::Error agreeOnStep(uint64_t hash, int rank, int worldSize) {
   if (dsrt_all_gather(dsrt_comm_world(), &mine, all.data(), worldSize,
                       DSRT_I64) != 0)
     return createStringError("start-up check: %s", dsrt_last_error());
-  for (int r = 0; r < worldSize; ++r)
+  int64_t first = rank / ranksPerProgram * ranksPerProgram;
+  for (int64_t r = first; r < first + ranksPerProgram && r < worldSize; ++r)
     if (all[r] != mine)
       return createStringError(
-          "rank %d compiled a different training step than rank %d: the "
+          "rank %lld compiled a different training step than rank %d: the "
           "model, the config or the ds build differ between ranks; give "
           "every rank the same files and binaries",
-          r, rank);
+          (long long)r, rank);
   return llvm::Error::success();
 }
 
@@ -100,6 +103,17 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     return createStringError("--steps must be >= 1, got %lld",
                              (long long)options.steps);
 
+  if (config->pipeline.stages > 1 &&
+      (!options.saveDir.empty() || !options.loadDir.empty() ||
+       !options.saveWeights.empty()))
+    return createStringError(
+        "pipeline.stages %lld with --%s: ds does not save or load pipeline "
+        "checkpoints or weights yet (each stage holds only its layers); "
+        "train without it or use one stage",
+        (long long)config->pipeline.stages,
+        !options.saveDir.empty()
+            ? "save"
+            : (!options.loadDir.empty() ? "load" : "save-weights"));
   // --load: the checkpoint's seed and data position apply before anything
   // draws from them; --save: a bad directory fails before the compile.
   auto checkpointer = Checkpointer::open(options, *config, worldSize, rank);
@@ -120,8 +134,12 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   request.worldSize = worldSize;
   request.rank = rank;
   request.dumpIRDir = options.dumpIRDir;
+  // A pipeline runs one program per stage, on that stage's dp ranks.
+  const bool pipelined = config->pipeline.stages > 1;
+  const int64_t ranksPerProgram = pipelined ? config->dpSize : worldSize;
+  const int dpRank = pipelined ? int(rank % config->dpSize) : rank;
   request.agreeOnStep = [&](uint64_t hash) {
-    return agreeOnStep(hash, rank, worldSize);
+    return agreeOnStep(hash, rank, worldSize, ranksPerProgram);
   };
   request.beforeCodegen = [&](const StepManifest &manifest) -> llvm::Error {
     std::optional<uint64_t> seedOption = checkpointer->seedOption();
@@ -143,10 +161,10 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   double compileS =
       std::chrono::duration<double>(Clock::now() - compileStart).count();
 
-  StateStore store(manifest, rank);
+  StateStore store(manifest, dpRank);
   if (llvm::Error err = store.initialize(seed, options.initFrom))
     return err;
-  if (llvm::Error err = feeder->initialize(manifest, seed, rank))
+  if (llvm::Error err = feeder->initialize(manifest, seed, dpRank))
     return err;
   store.restore(restored);
   auto loop = StepLoop::create(manifest, options, *config, rank);

@@ -15,10 +15,34 @@ using namespace mlir::ds;
 namespace cfg = ::ds::config;
 
 llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
-                                            const cfg::Config &config) {
+                                            const cfg::Config &config,
+                                            int64_t stage) {
   if (config.fp16.enabled && config.bf16.enabled)
     return llvm::createStringError(
         "fp16.enabled and bf16.enabled are both true; pick one precision");
+  const cfg::PipelineConfig &pipe = config.pipeline;
+  bool pipelined = pipe.stages > 1;
+  if (stage < 0 || stage >= pipe.stages)
+    return llvm::createStringError(
+        "pipeline stage " + std::to_string(stage) + " is not one of the " +
+        std::to_string(pipe.stages) + " stages of pipeline.stages");
+  if (pipelined && (config.fp16.enabled || config.bf16.enabled))
+    return llvm::createStringError(
+        "pipeline.stages " + std::to_string(pipe.stages) + " with " +
+        (config.fp16.enabled ? "fp16" : "bf16") +
+        ": ds does not build mixed precision into pipeline stages yet; train "
+        "the pipeline in fp32 or use one stage");
+  if (pipelined && config.dpSize > 1)
+    return llvm::createStringError(
+        "pipeline.stages " + std::to_string(pipe.stages) +
+        " with data-parallel size " + std::to_string(config.dpSize) +
+        ": ds does not combine pipeline and data parallelism yet; run " +
+        std::to_string(pipe.stages) + " ranks (one per stage)");
+  if (pipelined && pipe.activationCheckpointInterval > 0)
+    return llvm::createStringError(
+        "pipeline.activation_checkpoint_interval " +
+        std::to_string(pipe.activationCheckpointInterval) +
+        ": ds does not recompute activations yet; set it to 0");
 
   pm.addPass(createVerifyModelContract());
   if (config.fp16.enabled || config.bf16.enabled) {
@@ -28,12 +52,28 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     precision.lossScale = config.fp16.enabled;
     pm.addPass(createMixedPrecision(precision));
   }
+  if (pipelined) {
+    // Only this stage's layers from here on: the autodiff, the step and
+    // everything below see one stage.
+    PipelineSplitOptions split;
+    split.stages = pipe.stages;
+    split.stage = stage;
+    split.partition = cfg::stringifyPartitionMethod(pipe);
+    pm.addPass(createPipelineSplit(split));
+  }
   pm.addPass(createAutodiff());
 
-  AccumulateGradsOptions accumulate;
-  accumulate.steps = config.gradientAccumulationSteps;
-  pm.addPass(createAccumulateGrads(accumulate));
-
+  if (pipelined) {
+    PipelineScheduleOptions schedule;
+    schedule.schedule = cfg::stringifyPipelineSchedule(pipe.schedule).str();
+    schedule.microBatches = config.gradientAccumulationSteps;
+    schedule.dpSize = config.dpSize;
+    pm.addPass(createPipelineSchedule(schedule));
+  } else {
+    AccumulateGradsOptions accumulate;
+    accumulate.steps = config.gradientAccumulationSteps;
+    pm.addPass(createAccumulateGrads(accumulate));
+  }
   ClipGradsOptions clip;
   clip.maxNorm = config.gradientClipping;
   pm.addPass(createClipGrads(clip));
@@ -108,6 +148,10 @@ struct TrainingPipelineOptions
       *this, "world-size",
       llvm::cl::desc("ranks the batch triangle is resolved against"),
       llvm::cl::init(1)};
+  Option<int64_t> stage{
+      *this, "stage",
+      llvm::cl::desc("the pipeline stage to build (with pipeline.stages > 1)"),
+      llvm::cl::init(0)};
 };
 } // namespace
 
@@ -128,7 +172,7 @@ void mlir::ds::registerTrainingPipeline() {
             cfg::loadConfig(options.config, {options.worldSize});
         if (!config)
           return errorHandler(llvm::toString(config.takeError()));
-        if (llvm::Error err = buildTrainingPipeline(pm, *config))
+        if (llvm::Error err = buildTrainingPipeline(pm, *config, options.stage))
           return errorHandler(llvm::toString(std::move(err)));
         return success();
       },

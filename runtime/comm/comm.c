@@ -27,6 +27,9 @@ static dsrt_comm *groups; /* every live group, world and grid ones too */
 static int grid_ndims;
 static dsrt_comm *grid_groups[1u << DSRT_GRID_MAX_DIMS];
 static _Thread_local double comm_seconds;
+/* The part of comm_seconds spent in blocking point-to-point sends and
+ * receives: a pipeline stage's wait on its neighbours. */
+static _Thread_local double p2p_seconds;
 static int deterministic; /* dsrt_comm_set_deterministic */
 
 static double now(void) {
@@ -763,7 +766,9 @@ int dsrt_send(dsrt_comm *comm, const void *buf, int64_t count, int dtype,
   dsrt_request *req;
   int status =
       start_send("dsrt_send", comm, buf, count, dtype, peer, tag, &req);
-  return finish(status, req, t0);
+  status = finish(status, req, t0);
+  p2p_seconds += now() - t0;
+  return status;
 }
 
 int dsrt_recv(dsrt_comm *comm, void *buf, int64_t count, int dtype, int peer,
@@ -772,7 +777,9 @@ int dsrt_recv(dsrt_comm *comm, void *buf, int64_t count, int dtype, int peer,
   dsrt_request *req;
   int status =
       start_recv("dsrt_recv", comm, buf, count, dtype, peer, tag, &req);
-  return finish(status, req, t0);
+  status = finish(status, req, t0);
+  p2p_seconds += now() - t0;
+  return status;
 }
 
 int dsrt_barrier(dsrt_comm *comm) {
@@ -885,4 +892,9 @@ int dsrt_comm_deterministic(void) { return deterministic; }
 
 double dsrt_comm_seconds(void) { return comm_seconds; }
 
-void dsrt_comm_seconds_reset(void) { comm_seconds = 0; }
+double dsrt_p2p_seconds(void) { return p2p_seconds; }
+
+void dsrt_comm_seconds_reset(void) {
+  comm_seconds = 0;
+  p2p_seconds = 0;
+}

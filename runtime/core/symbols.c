@@ -63,6 +63,7 @@ static const dsrt_symbol symbols[] = {
     DSRT_SYMBOL(dsrt_comm_set_deterministic),
     DSRT_SYMBOL(dsrt_comm_deterministic),
     DSRT_SYMBOL(dsrt_comm_seconds),
+    DSRT_SYMBOL(dsrt_p2p_seconds),
     DSRT_SYMBOL(dsrt_comm_seconds_reset),
     DSRT_SYMBOL(dsrt_symbol_table),
 };

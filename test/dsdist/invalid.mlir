@@ -3,7 +3,7 @@
 // One case per dsdist verifier message (the pipeline schedule's are in
 // pipeline_schedule.mlir).
 
-// expected-error @+1 {{unknown attribute 'dsdist.gird'; the dsdist dialect defines only 'dsdist.grid'}}
+// expected-error @+1 {{unknown attribute 'dsdist.gird'; the dsdist dialect defines 'dsdist.grid' and 'dsdist.pipeline'}}
 module attributes {dsdist.gird = #dsdist.grid<dp = 2>} {}
 
 // -----

@@ -2,7 +2,8 @@
 //
 // Without arguments: the versions of ds and of every library it uses, and
 // which collective backends this machine could run. With --config: the
-// resolved ds_config.json (--json for the machine-readable form).
+// resolved ds_config.json (--json for the machine-readable form); with
+// --model as well, the model's pipeline partition and schedules.
 //
 // Optional libraries (NCCL, the CUDA driver) are probed with dlopen so that
 // the report works on machines without them, the same way libdsrt will load
@@ -10,9 +11,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PipelineReport.h"
+
 #include "ds/Config/Config.h"
 #include "ds/Driver/CompileCache.h"
 #include "ds/Execution/JitTarget.h"
+#include "ds/Import/Import.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -41,6 +45,11 @@ namespace cl = llvm::cl;
 static cl::opt<std::string>
     configPath("config", cl::desc("ds_config.json to resolve and print"),
                cl::value_desc("file"));
+static cl::opt<std::string> modelPath(
+    "model",
+    cl::desc("with --config: also report the model's pipeline layers, their "
+             "partition into stages and each stage's schedule"),
+    cl::value_desc("file"));
 static cl::opt<int64_t>
     worldSize("world-size",
               cl::desc("number of ranks to resolve the config for"),
@@ -241,7 +250,11 @@ void printVersions() {
        << "\n";
   bool haveGpu = cuda.problem.empty() && cuda.devices > 0;
 
-  os << "LibTorch: not linked\n";
+  os << "LibTorch: "
+     << (mlir::ds::importer::haveTorchScriptImport()
+             ? "linked (TorchScript .pt import)"
+             : "not linked (no .pt import)")
+     << "\n";
   printBlas(os);
 
   // What the runtime could use here. libdsrt is not built yet, so this is a
@@ -280,6 +293,11 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (configPath.empty()) {
+    if (!modelPath.empty()) {
+      llvm::errs() << "error: --model needs --config FILE (the partition and "
+                      "the schedule come from its pipeline section)\n";
+      return 1;
+    }
     if (printJson) {
       llvm::errs() << "error: --json needs --config FILE\n";
       return 1;
@@ -296,9 +314,24 @@ int main(int argc, char **argv) {
     llvm::errs() << "error: " << llvm::toString(config.takeError()) << "\n";
     return 1;
   }
-  if (printJson)
-    llvm::outs() << ds::config::toJson(*config).dump(2) << "\n";
-  else
+  std::optional<PipelineReport> pipeline;
+  if (!modelPath.empty()) {
+    llvm::Expected<PipelineReport> report = reportPipeline(modelPath, *config);
+    if (!report) {
+      llvm::errs() << "error: " << llvm::toString(report.takeError()) << "\n";
+      return 1;
+    }
+    pipeline = std::move(*report);
+  }
+  if (printJson) {
+    nlohmann::json j = ds::config::toJson(*config);
+    if (pipeline)
+      addToJson(*pipeline, j["pipeline"]);
+    llvm::outs() << j.dump(2) << "\n";
+  } else {
     llvm::outs() << ds::config::summarize(*config);
+    if (pipeline)
+      llvm::outs() << summarize(*pipeline, *config);
+  }
   return 0;
 }

@@ -765,14 +765,48 @@ TEST(ConfigPipeline, PartitionMethods) {
   Config c = parseOk(withBatch(
       R"js("pipeline": {"partition_method": "type:Transformer(Block|Layer)"})js"));
   EXPECT_EQ(c.pipeline.partitionMethod, PartitionMethod::Type);
-  EXPECT_EQ(c.pipeline.partitionTypeRegex, "Transformer(Block|Layer)");
+  // DeepSpeed lower-cases the whole method string, the regex included.
+  EXPECT_EQ(c.pipeline.partitionTypeRegex, "transformer(block|layer)");
+  // ... and keeps the text between the first and a second colon.
+  EXPECT_EQ(
+      parseOk(withBatch(
+                  R"("pipeline": {"partition_method": "TYPE:Block:ignored"})"))
+          .pipeline.partitionTypeRegex,
+      "block");
+  EXPECT_EQ(parseOk(withBatch(R"("pipeline": {"partition_method": "flops"})"))
+                .pipeline.partitionMethod,
+            PartitionMethod::Flops);
   EXPECT_EQ(parseOk(withBatch(R"("pipeline": {"partition_method": "Uniform"})"))
                 .pipeline.partitionMethod,
             PartitionMethod::Uniform);
   EXPECT_EQ(
       parseError(withBatch(R"("pipeline": {"partition_method": "best"})")),
-      "pipeline.partition_method: must be \"parameters\", \"uniform\" "
-      "or \"type:REGEX\", got \"best\"");
+      "pipeline.partition_method: must be \"parameters\", \"uniform\", "
+      "\"flops\" or \"type:REGEX\", got \"best\"");
+}
+
+TEST(ConfigPipeline, Schedules) {
+  Config c = parseOk(withBatch(R"("pipeline": {"stages": 1})"));
+  EXPECT_EQ(c.pipeline.schedule, PipelineSchedule::OneFOneB);
+  EXPECT_EQ(c.pipeline.virtualStages, 1);
+  EXPECT_EQ(parseOk(withBatch(R"("pipeline": {"schedule": "gpipe"})"))
+                .pipeline.schedule,
+            PipelineSchedule::GPipe);
+  Config interleaved = parseOk(withBatch(
+      R"("pipeline": {"schedule": "interleaved", "virtual_stages": 2})"));
+  EXPECT_EQ(interleaved.pipeline.schedule, PipelineSchedule::Interleaved);
+  EXPECT_EQ(interleaved.pipeline.virtualStages, 2);
+  EXPECT_EQ(
+      parseError(withBatch(R"("pipeline": {"schedule": "zb-h1"})")),
+      "pipeline.schedule: must be \"1f1b\", \"gpipe\" or \"interleaved\", "
+      "got \"zb-h1\"");
+  EXPECT_EQ(parseError(withBatch(R"("pipeline": {"schedule": "interleaved"})")),
+            "pipeline.virtual_stages: 1, but the interleaved schedule runs at "
+            "least 2 model chunks per stage; set virtual_stages to 2 or more");
+  EXPECT_EQ(parseError(withBatch(R"("pipeline": {"virtual_stages": 2})")),
+            "pipeline.virtual_stages: 2 needs \"schedule\": "
+            "\"interleaved\"; the 1f1b schedule runs one model chunk per "
+            "stage");
 }
 
 TEST(ConfigPipeline, InvalidTypeRegex) {

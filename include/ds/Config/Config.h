@@ -124,14 +124,23 @@ struct SchedulerConfig {
   double decayMomRate = 0;
 };
 
-enum class PartitionMethod { Parameters, Uniform, Type };
+/// How layers are cut into stages: DeepSpeed's three methods, and "flops"
+/// (the compiler's per-layer FLOP count, minimizing the slowest stage).
+enum class PartitionMethod { Parameters, Uniform, Type, Flops };
+
+/// The order in which a stage runs its micro-batches' forwards and backwards.
+enum class PipelineSchedule { OneFOneB, GPipe, Interleaved };
 
 struct PipelineConfig {
   int64_t stages = 1;
   PartitionMethod partitionMethod = PartitionMethod::Parameters;
-  /// The regex of "type:REGEX" (matched case-insensitively against layer
-  /// type names); empty otherwise.
+  /// The regex of "type:REGEX", as DeepSpeed uses it: lower-cased with the
+  /// rest of the method string, cut at a second colon, and matched
+  /// case-insensitively anywhere in the layer type; empty otherwise.
   std::string partitionTypeRegex;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  /// Model chunks per stage; above 1 only with the interleaved schedule.
+  int64_t virtualStages = 1;
   int64_t activationCheckpointInterval = 0;
   /// Micro-batches per step; always gradient_accumulation_steps.
   int64_t microBatches = 1;
@@ -213,8 +222,14 @@ std::string summarize(const Config &config);
 llvm::StringRef stringifyOptimizerType(OptimizerType type);
 llvm::StringRef stringifySchedulerType(SchedulerType type);
 llvm::StringRef stringifyWarmupType(WarmupType type);
-/// "parameters", "uniform" or "type:REGEX".
+/// Sets `pipeline`'s partition method from a `partition_method` string;
+/// the error names what is wrong (without the key path).
+llvm::Error parsePartitionMethod(llvm::StringRef method,
+                                 PipelineConfig &pipeline);
+/// "parameters", "uniform", "flops" or "type:REGEX".
 std::string stringifyPartitionMethod(const PipelineConfig &pipeline);
+/// "1f1b", "gpipe" or "interleaved".
+llvm::StringRef stringifyPipelineSchedule(PipelineSchedule schedule);
 
 } // namespace ds::config
 

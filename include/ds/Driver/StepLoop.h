@@ -50,7 +50,7 @@ private:
   /// What one step reported.
   struct StepReport {
     float loss = 0, lr = 0, gradNorm = 0;
-    double stepMs = 0, commMs = 0, tokensPerS = 0;
+    double stepMs = 0, commMs = 0, bubbleMs = 0, tokensPerS = 0;
     bool skipped = false;
   };
   StepLoop(const StepManifest &manifest, const TrainOptions &options,
@@ -70,6 +70,8 @@ private:
   /// skipped step's non-finite loss is the overflow it skipped, not
   /// divergence.
   std::optional<size_t> scaleArg, skippedArg, hysteresisArg;
+  /// This rank's pipeline stage, when the step is one.
+  std::optional<int64_t> stage;
 };
 
 } // namespace ds::driver

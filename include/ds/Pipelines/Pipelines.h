@@ -14,12 +14,15 @@ namespace mlir::ds {
 
 /// Model contract -> step contract, as `config` asks: verify the model,
 /// ds-autodiff, ds-accumulate-grads, ds-clip-grads, ds-optimizer,
-/// ds-lr-schedule, verify the step. Runs on a module. Fails for settings
-/// the training phase does not implement yet (fp16/bf16), naming the key.
+/// ds-lr-schedule, verify the step, ds-zero. With pipeline.stages > 1 the
+/// step is pipeline stage `stage`'s: ds-pipeline-split before the autodiff
+/// and ds-pipeline-schedule in place of ds-accumulate-grads. Fails for
+/// settings the training phase does not implement yet, naming the key.
 llvm::Error buildTrainingPipeline(OpPassManager &pm,
-                                  const ::ds::config::Config &config);
+                                  const ::ds::config::Config &config,
+                                  int64_t stage = 0);
 
-/// Registers `ds-training-pipeline{config=FILE world-size=N}`.
+/// Registers `ds-training-pipeline{config=FILE world-size=N stage=S}`.
 void registerTrainingPipeline();
 
 } // namespace mlir::ds

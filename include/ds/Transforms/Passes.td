@@ -194,6 +194,11 @@ def ClipGrads : Pass<"ds-clip-grads", "mlir::ModuleOp"> {
       %c:2, %norm = dstrain.clip_grad_norm %g0, %g1 max_norm 1.0
           : tensor<4x8xf32>, tensor<4xf32>
       return %loss, %c#0, %c#1, %norm : ...
+
+    On a pipeline stage (`dsdist.pipeline`) the norm is the whole model's:
+    each stage's sum of squares (a weight two stages hold counted by the
+    first), all-reduced over `"pp"`, then the square root, given to the
+    clip as its `norm`.
   }];
   let options = [
     Option<"maxNorm", "max-norm", "double", "0.0",
@@ -201,7 +206,10 @@ def ClipGrads : Pass<"ds-clip-grads", "mlir::ModuleOp"> {
     Option<"entry", "entry", "std::string", "\"train_step\"",
            "the step function">,
   ];
-  let dependentDialects = ["::mlir::ds::train::TrainDialect"];
+  let dependentDialects = ["::mlir::ds::train::TrainDialect",
+                           "::mlir::ds::dist::DistDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def Optimizer : Pass<"ds-optimizer", "mlir::ModuleOp"> {
@@ -400,6 +408,115 @@ def VerifyStepContract : Pass<"ds-verify-step-contract", "mlir::ModuleOp"> {
 //===----------------------------------------------------------------------===//
 // Distribution phase
 //===----------------------------------------------------------------------===//
+
+def PipelineSplit : Pass<"ds-pipeline-split", "mlir::ModuleOp"> {
+  let summary = "Keep one pipeline stage's layers of the model contract";
+  let description = [{
+    Cuts the model contract's layer list (its top-level `dsnn.layer`s, then
+    the head: the ops after the last layer that read a parameter) into
+    `stages` contiguous stages with `partition` (DeepSpeed's `uniform`,
+    `parameters`, `type:REGEX`, or `flops`; docs/pipeline.md), and rewrites
+    `@forward` into stage `stage`'s part of it. Every rank compiles only its
+    own stage.
+
+    - Ops outside layers run with the layer after them; the ops after the
+      last layer run on the last stage. Constants are copied into every
+      stage that reads them.
+    - The stage takes only the parameters and batch arguments its ops read
+      (a tied weight is an argument of every stage that uses it), and, after
+      the parameters, one argument `{dsdist.pipe_input = i}` per value the
+      previous stage computes and it reads.
+    - The last stage returns the loss; the others return the values the
+      next stage reads, each marked `{dsdist.pipe_output = i}`. A value that
+      skips a stage is an error: activations pass between neighbours only.
+
+    The module records `dsdist.pipeline = {stage = s, stages = p}`. With
+    one stage the pass does nothing.
+
+      func.func @forward(%wte {dsnn.param = ...}, ..., %ids {dsnn.batch = "input_ids"}, ...)
+          -> tensor<f32>
+    becomes, for stage 0 of 2,
+      func.func @forward(%wte {dsnn.param = ...}, ..., %ids {dsnn.batch = "input_ids"})
+          -> (tensor<4x64x128xf32> {dsdist.pipe_output = 0 : i64})
+  }];
+  let options = [
+    Option<"stages", "stages", "int64_t", "1", "pipeline stages">,
+    Option<"stage", "stage", "int64_t", "0", "the stage to keep (0-based)">,
+    Option<"partition", "partition", "std::string", "\"parameters\"",
+           "partition_method: parameters, uniform, flops or type:REGEX">,
+    Option<"entry", "entry", "std::string", "\"forward\"",
+           "the model-contract function">,
+  ];
+  let statistics = [
+    Statistic<"numLayers", "layers", "layers the stage keeps">,
+    Statistic<"numParams", "params", "parameter arguments the stage keeps">,
+    Statistic<"numInputs", "pipe-inputs", "values received from the previous stage">,
+    Statistic<"numOutputs", "pipe-outputs", "values sent to the next stage">,
+  ];
+  let dependentDialects = ["::mlir::ds::dist::DistDialect"];
+}
+
+def PipelineSchedule : Pass<"ds-pipeline-schedule", "mlir::ModuleOp"> {
+  let summary = "Compile a pipeline stage's schedule into its @train_step";
+  let description = [{
+    On a stage of a split module (`dsdist.pipeline`, ds-pipeline-split) after
+    ds-autodiff, in place of ds-accumulate-grads: builds the `@train_step`
+    that runs this stage's instruction stream of `schedule` (`1f1b`, as
+    DeepSpeed's TrainSchedule, or `gpipe`) over `micro-batches`
+    micro-batches, with the same signature and results as
+    ds-accumulate-grads gives (parameters, the step counter when dropout
+    needs one, batch arguments with a leading micro-batch dim; the mean loss
+    and gradients), so clipping, the optimizer and ZeRO follow unchanged.
+
+    `@forward_backward` is cut in two by data flow: `@stage_forward`
+    computes what the stage sends on (or the loss) and returns the values
+    the backward reads as well (the saved activations of one micro-batch);
+    `@stage_backward` takes those and the output gradient and returns the
+    parameter gradients and the gradients of the pipe inputs. The step then
+    is the stream, instruction by instruction:
+
+    - `load_micro_batch`: a slice of each batch argument;
+    - `recv_activation` / `send_activation`: `dsdist.recv` / `dsdist.send`
+      over `"pp"` offset -1 / +1; `recv_grad` / `send_grad` the reverse;
+    - `forward` / `backward`: calls, with the gradients summed in micro-batch
+      order (as ds-accumulate-grads sums them);
+    - `reduce_tied_grads`: a parameter two stages read (`shared` in
+      `dsdist.pipeline`) gets the sum of both stages' gradients, added in
+      the same order on both, so the copies stay bitwise equal;
+    - `reduce_grads` and `optimizer_step` are left to ds-zero and
+      ds-optimizer.
+
+    The last stage's mean loss is broadcast over `"pp"`, so every rank
+    reports it. The module's grid becomes `pp = stages, dp = dp-size`
+    (rank = stage * dp + d). The stream is checked by the
+    `dsdist.pipeline_schedule` verifier first.
+
+      %x = dsdist.recv from "pp" offset -1 : tensor<4x64x128xf32>
+      %y:5 = func.call @stage_forward(%w0, %w1, %x) : ...
+      dsdist.send %y#0 to "pp" offset 1 : tensor<4x64x128xf32>
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "pipeline.schedule: 1f1b or gpipe">,
+    Option<"microBatches", "micro-batches", "int64_t", "1",
+           "micro-batches per step (gradient_accumulation_steps)">,
+    Option<"dpSize", "dp-size", "int64_t", "1",
+           "data-parallel ranks per stage">,
+    Option<"entry", "entry", "std::string", "\"forward_backward\"",
+           "the gradient function (ds-autodiff)">,
+    Option<"result", "result", "std::string", "\"train_step\"",
+           "the step function to build">,
+  ];
+  let statistics = [
+    Statistic<"numResiduals", "saved-values",
+              "values a micro-batch's forward saves for its backward">,
+    Statistic<"numInstrs", "instructions", "instructions of the stream">,
+  ];
+  let dependentDialects = ["::mlir::ds::dist::DistDialect",
+                           "::mlir::ds::nn::NNDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
 
 def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
   let summary = "Data parallelism and ZeRO stages 0-3 on the step contract";

@@ -79,6 +79,11 @@ inline RankedTensorType floatTensorType(Type type) {
 Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
                      double value);
 
+/// Micro-batch `index` of a batch argument `[micro-batches, ...]`: the
+/// slice without the leading dim.
+Value microBatchSlice(OpBuilder &b, Location loc, Value full,
+                      OpFoldResult index);
+
 } // namespace mlir::ds
 
 #endif // DS_TRANSFORMS_TRAINING_H

@@ -26,6 +26,21 @@ namespace mlir::ds {
 using namespace mlir;
 using namespace mlir::ds;
 
+Value mlir::ds::microBatchSlice(OpBuilder &b, Location loc, Value full,
+                                OpFoldResult index) {
+  auto type = cast<RankedTensorType>(full.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  offsets[0] = index;
+  for (int64_t d : type.getShape().drop_front())
+    sizes.push_back(b.getIndexAttr(d));
+  auto slice = RankedTensorType::get(type.getShape().drop_front(),
+                                     type.getElementType());
+  return tensor::ExtractSliceOp::create(b, loc, slice, full, offsets, sizes,
+                                        strides);
+}
+
 namespace {
 
 struct AccumulateGradsPass
@@ -127,19 +142,8 @@ struct AccumulateGradsPass
     ValueRange batch = body->getArguments().take_back(numBatch);
     auto microBatch = [&](OpBuilder &nb, Location l, OpFoldResult index) {
       SmallVector<Value> operands(params);
-      for (Value full : batch) {
-        auto type = cast<RankedTensorType>(full.getType());
-        SmallVector<OpFoldResult> offsets(type.getRank(), nb.getIndexAttr(0));
-        SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1)};
-        SmallVector<OpFoldResult> strides(type.getRank(), nb.getIndexAttr(1));
-        offsets[0] = index;
-        for (int64_t d : type.getShape().drop_front())
-          sizes.push_back(nb.getIndexAttr(d));
-        auto slice = RankedTensorType::get(type.getShape().drop_front(),
-                                           type.getElementType());
-        operands.push_back(tensor::ExtractSliceOp::create(
-            nb, l, slice, full, offsets, sizes, strides));
-      }
+      for (Value full : batch)
+        operands.push_back(microBatchSlice(nb, l, full, index));
       if (keyed) {
         // key = step · steps + micro-batch index: one per call, never reused.
         Value s = tensor::ExtractOp::create(nb, l, stepArg, ValueRange{});

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "ds/Import/Import.h"
 #include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Pipeline.h"
 #include "ds/Transforms/Training.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -21,6 +22,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace mlir::ds {
@@ -61,7 +64,13 @@ public:
   /// Appends the VJPs of `block`'s ops, last op first, at the builder's
   /// insertion point; `grads` holds the seeds and receives the cotangents.
   LogicalResult differentiate(Block &block, DenseMap<Value, Value> &grads) {
-    for (Operation &op : llvm::reverse(block.without_terminator())) {
+    // The VJPs go into this block too (before its terminator): walk a
+    // snapshot of the forward ops, or the walk would reach them.
+    SmallVector<Operation *> forwardOps;
+    for (Operation &op : block.without_terminator())
+      forwardOps.push_back(&op);
+    for (Operation *opPtr : llvm::reverse(forwardOps)) {
+      Operation &op = *opPtr;
       SmallVector<Value> resultGrads;
       for (Value r : op.getResults())
         resultGrads.push_back(grads.lookup(r));
@@ -332,14 +341,25 @@ static void keyDropouts(func::FuncOp fn) {
 FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
                                                        StringRef name,
                                                        AutodiffStats *stats) {
-  if (forward.isExternal() || forward.getNumResults() != 1 ||
-      !isa<RankedTensorType>(forward.getResultTypes()[0]) ||
-      cast<RankedTensorType>(forward.getResultTypes()[0]).getRank() != 0 ||
-      !isFloatTensor(forward.getBody().front().getTerminator()->getOperand(0)))
+  // A pipeline stage other than the last returns the activations it sends
+  // on instead of the loss; their cotangents come in as arguments.
+  bool stageOutputs =
+      !forward.isExternal() && forward.getNumResults() > 0 &&
+      llvm::all_of(llvm::seq(forward.getNumResults()), [&](unsigned i) {
+        return forward.getResultAttr(i, pipeline::kPipeOutputAttrName);
+      });
+  if (forward.isExternal() ||
+      (!stageOutputs &&
+       (forward.getNumResults() != 1 ||
+        !isa<RankedTensorType>(forward.getResultTypes()[0]) ||
+        cast<RankedTensorType>(forward.getResultTypes()[0]).getRank() != 0 ||
+        !isFloatTensor(
+            forward.getBody().front().getTerminator()->getOperand(0)))))
     return forward.emitError()
            << "autodiff: @" << forward.getName()
            << " must have a body and return one scalar float loss (the model "
-              "contract; run ds-verify-model-contract)";
+              "contract; run ds-verify-model-contract), or a pipeline "
+              "stage's activations (ds-pipeline-split)";
   auto module = forward->getParentOfType<ModuleOp>();
   // A declaration (a test harness or driver calling the gradient function
   // before it exists) is replaced by the definition.
@@ -355,26 +375,48 @@ FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
   auto fn = cast<func::FuncOp>(moduleBuilder.clone(*forward));
   fn.setName(name);
   expandMoEs(fn);
+  SmallVector<BlockArgument> seeds;
+  if (stageOutputs) {
+    for (unsigned i = 0; i < forward.getNumResults(); ++i) {
+      unsigned index = fn.getNumArguments();
+      (void)fn.insertArgument(
+          index, forward.getResultTypes()[i],
+          moduleBuilder.getDictionaryAttr(moduleBuilder.getNamedAttr(
+              pipeline::kPipeGradAttrName, moduleBuilder.getI64IntegerAttr(i))),
+          fn.getLoc());
+      seeds.push_back(fn.getArgument(index));
+    }
+    // The gradient function's results are all new; none is sent as is.
+    fn->removeAttr(fn.getResAttrsAttrName());
+  }
   keyDropouts(fn);
 
+  // Parameters get gradients, and so do a stage's pipe inputs: their
+  // cotangents go back to the previous stage.
   SmallVector<Value> params;
   for (BlockArgument arg : fn.getArguments())
-    if (fn.getArgAttr(arg.getArgNumber(), kParamAttrName))
+    if (fn.getArgAttr(arg.getArgNumber(), kParamAttrName) ||
+        fn.getArgAttr(arg.getArgNumber(), pipeline::kPipeInputAttrName))
       params.push_back(arg);
 
   Block &entry = fn.getBody().front();
   auto ret = cast<func::ReturnOp>(entry.getTerminator());
-  Value loss = ret.getOperand(0);
   OpBuilder b(ret);
   ReverseSweep sweep(b);
   sweep.computeVaried(params, entry);
 
   DenseMap<Value, Value> grads;
-  auto lossType = cast<RankedTensorType>(loss.getType());
-  auto one = DenseElementsAttr::get(
-      lossType,
-      ArrayRef<Attribute>{FloatAttr::get(lossType.getElementType(), 1.0)});
-  grads[loss] = arith::ConstantOp::create(b, loss.getLoc(), one);
+  if (stageOutputs) {
+    for (auto [output, seed] : llvm::zip(ret.getOperands(), seeds))
+      sweep.accumulate(grads, output, seed);
+  } else {
+    Value loss = ret.getOperand(0);
+    auto lossType = cast<RankedTensorType>(loss.getType());
+    auto one = DenseElementsAttr::get(
+        lossType,
+        ArrayRef<Attribute>{FloatAttr::get(lossType.getElementType(), 1.0)});
+    grads[loss] = arith::ConstantOp::create(b, loss.getLoc(), one);
+  }
   if (failed(sweep.differentiate(entry, grads))) {
     fn.erase();
     return failure();
@@ -382,7 +424,7 @@ FailureOr<func::FuncOp> mlir::ds::buildForwardBackward(func::FuncOp forward,
 
   // A parameter that does not reach the loss gets zeros, so every
   // parameter has its gradient at a fixed result position.
-  SmallVector<Value> results = {loss};
+  SmallVector<Value> results(ret.getOperands());
   for (Value p : params) {
     Value g = grads.lookup(p);
     if (!g)

@@ -8,8 +8,13 @@
 //===----------------------------------------------------------------------===//
 #include "ds/Support/ShapeCheck.h"
 #include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Pipeline.h"
 #include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
 #include "dstrain/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -25,7 +30,42 @@ using namespace mlir::ds;
 
 namespace {
 
-struct ClipGradsPass : ds::impl::ClipGradsBase<ClipGradsPass> {
+/// A pipeline stage's share of the model's gradient norm: the sum of
+/// squares of its gradients, a weight two stages hold counted by the first
+/// of them only, summed over the stages. Null outside a pipeline.
+Value stageNorm(OpBuilder &b, Location loc, ModuleOp module, func::FuncOp fn,
+                ArrayRef<Value> grads) {
+  auto info =
+      module->getAttrOfType<DictionaryAttr>(pipeline::kPipelineAttrName);
+  if (!info)
+    return Value();
+  int64_t stage = info.getAs<IntegerAttr>("stage").getInt();
+  auto shared = info.getAs<DictionaryAttr>("shared");
+  SmallVector<Value> counted;
+  for (auto [i, g] : llvm::enumerate(grads)) {
+    auto param = fn.getArgAttrOfType<nn::ParamAttr>(i, nn::kParamAttrName);
+    auto holders =
+        param && shared
+            ? dyn_cast_or_null<DenseI64ArrayAttr>(shared.get(param.getName()))
+            : DenseI64ArrayAttr();
+    if (!holders || holders[0] == stage)
+      counted.push_back(g);
+  }
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  Value partial = counted.empty()
+                      ? arith::ConstantOp::create(
+                            b, loc, cast<TypedAttr>(b.getZeroAttr(scalar)))
+                            .getResult()
+                      : train::GlobalNormOp::create(b, loc, scalar, counted,
+                                                    b.getUnitAttr())
+                            .getResult();
+  Value total = dist::AllReduceOp::create(b, loc, scalar, partial,
+                                          b.getStrArrayAttr({"pp"}),
+                                          dist::ReductionKind::sum);
+  return math::SqrtOp::create(b, loc, total);
+}
+
+struct ClipGradsPass : mlir::ds::impl::ClipGradsBase<ClipGradsPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -61,13 +101,15 @@ struct ClipGradsPass : ds::impl::ClipGradsBase<ClipGradsPass> {
     SmallVector<Value> grads(ret.getOperands().drop_front());
     auto normType = RankedTensorType::get({}, b.getF32Type());
     SmallVector<Value> results = {ret.getOperand(0)};
-    Value norm;
+    Value norm = stageNorm(b, loc, module, fn, grads);
     if (maxNorm > 0) {
       auto clip = train::ClipGradNormOp::create(
           b, loc, ValueRange(grads).getTypes(), normType, grads,
-          llvm::APFloat(static_cast<double>(maxNorm)), /*norm_in=*/Value());
+          llvm::APFloat(static_cast<double>(maxNorm)), /*norm_in=*/norm);
       llvm::append_range(results, clip.getClipped());
       norm = clip.getNorm();
+    } else if (norm) {
+      llvm::append_range(results, grads);
     } else {
       llvm::append_range(results, grads);
       norm = train::GlobalNormOp::create(b, loc, normType, grads);

@@ -307,6 +307,9 @@ DSRT_API int dsrt_check(int status, const char *what);
 /* Seconds spent inside blocking collectives and waits on this thread since
  * the last reset (for comm_ms in metrics). */
 DSRT_API double dsrt_comm_seconds(void);
+/* The part of it spent in blocking dsrt_send / dsrt_recv (a pipeline
+ * stage waiting on its neighbours: bubble_ms in metrics). Reset with it. */
+DSRT_API double dsrt_p2p_seconds(void);
 DSRT_API void dsrt_comm_seconds_reset(void);
 
 /*--- Optimizers (kernels/cpu/optim.c) -----------------------------------*/

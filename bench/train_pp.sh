@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# train_pp: pipeline-parallel training of the train_single bench GPT
+# (n_layer 4, n_embd 256, vocab 4096, fp32, AdamW) as 2 stages (1F1B, one
+# rank per stage, BENCH_THREADS (1) thread(s) each) against the ideal bound
+# of a perfect pipeline:
+#   bound(m) = one rank's tokens/s x p x m / (m + p - 1)
+# (p = 2 stages, m micro-batches of 4 per step: with the bubble of a
+# synchronous 1F1B schedule, the best two stages can do on the same work).
+#   ds:       ds-launch --num_procs 2 -- ds-train --config with
+#             pipeline.stages 2 and gradient_accumulation_steps m; rank 0's
+#             tokens_per_s (global batch x seq / step time)
+#   baseline: the same model, config and m on ONE rank (no pipeline), its
+#             tokens_per_s times p x m / (m + p - 1)
+# ratio = measured / bound (1 = the schedule's bubble is all that is lost;
+# communication and the stages' imbalance lower it). Both sides run ds's
+# kernels (OpenBLAS core on stderr) with the same threads per rank.
+# Every run drops TRAIN_PP_SKIP (3) warm-up steps and takes the median
+# tokens/s of the next TRAIN_PP_STEPS (10).
+# One JSON line per m, metric "tokens_per_s@m<m>".
+# Environment: TRAIN_PP_M ("2 4 8 16"), TRAIN_PP_SKIP, TRAIN_PP_STEPS.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/lib.sh"
+ds_train=$(ds_tool ds-train)
+ds_launch=$(ds_tool ds-launch)
+spec=$here/train_single/gpt.json
+base_config=$here/train_dp/ds_config.json
+ms=${TRAIN_PP_M:-"2 4 8 16"}
+skip=${TRAIN_PP_SKIP:-3}
+window=${TRAIN_PP_STEPS:-10}
+steps=$((skip + window))
+stages=2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# config M STAGES OUT: the bench config with m micro-batches of 4.
+config() {
+  "$PYTHON" - "$base_config" "$1" "$2" "$3" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+m, stages = int(sys.argv[2]), int(sys.argv[3])
+cfg.pop("train_batch_size", None)
+cfg["train_micro_batch_size_per_gpu"] = 4
+cfg["gradient_accumulation_steps"] = m
+cfg["pipeline"] = {"stages": stages, "schedule": "1f1b"}
+json.dump(cfg, open(sys.argv[4], "w"), indent=1)
+PY
+}
+
+# median FILE: the median tokens/s of the measured steps.
+median() {
+  "$PYTHON" - "$1" "$skip" "$window" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+skip, w = int(sys.argv[2]), int(sys.argv[3])
+assert len(rows) >= skip + w, f"{sys.argv[1]}: {len(rows)} steps"
+print(f"{statistics.median(r['tokens_per_s'] for r in rows[skip:skip + w]):.1f}")
+PY
+}
+
+for m in $ms; do
+  config "$m" 1 "$tmp/one$m.json"
+  config "$m" "$stages" "$tmp/pp$m.json"
+  "$ds_train" --model "$spec" --config "$tmp/one$m.json" --synthetic \
+    --steps "$steps" --quiet --metrics "$tmp/one$m.jsonl"
+  "$ds_launch" --num_procs "$stages" -- "$ds_train" --model "$spec" \
+    --config "$tmp/pp$m.json" --synthetic --steps "$steps" --quiet \
+    --metrics "$tmp/pp$m.jsonl"
+  one=$(median "$tmp/one$m.jsonl")
+  pp=$(median "$tmp/pp$m.jsonl")
+  bound=$("$PYTHON" -c "print($one * $stages * $m / ($m + $stages - 1))")
+  echo "m=$m: one rank $one tokens/s, 2 stages $pp tokens/s, bound $bound" >&2
+  bench_json train_pp "tokens_per_s@m$m" "$pp" "$bound" \
+    "ideal bound: one rank's tokens/s x p x m/(m+p-1), p=2, $BENCH_THREADS thread(s) per rank" 1
+done

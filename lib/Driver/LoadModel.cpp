@@ -1,0 +1,43 @@
+//===- LoadModel.cpp - A model file as the model contract -----------------===//
+#include "ds/Driver/LoadModel.h"
+#include "ds/Import/Import.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+using llvm::createStringError;
+
+namespace ds::driver {
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+loadModel(MLIRContext &ctx, llvm::StringRef modelPath,
+          const ::ds::config::Config &config) {
+  std::string path = modelPath.str();
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  mlir::ds::importer::ImportOptions importOptions;
+  importOptions.microBatch = config.trainMicroBatchSizePerGpu;
+  importOptions.config = &config;
+  if (ext == ".json")
+    return mlir::ds::importer::importSpecFile(ctx, path, importOptions);
+  if (ext == ".pt")
+    return mlir::ds::importer::importTorchScriptFile(ctx, path, importOptions);
+  if (ext != ".mlir")
+    return createStringError("%s: unknown model format '%s'; give a .json "
+                             "model spec, a .mlir model contract or a "
+                             "TorchScript .pt",
+                             path.c_str(), ext.str().c_str());
+  std::string diag;
+  llvm::raw_string_ostream diagOs(diag);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &ctx, diagOs);
+  OwningOpRef<ModuleOp> module =
+      parseSourceFile<ModuleOp>(path, sourceMgr, &ctx);
+  if (!module)
+    return createStringError(diag.empty() ? path + ": cannot parse" : diag);
+  return module;
+}
+
+} // namespace ds::driver

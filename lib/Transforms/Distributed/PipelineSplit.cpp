@@ -1,0 +1,294 @@
+//===- PipelineSplit.cpp - One pipeline stage of the model contract ------===//
+//
+// Each top-level op of @forward gets a stage: a layer its layer's stage, an
+// op outside layers the stage of the layer after it (the last stage after
+// the last layer). Stage order follows block order, so values only flow to
+// the same or a later stage; what flows to the next stage becomes a pipe
+// output there and a pipe input here.
+//
+//===----------------------------------------------------------------------===//
+#include "ds/Config/Config.h"
+#include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Pipeline.h"
+#include "dsdist/DistOps.h"
+#include "dsnn/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::ds {
+#define GEN_PASS_DEF_PIPELINESPLIT
+#include "ds/Transforms/Passes.h.inc"
+} // namespace mlir::ds
+
+using namespace mlir;
+using namespace mlir::ds;
+
+namespace {
+
+struct PipelineSplitPass
+    : mlir::ds::impl::PipelineSplitBase<PipelineSplitPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (stages < 1 || stage < 0 || stage >= stages) {
+      module.emitError() << "ds-pipeline-split: stage "
+                         << static_cast<int64_t>(stage) << " is not one of the "
+                         << static_cast<int64_t>(stages)
+                         << " stages; use 0 <= stage < stages";
+      return signalPassFailure();
+    }
+    if (stages == 1)
+      return;
+    auto forward = module.lookupSymbol<func::FuncOp>(entry);
+    if (!forward || forward.isExternal()) {
+      module.emitError() << "ds-pipeline-split: no func.func @" << entry
+                         << " with a body (the model contract)";
+      return signalPassFailure();
+    }
+    if (failed(split(module, forward)))
+      return signalPassFailure();
+  }
+
+  LogicalResult split(ModuleOp module, func::FuncOp forward);
+  /// The stage of each top-level op of `forward` (the terminator included).
+  FailureOr<DenseMap<Operation *, int64_t>> assignStages(func::FuncOp forward);
+
+  /// The partition, as DeepSpeed's boundary list and each stage's layers.
+  std::string partitionText;
+};
+
+} // namespace
+
+FailureOr<DenseMap<Operation *, int64_t>>
+PipelineSplitPass::assignStages(func::FuncOp forward) {
+  ::ds::config::PipelineConfig config;
+  config.stages = stages;
+  if (llvm::Error err = ::ds::config::parsePartitionMethod(partition, config))
+    return forward.emitError() << "ds-pipeline-split: partition: "
+                               << llvm::toString(std::move(err));
+  auto layers = pipeline::collectLayers(forward);
+  if (!layers)
+    return forward.emitError() << llvm::toString(layers.takeError());
+  auto parts = pipeline::partitionLayers(*layers, config);
+  if (!parts)
+    return forward.emitError() << llvm::toString(parts.takeError());
+  llvm::raw_string_ostream text(partitionText);
+  text << "ds-pipeline-split: " << static_cast<std::string>(partition)
+       << " over " << static_cast<int64_t>(stages) << " stages, parts ["
+       << llvm::join(llvm::map_range(
+                         *parts, [](int64_t p) { return std::to_string(p); }),
+                     ", ")
+       << "]";
+  for (int64_t s = 0; s < stages; ++s) {
+    text << "; stage " << s << ":";
+    for (int64_t l = (*parts)[s]; l < (*parts)[s + 1]; ++l)
+      text << " " << (*layers)[l].name;
+  }
+  auto stageOfLayer = [&](int64_t index) {
+    int64_t s = 0;
+    while (index >= (*parts)[s + 1])
+      ++s;
+    return s;
+  };
+
+  DenseMap<Operation *, int64_t> stageOf;
+  SmallVector<Operation *> pending;
+  int64_t layerIndex = 0;
+  for (Operation &op : forward.getBody().front()) {
+    if (!isa<nn::LayerOp>(op)) {
+      pending.push_back(&op);
+      continue;
+    }
+    int64_t s = stageOfLayer(layerIndex++);
+    for (Operation *before : pending)
+      stageOf[before] = s;
+    pending.clear();
+    stageOf[&op] = s;
+    if (s == stage)
+      ++numLayers;
+  }
+  // The head (when collectLayers made one) is the last layer: its ops and
+  // the loss run on the last stage.
+  for (Operation *after : pending)
+    stageOf[after] = stages - 1;
+  if (stage == stages - 1 && layerIndex < static_cast<int64_t>(layers->size()))
+    ++numLayers;
+  return stageOf;
+}
+
+/// Parameters that more than one stage reads (a tied embedding and LM
+/// head), as `{name = array<i64: stages>}`; their gradients are summed
+/// between those stages. More than two is refused for now.
+static FailureOr<DictionaryAttr>
+sharedParams(func::FuncOp forward, DenseMap<Operation *, int64_t> &stageOf) {
+  Block &body = forward.getBody().front();
+  Builder b(forward.getContext());
+  SmallVector<NamedAttribute> shared;
+  for (BlockArgument arg : forward.getArguments()) {
+    auto param = forward.getArgAttrOfType<nn::ParamAttr>(arg.getArgNumber(),
+                                                         nn::kParamAttrName);
+    if (!param)
+      continue;
+    llvm::SmallSetVector<int64_t, 4> readers;
+    for (Operation *user : arg.getUsers())
+      readers.insert(stageOf[body.findAncestorOpInBlock(*user)]);
+    if (readers.size() < 2)
+      continue;
+    SmallVector<int64_t> sorted(readers.begin(), readers.end());
+    llvm::sort(sorted);
+    if (sorted.size() > 2)
+      return forward.emitError()
+             << "ds-pipeline-split: parameter \"" << param.getName()
+             << "\" is read by " << sorted.size()
+             << " stages; ds keeps a weight in sync between two stages "
+                "(a tied embedding and LM head) at most";
+    shared.push_back(
+        b.getNamedAttr(param.getName(), b.getDenseI64ArrayAttr(sorted)));
+  }
+  return b.getDictionaryAttr(shared);
+}
+
+LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
+  int64_t stage = this->stage, stages = this->stages;
+  auto stageOf = assignStages(forward);
+  if (failed(stageOf))
+    return failure();
+  Block &body = forward.getBody().front();
+  bool last = stage == stages - 1;
+  FailureOr<DictionaryAttr> shared = sharedParams(forward, *stageOf);
+  if (failed(shared))
+    return failure();
+
+  // What this stage computes: its own ops and the copyable ones it reads.
+  llvm::SetVector<Operation *> kept;
+  for (Operation &op : body)
+    if ((*stageOf)[&op] == stage)
+      kept.insert(&op);
+  llvm::SetVector<Value> inputs;
+  for (Operation &op : body) {
+    if (!kept.contains(&op))
+      continue;
+    for (Value v : pipeline::usedFromAbove(&op)) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      int64_t from = (*stageOf)[def];
+      if (from == stage || pipeline::isCopyable(def))
+        continue;
+      if (from != stage - 1)
+        return def->emitError()
+               << "ds-pipeline-split: a result of this op (stage " << from
+               << ") is read by stage " << stage
+               << "; activations pass between neighbouring stages only, so "
+                  "keep such values inside one stage's layers";
+      inputs.insert(v);
+    }
+  }
+  for (Operation &op : body)
+    if (!kept.contains(&op) && pipeline::isCopyable(&op) &&
+        llvm::any_of(op.getUsers(), [&](Operation *user) {
+          Operation *top = body.findAncestorOpInBlock(*user);
+          return top && kept.contains(top);
+        }))
+      kept.insert(&op);
+
+  // What the next stage reads of ours.
+  SmallVector<Value> outputs;
+  for (Operation &op : body) {
+    int64_t to = (*stageOf)[&op];
+    if (to <= stage)
+      continue;
+    for (Value v : pipeline::usedFromAbove(&op)) {
+      Operation *def = v.getDefiningOp();
+      if (!def || (*stageOf)[def] != stage || pipeline::isCopyable(def))
+        continue;
+      if (to != stage + 1)
+        return def->emitError()
+               << "ds-pipeline-split: a result of this op (stage " << stage
+               << ") is read by stage " << to
+               << "; activations pass between neighbouring stages only, so "
+                  "keep such values inside one stage's layers";
+      if (!llvm::is_contained(outputs, v))
+        outputs.push_back(v);
+    }
+  }
+  if (!last && outputs.empty())
+    return forward.emitError() << "ds-pipeline-split: stage " << stage
+                               << " computes nothing the next stage reads";
+
+  // The stage's signature: the parameters it reads, its pipe inputs, then
+  // its batch arguments.
+  llvm::SetVector<Value> usedArgs;
+  for (Operation *op : kept)
+    for (Value v : pipeline::usedFromAbove(op))
+      if (auto arg = dyn_cast<BlockArgument>(v); arg && arg.getOwner() == &body)
+        usedArgs.insert(v);
+  OpBuilder b(forward);
+  SmallVector<Type> argTypes;
+  SmallVector<DictionaryAttr> argAttrs;
+  SmallVector<Value> oldArgs;
+  auto addArgs = [&](bool params) {
+    for (BlockArgument arg : forward.getArguments()) {
+      bool isParam =
+          bool(forward.getArgAttr(arg.getArgNumber(), nn::kParamAttrName));
+      if (isParam != params || !usedArgs.contains(arg))
+        continue;
+      argTypes.push_back(arg.getType());
+      argAttrs.push_back(forward.getArgAttrDict(arg.getArgNumber()));
+      oldArgs.push_back(arg);
+      if (params)
+        ++numParams;
+    }
+  };
+  addArgs(/*params=*/true);
+  for (auto [i, v] : llvm::enumerate(inputs)) {
+    argTypes.push_back(v.getType());
+    argAttrs.push_back(b.getDictionaryAttr(
+        b.getNamedAttr(pipeline::kPipeInputAttrName, b.getI64IntegerAttr(i))));
+    oldArgs.push_back(v);
+  }
+  numInputs = inputs.size();
+  addArgs(/*params=*/false);
+
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<Value> results =
+      last ? SmallVector<Value>(ret.getOperands()) : outputs;
+  numOutputs = last ? 0 : outputs.size();
+  auto fn = func::FuncOp::create(
+      b, forward.getLoc(), forward.getName(),
+      b.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  fn.setAllArgAttrs(argAttrs);
+  if (!last)
+    for (unsigned i = 0; i < results.size(); ++i)
+      fn.setResultAttr(i, pipeline::kPipeOutputAttrName,
+                       b.getI64IntegerAttr(i));
+  Block *entryBlock = fn.addEntryBlock();
+  IRMapping mapping;
+  for (auto [old, arg] : llvm::zip(oldArgs, entryBlock->getArguments()))
+    mapping.map(old, arg);
+  b.setInsertionPointToStart(entryBlock);
+  for (Operation &op : body)
+    if (kept.contains(&op) && &op != ret.getOperation())
+      b.clone(op, mapping);
+  SmallVector<Value> mapped;
+  for (Value v : results)
+    mapped.push_back(mapping.lookup(v));
+  func::ReturnOp::create(b, ret.getLoc(), mapped);
+  forward.erase();
+
+  // The partition every stage agrees on, as ds-report prints it.
+  fn.emitRemark(partitionText);
+  module->setAttr(pipeline::kPipelineAttrName,
+                  b.getDictionaryAttr(
+                      {b.getNamedAttr("stage", b.getI64IntegerAttr(stage)),
+                       b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
+                       b.getNamedAttr("shared", *shared)}));
+  return success();
+}

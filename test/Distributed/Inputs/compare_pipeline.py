@@ -1,0 +1,25 @@
+"""Compares ds-train JSONL metrics of pipeline runs with a one-stage run.
+
+usage: compare_pipeline.py REFERENCE.jsonl NAME=RUN.jsonl...
+Prints one line per run: the steps, whether every step's loss and gradient
+norm match the reference within 1e-5 relative, and the largest difference.
+"""
+import json
+import sys
+
+
+def load(path):
+    return [json.loads(line) for line in open(path)]
+
+
+ref = load(sys.argv[1])
+for arg in sys.argv[2:]:
+    name, path = arg.split("=", 1)
+    run = load(path)
+    worst = 0.0
+    for a, b in zip(run, ref):
+        for key in ("loss", "grad_norm"):
+            worst = max(worst, abs(a[key] - b[key]) / abs(b[key]))
+    ok = len(run) == len(ref) and worst <= 1e-5
+    print(f"{name}: {len(run)} steps, loss and grad_norm "
+          f"{'within 1e-5' if ok else 'DIFFER'} ({worst:.2e})")
