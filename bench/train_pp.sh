@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# train_pp: pipeline-parallel training of the train_single bench GPT
-# (n_layer 4, n_embd 256, vocab 4096, fp32, AdamW) as 2 stages (1F1B, one
+# train_pp: pipeline-parallel training of the bench GPT at 8 layers
+# (train_pp/gpt.json: train_single's n_embd 256, vocab 4096, fp32, AdamW;
+# 4 layers leave no balanced cut into 2 stages) as 2 stages (1F1B, one
 # rank per stage, BENCH_THREADS (1) thread(s) each) against the ideal bound
 # of a perfect pipeline:
 #   bound(m) = one rank's tokens/s x p x m / (m + p - 1)
@@ -23,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 ds_train=$(ds_tool ds-train)
 ds_launch=$(ds_tool ds-launch)
-spec=$here/train_single/gpt.json
+spec=$here/train_pp/gpt.json
 base_config=$here/train_dp/ds_config.json
 ms=${TRAIN_PP_M:-"2 4 8 16"}
 skip=${TRAIN_PP_SKIP:-3}
