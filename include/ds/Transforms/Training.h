@@ -84,6 +84,16 @@ Value scalarConstant(OpBuilder &b, Location loc, Type elementType,
 Value microBatchSlice(OpBuilder &b, Location loc, Value full,
                       OpFoldResult index);
 
+/// The dropout key of micro-batch `index`: step · steps + index, one per
+/// call of the gradient function, never reused.
+Value microBatchKey(OpBuilder &b, Location loc, Value step, int64_t steps,
+                    OpFoldResult index);
+
+/// The mean over `steps` micro-batches of each sum: DeepSpeed scales each
+/// micro-batch's loss by 1/steps (one multiply per value).
+SmallVector<Value> microBatchMean(OpBuilder &b, Location loc, ValueRange sums,
+                                  int64_t steps);
+
 } // namespace mlir::ds
 
 #endif // DS_TRANSFORMS_TRAINING_H

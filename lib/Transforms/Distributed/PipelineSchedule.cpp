@@ -205,15 +205,8 @@ private:
 };
 
 Value StreamEmitter::key(int64_t mb) {
-  // key = step · micro-batches + micro-batch: what ds-accumulate-grads
-  // passes, so dropout draws the same masks.
-  Value s = tensor::ExtractOp::create(b, loc, step, ValueRange{});
-  Value n = arith::ConstantIntOp::create(b, loc, mbs.size(), 64);
-  Value i = arith::ConstantIntOp::create(b, loc, mb, 64);
-  Value k =
-      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, s, n), i);
-  return tensor::FromElementsOp::create(
-      b, loc, RankedTensorType::get({}, b.getI64Type()), k);
+  // What ds-accumulate-grads passes, so dropout draws the same masks.
+  return microBatchKey(b, loc, step, mbs.size(), b.getIndexAttr(mb));
 }
 
 SmallVector<Value> StreamEmitter::operands(ArrayRef<Source> sources,
@@ -493,17 +486,8 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
   // The mean: DeepSpeed scales each micro-batch's loss by 1/steps.
   SmallVector<Value> results = {loss};
   llvm::append_range(results, grads);
-  if (microBatches > 1) {
-    DenseMap<Type, Value> inverse;
-    for (Value &v : results) {
-      Type element = cast<RankedTensorType>(v.getType()).getElementType();
-      Value &inv = inverse[element];
-      if (!inv)
-        inv = scalarConstant(b, loc, element,
-                             1.0 / static_cast<double>(microBatches));
-      v = nn::MulOp::create(b, loc, v.getType(), v, inv);
-    }
-  }
+  if (microBatches > 1)
+    results = microBatchMean(b, loc, results, microBatches);
   // Every rank reports the last stage's loss.
   results[0] = dist::BroadcastOp::create(
       b, loc, results[0].getType(), results[0], b.getStrArrayAttr({kPipeAxis}),

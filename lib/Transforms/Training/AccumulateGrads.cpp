@@ -41,6 +41,33 @@ Value mlir::ds::microBatchSlice(OpBuilder &b, Location loc, Value full,
                                         strides);
 }
 
+Value mlir::ds::microBatchKey(OpBuilder &b, Location loc, Value step,
+                              int64_t steps, OpFoldResult index) {
+  Value s = tensor::ExtractOp::create(b, loc, step, ValueRange{});
+  Value n = arith::ConstantIntOp::create(b, loc, steps, 64);
+  Value i = getValueOrCreateConstantIndexOp(b, loc, index);
+  i = arith::IndexCastOp::create(b, loc, b.getI64Type(), i);
+  Value k =
+      arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, s, n), i);
+  return tensor::FromElementsOp::create(
+      b, loc, RankedTensorType::get({}, b.getI64Type()), k);
+}
+
+SmallVector<Value> mlir::ds::microBatchMean(OpBuilder &b, Location loc,
+                                            ValueRange sums, int64_t steps) {
+  SmallVector<Value> means;
+  DenseMap<Type, Value> inverse;
+  for (Value sum : sums) {
+    auto type = cast<RankedTensorType>(sum.getType());
+    Value &inv = inverse[type.getElementType()];
+    if (!inv)
+      inv = scalarConstant(b, loc, type.getElementType(),
+                           1.0 / static_cast<double>(steps));
+    means.push_back(nn::MulOp::create(b, loc, type, sum, inv));
+  }
+  return means;
+}
+
 namespace {
 
 struct AccumulateGradsPass
@@ -144,17 +171,8 @@ struct AccumulateGradsPass
       SmallVector<Value> operands(params);
       for (Value full : batch)
         operands.push_back(microBatchSlice(nb, l, full, index));
-      if (keyed) {
-        // key = step · steps + micro-batch index: one per call, never reused.
-        Value s = tensor::ExtractOp::create(nb, l, stepArg, ValueRange{});
-        Value n = arith::ConstantIntOp::create(nb, l, steps, 64);
-        Value i = getValueOrCreateConstantIndexOp(nb, l, index);
-        i = arith::IndexCastOp::create(nb, l, nb.getI64Type(), i);
-        Value k =
-            arith::AddIOp::create(nb, l, arith::MulIOp::create(nb, l, s, n), i);
-        operands.push_back(tensor::FromElementsOp::create(
-            nb, l, RankedTensorType::get({}, nb.getI64Type()), k));
-      }
+      if (keyed)
+        operands.push_back(microBatchKey(nb, l, stepArg, steps, index));
       return func::CallOp::create(nb, l, grad, operands);
     };
 
@@ -181,17 +199,7 @@ struct AccumulateGradsPass
           scf::YieldOp::create(nb, l, next);
         });
 
-    // The mean: DeepSpeed scales each micro-batch's loss by 1/steps.
-    SmallVector<Value> means;
-    DenseMap<Type, Value> inverse;
-    for (Value sum : loop.getResults()) {
-      auto type = cast<RankedTensorType>(sum.getType());
-      Value &inv = inverse[type.getElementType()];
-      if (!inv)
-        inv = scalarConstant(b, loc, type.getElementType(),
-                             1.0 / static_cast<double>(steps));
-      means.push_back(nn::MulOp::create(b, loc, type, sum, inv));
-    }
+    SmallVector<Value> means = microBatchMean(b, loc, loop.getResults(), steps);
     func::ReturnOp::create(b, loc, means);
     return success();
   }
