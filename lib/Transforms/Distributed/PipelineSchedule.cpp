@@ -170,11 +170,13 @@ public:
       : b(b), loc(loc), fb(fb), split(split), stage(stage), stages(stages),
         mbs(microBatches) {}
 
-  /// The step's arguments: parameters, the step counter (dropout), batch.
-  ValueRange params, batch;
+  /// The step's arguments: parameters, step state (the fp16 loss scale),
+  /// the step counter (dropout), batch.
+  ValueRange params, state, batch;
   Value step;
   /// @forward_backward's argument layout.
-  unsigned numParams = 0, numInputs = 0, numBatch = 0, numGrads = 0;
+  unsigned numParams = 0, numState = 0, numInputs = 0, numBatch = 0,
+           numGrads = 0;
   int64_t keyArg = -1;
 
   void emit(const pipeline::Instr &instr);
@@ -218,16 +220,22 @@ SmallVector<Value> StreamEmitter::operands(ArrayRef<Source> sources,
       continue;
     }
     unsigned i = src.index;
-    if (i < numParams)
+    if (i < numParams) {
       values.push_back(params[i]);
-    else if (i < numParams + numInputs)
-      values.push_back(m.inputs[i - numParams]);
-    else if (i < numParams + numInputs + numBatch)
-      values.push_back(m.batch[i - numParams - numInputs]);
-    else if (static_cast<int64_t>(i) == keyArg)
+      continue;
+    }
+    if ((i -= numParams) < numState) {
+      values.push_back(state[i]);
+      continue;
+    }
+    if ((i -= numState) < numInputs)
+      values.push_back(m.inputs[i]);
+    else if ((i -= numInputs) < numBatch)
+      values.push_back(m.batch[i]);
+    else if (static_cast<int64_t>(src.index) == keyArg)
       values.push_back(key(mb));
     else
-      values.push_back(m.outputGrads[i - numParams - numInputs - numBatch]);
+      values.push_back(m.outputGrads[i - numBatch]);
   }
   return values;
 }
@@ -245,7 +253,8 @@ void StreamEmitter::emit(const pipeline::Instr &instr) {
   case PipeInstrKind::recv_activation:
     for (unsigned i = 0; i < numInputs; ++i)
       m.inputs.push_back(dist::RecvOp::create(
-          b, loc, fb.getArgumentTypes()[numParams + i], kPipeAxis, -1));
+          b, loc, fb.getArgumentTypes()[numParams + numState + i], kPipeAxis,
+          -1));
     break;
   case PipeInstrKind::forward: {
     auto call = func::CallOp::create(b, loc, split.forward,
@@ -402,13 +411,16 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
       return failure();
   }
 
-  // @forward_backward's layout: params, pipe inputs, batch, output
-  // gradients, the dropout key; results: outputs, param grads, input grads.
-  unsigned numParams = numLeadingParams(fb), numInputs = 0, numBatch = 0,
-           numOutputGrads = 0;
+  // @forward_backward's layout: params, step state, pipe inputs, batch,
+  // output gradients, the dropout key; results: outputs, param grads, input
+  // grads.
+  unsigned numParams = numLeadingParams(fb), numState = 0, numInputs = 0,
+           numBatch = 0, numOutputGrads = 0;
   int64_t keyArg = -1;
   for (unsigned i = numParams; i < fb.getNumArguments(); ++i) {
-    if (fb.getArgAttr(i, pipeline::kPipeInputAttrName))
+    if (fb.getArgAttr(i, kStateAttrName))
+      ++numState;
+    else if (fb.getArgAttr(i, pipeline::kPipeInputAttrName))
       ++numInputs;
     else if (fb.getArgAttr(i, pipeline::kPipeGradAttrName))
       ++numOutputGrads;
@@ -427,12 +439,12 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
   GradientSplit split = splitGradient(fb, numOutputs);
   numResiduals = split.numResiduals;
 
-  // @train_step: (params, [step], batch with a micro-batch dim) ->
-  // (loss, param grads), as ds-accumulate-grads builds it.
+  // @train_step: (params, step state, [step], batch with a micro-batch
+  // dim) -> (loss, param grads), as ds-accumulate-grads builds it.
   OpBuilder b(ctx);
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
-  for (unsigned i = 0; i < numParams; ++i) {
+  for (unsigned i = 0; i < numParams + numState; ++i) {
     argTypes.push_back(fb.getArgumentTypes()[i]);
     argAttrs.push_back(fb.getArgAttrDict(i));
   }
@@ -442,7 +454,7 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
         b.getDictionaryAttr(b.getNamedAttr(kStepAttrName, b.getUnitAttr())));
   }
   for (unsigned i = 0; i < numBatch; ++i) {
-    unsigned arg = numParams + numInputs + i;
+    unsigned arg = numParams + numState + numInputs + i;
     auto type = cast<RankedTensorType>(fb.getArgumentTypes()[arg]);
     SmallVector<int64_t> shape = {microBatches};
     llvm::append_range(shape, type.getShape());
@@ -462,10 +474,12 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
 
   StreamEmitter emitter(b, loc, fb, split, stage, stages, microBatches);
   emitter.params = body->getArguments().take_front(numParams);
+  emitter.state = body->getArguments().slice(numParams, numState);
   if (keyArg >= 0)
-    emitter.step = body->getArgument(numParams);
+    emitter.step = body->getArgument(numParams + numState);
   emitter.batch = body->getArguments().take_back(numBatch);
   emitter.numParams = numParams;
+  emitter.numState = numState;
   emitter.numInputs = numInputs;
   emitter.numBatch = numBatch;
   emitter.numGrads = numParams;

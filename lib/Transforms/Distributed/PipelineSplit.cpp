@@ -10,6 +10,7 @@
 #include "ds/Config/Config.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Pipeline.h"
+#include "ds/Transforms/Training.h"
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
 
@@ -223,8 +224,9 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
     return forward.emitError() << "ds-pipeline-split: stage " << stage
                                << " computes nothing the next stage reads";
 
-  // The stage's signature: the parameters it reads, its pipe inputs, then
-  // its batch arguments.
+  // The stage's signature: the parameters it reads, the step's state (the
+  // fp16 loss scale, which every stage's scaler keeps, read or not), its
+  // pipe inputs, then its batch arguments.
   llvm::SetVector<Value> usedArgs;
   for (Operation *op : kept)
     for (Value v : pipeline::usedFromAbove(op))
@@ -234,20 +236,28 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
   SmallVector<Type> argTypes;
   SmallVector<DictionaryAttr> argAttrs;
   SmallVector<Value> oldArgs;
-  auto addArgs = [&](bool params) {
+  enum class Kind { Param, State, Batch };
+  auto kindOf = [&](BlockArgument arg) {
+    if (forward.getArgAttr(arg.getArgNumber(), nn::kParamAttrName))
+      return Kind::Param;
+    if (forward.getArgAttr(arg.getArgNumber(), kStateAttrName))
+      return Kind::State;
+    return Kind::Batch;
+  };
+  auto addArgs = [&](Kind kind) {
     for (BlockArgument arg : forward.getArguments()) {
-      bool isParam =
-          bool(forward.getArgAttr(arg.getArgNumber(), nn::kParamAttrName));
-      if (isParam != params || !usedArgs.contains(arg))
+      if (kindOf(arg) != kind ||
+          (kind != Kind::State && !usedArgs.contains(arg)))
         continue;
       argTypes.push_back(arg.getType());
       argAttrs.push_back(forward.getArgAttrDict(arg.getArgNumber()));
       oldArgs.push_back(arg);
-      if (params)
+      if (kind == Kind::Param)
         ++numParams;
     }
   };
-  addArgs(/*params=*/true);
+  addArgs(Kind::Param);
+  addArgs(Kind::State);
   for (auto [i, v] : llvm::enumerate(inputs)) {
     argTypes.push_back(v.getType());
     argAttrs.push_back(b.getDictionaryAttr(
@@ -255,7 +265,7 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
     oldArgs.push_back(v);
   }
   numInputs = inputs.size();
-  addArgs(/*params=*/false);
+  addArgs(Kind::Batch);
 
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   SmallVector<Value> results =

@@ -8,7 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "ds/Support/ShapeCheck.h"
 #include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Pipeline.h"
 #include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
 #include "dstrain/TrainOps.h"
 
@@ -29,7 +31,20 @@ using namespace mlir::ds;
 
 namespace {
 
-struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
+/// Whether any pipeline stage's gradients overflowed: every stage skips the
+/// same steps and keeps the same scale.
+Value anyStage(OpBuilder &b, Location loc, Value overflow) {
+  auto f32 = RankedTensorType::get({}, b.getF32Type());
+  Value asFloat = arith::UIToFPOp::create(b, loc, f32, overflow);
+  Value any =
+      dist::AllReduceOp::create(b, loc, f32, asFloat, b.getStrArrayAttr({"pp"}),
+                                dist::ReductionKind::max);
+  Value zero = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(f32, b.getF32FloatAttr(0.0f)));
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, any, zero);
+}
+
+struct LossScalePass : mlir::ds::impl::LossScaleBase<LossScalePass> {
   using Base::Base;
 
   LogicalResult fail(Operation *at, const Twine &msg) {
@@ -95,7 +110,20 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
     Operation *normOp = numResults >= 3
                             ? ret.getOperand(numResults - 1).getDefiningOp()
                             : nullptr;
-    if (!normOp || !isa<train::ClipGradNormOp, train::GlobalNormOp>(normOp))
+    // A pipeline stage's norm is its share summed over the stages
+    // (ds-clip-grads); unclipped, its gradients are what the updates read.
+    bool pipelined = bool(module->getAttr(pipeline::kPipelineAttrName));
+    SmallVector<Value> grads;
+    if (auto clip = dyn_cast_or_null<train::ClipGradNormOp>(normOp))
+      llvm::append_range(grads, clip.getGrads());
+    else if (auto norm = dyn_cast_or_null<train::GlobalNormOp>(normOp))
+      llvm::append_range(grads, norm.getInputs());
+    else if (pipelined && normOp)
+      fn.walk([&](Operation *op) {
+        if (isa<train::AdamOp, train::LambOp, train::SGDOp>(op))
+          grads.push_back(op->getOperand(1));
+      });
+    if (grads.empty())
       return (void)fail(fn, "@" + entry +
                                 " must return the gradient norm of "
                                 "dstrain.clip_grad_norm or dstrain.global_norm "
@@ -138,13 +166,15 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
     // Unscaled gradients into the norm (and so into clipping and the
     // optimizer); inf and nan survive the multiply, so the overflow check
     // can read them too.
+    // In a pipeline stage the norm's partial sums read the gradients before
+    // the norm op, so each is unscaled where it is defined.
     Location loc = normOp->getLoc();
-    b.setInsertionPoint(normOp);
+    if (pipelined)
+      b.setInsertionPointToStart(&entryBlock);
+    else
+      b.setInsertionPoint(normOp);
     Value one = scalarConstant(b, loc, f32, 1.0);
     Value inverse = nn::DivOp::create(b, loc, scalar(f32), one, scale);
-    OperandRange grads = isa<train::ClipGradNormOp>(normOp)
-                             ? cast<train::ClipGradNormOp>(normOp).getGrads()
-                             : cast<train::GlobalNormOp>(normOp).getInputs();
     SmallVector<Value> scaled(grads), unscaled;
     DenseMap<Value, Value> done; // a gradient value may repeat (zeros)
     for (Value g : scaled) {
@@ -152,6 +182,8 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
         unscaled.push_back(u);
         continue;
       }
+      if (pipelined)
+        b.setInsertionPointAfterValue(g);
       auto type = cast<RankedTensorType>(g.getType());
       Value factor = inverse;
       if (type.getElementType() != f32)
@@ -163,8 +195,12 @@ struct LossScalePass : ds::impl::LossScaleBase<LossScalePass> {
       // Without clipping the updates read the gradients directly.
       g.replaceAllUsesExcept(mul, mul);
     }
+    if (pipelined)
+      b.setInsertionPoint(normOp);
     Value overflow =
         train::HasOverflowOp::create(b, loc, scalar(b.getI1Type()), unscaled);
+    if (pipelined)
+      overflow = anyStage(b, loc, overflow);
 
     // Updates are skipped on overflow, and count only applied steps.
     b.setInsertionPointToStart(&entryBlock);

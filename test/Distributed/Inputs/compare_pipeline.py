@@ -2,7 +2,8 @@
 
 usage: compare_pipeline.py REFERENCE.jsonl NAME=RUN.jsonl...
 Prints one line per run: the steps, whether every step's loss and gradient
-norm match the reference within 1e-5 relative, and the largest difference.
+norm match the reference within 1e-5 relative (and, in fp16, the loss scale
+and the skipped steps exactly), and the largest difference.
 """
 import json
 import sys
@@ -17,9 +18,15 @@ for arg in sys.argv[2:]:
     name, path = arg.split("=", 1)
     run = load(path)
     worst = 0.0
+    same = True  # fp16: the same scales and skipped steps
     for a, b in zip(run, ref):
         for key in ("loss", "grad_norm"):
+            if a[key] is None or b[key] is None:  # an overflowed step
+                same = same and a[key] is None and b[key] is None
+                continue
             worst = max(worst, abs(a[key] - b[key]) / abs(b[key]))
-    ok = len(run) == len(ref) and worst <= 1e-5
+        for key in ("loss_scale", "skipped"):
+            same = same and a.get(key) == b.get(key)
+    ok = len(run) == len(ref) and worst <= 1e-5 and same
     print(f"{name}: {len(run)} steps, loss and grad_norm "
           f"{'within 1e-5' if ok else 'DIFFER'} ({worst:.2e})")
