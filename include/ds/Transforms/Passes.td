@@ -423,9 +423,11 @@ def PipelineSplit : Pass<"ds-pipeline-split", "mlir::ModuleOp"> {
       last layer run on the last stage. Constants are copied into every
       stage that reads them.
     - The stage takes only the parameters and batch arguments its ops read
-      (a tied weight is an argument of every stage that uses it), and, after
-      the parameters, one argument `{dsdist.pipe_input = i}` per value the
-      previous stage computes and it reads.
+      (a tied weight is an argument of every stage that uses it), every
+      step-state argument (`dstrain.state`: the fp16 loss scale, which each
+      stage's scaler keeps), and, after those, one argument
+      `{dsdist.pipe_input = i}` per value the previous stage computes and it
+      reads.
     - The last stage returns the loss; the others return the values the
       next stage reads, each marked `{dsdist.pipe_output = i}`. A value that
       skips a stage is an error: activations pass between neighbours only.
@@ -464,9 +466,9 @@ def PipelineSchedule : Pass<"ds-pipeline-schedule", "mlir::ModuleOp"> {
     that runs this stage's instruction stream of `schedule` (`1f1b`, as
     DeepSpeed's TrainSchedule, or `gpipe`) over `micro-batches`
     micro-batches, with the same signature and results as
-    ds-accumulate-grads gives (parameters, the step counter when dropout
-    needs one, batch arguments with a leading micro-batch dim; the mean loss
-    and gradients), so clipping, the optimizer and ZeRO follow unchanged.
+    ds-accumulate-grads gives (parameters, step state such as the fp16 loss
+    scale, the step counter when dropout needs one, batch arguments with a
+    leading micro-batch dim; the mean loss and gradients), so clipping, the optimizer and ZeRO follow unchanged.
 
     `@forward_backward` is cut in two by data flow: `@stage_forward`
     computes what the stage sends on (or the loss) and returns the values
