@@ -294,7 +294,8 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
   forward.erase();
 
   // The partition every stage agrees on, as ds-report prints it.
-  fn.emitRemark(partitionText);
+  // On the location only: the op would be printed after the remark.
+  mlir::emitRemark(fn.getLoc(), partitionText);
   module->setAttr(pipeline::kPipelineAttrName,
                   b.getDictionaryAttr(
                       {b.getNamedAttr("stage", b.getI64IntegerAttr(stage)),
