@@ -115,9 +115,15 @@ std::string summarize(const PipelineReport &report,
   std::string s;
   for (size_t stage = 0; stage + 1 < report.parts.size(); ++stage) {
     int64_t start = report.parts[stage], stop = report.parts[stage + 1];
+    // The stage's data-parallel replicas: ranks stage * dp + d.
+    int64_t first = int64_t(stage) * config.dpSize;
+    std::string ranks = std::to_string(first);
+    if (config.dpSize > 1)
+      ranks += "-" + std::to_string(first + config.dpSize - 1);
     s += "stage=" + std::to_string(stage) +
          " layers=" + std::to_string(stop - start) +
-         " params=" + std::to_string(report.stageParams[stage]) + "\n";
+         " params=" + std::to_string(report.stageParams[stage]) +
+         " ranks=" + ranks + "\n";
     for (int64_t l = start; l < stop; ++l) {
       std::string index = std::to_string(l);
       s += std::string(index.size() < 2 ? 5 : 4, ' ') + index + ": " +
