@@ -58,18 +58,39 @@ flags = cpu_flags()
 
 # x86-64 micro-architecture levels this CPU runs: tests of code generated
 # for a level (DS_JIT_CPU) say REQUIRES: x86-64-v4 or JIT-LEVELS: ..., and
-# are reported unsupported where it cannot run.
-x86_levels = [
-    ("x86-64-v2", {"cx16", "lahf_lm", "popcnt", "pni", "sse4_1", "sse4_2",
-                   "ssse3"}),
-    ("x86-64-v3", {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm",
-                   "movbe", "xsave"}),
-    ("x86-64-v4", {"avx512f", "avx512bw", "avx512cd", "avx512dq",
-                   "avx512vl"}),
-]
-for level, needs in x86_levels:
-    if not needs <= flags:
-        break
+# are reported unsupported where it cannot run. The levels come from
+# ds-report, which asks CPUID as ds-train does: a kernel may leave a flag
+# out of /proc/cpuinfo (some show no "abm" where LZCNT runs), so a list
+# built from cpuinfo can disagree with what ds-train accepts.
+def jit_levels():
+    import subprocess
+    try:
+        out = subprocess.run([os.path.join(config.ds_tools_dir, "ds-report")],
+                             capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    for line in out.splitlines():
+        if line.startswith("JIT target:") and "levels this CPU runs:" in line:
+            levels = line.split("levels this CPU runs:", 1)[1]
+            return {l.strip() for l in levels.split(",")} - {"native"}
+    # No ds-report (not built yet): the kernel's flags.
+    x86_levels = [
+        ("x86-64-v2", {"cx16", "lahf_lm", "popcnt", "pni", "sse4_1",
+                       "sse4_2", "ssse3"}),
+        ("x86-64-v3", {"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm",
+                       "movbe", "xsave"}),
+        ("x86-64-v4", {"avx512f", "avx512bw", "avx512cd", "avx512dq",
+                       "avx512vl"}),
+    ]
+    levels = set()
+    for level, needs in x86_levels:
+        if not needs <= flags:
+            break
+        levels.add(level)
+    return levels
+
+
+for level in sorted(jit_levels()):
     config.available_features.add(level)
 
 # BLAS cores (docs/blas.md): the OpenBLAS kernel sets this CPU can run, so

@@ -301,14 +301,16 @@ const KeySet &topLevelKeys() {
        "wall_clock_breakdown", "zero_optimization", "fp16", "bf16", "bfloat16",
        "optimizer", "scheduler", "pipeline", "moe", "tensor_parallel",
        "prescale_gradients", "gradient_predivide_factor",
-       "gradient_allreduce_op", "allgather_size"},
+       "gradient_allreduce_op", "allgather_size",
+       // Read only to check its keys (readActivationCheckpointing).
+       "activation_checkpointing"},
       // Monitoring, profiling, logging and checkpoint-file options: they
       // change what is reported or how files are written, never the math.
       {"tensorboard", "wandb", "csv_monitor", "comet", "monitor_config",
        "comms_logger", "flops_profiler", "zero_allow_untested_optimizer",
        "zero_force_ds_cpu_optimizer", "memory_breakdown", "dump_state",
-       "timers", "autotuning", "checkpoint", "aio", "activation_checkpointing",
-       "dataloader_drop_last", "vocabulary_size", "use_node_local_storage"},
+       "timers", "autotuning", "checkpoint", "aio", "dataloader_drop_last",
+       "vocabulary_size", "use_node_local_storage"},
       {{"amp", "Apex AMP (use fp16 or bf16)"},
        {"sparse_gradients", "sparse (CSR) gradients"},
        {"disable_allgather", "disable_allgather"},
@@ -823,7 +825,10 @@ void readPipeline(const Section &s, PipelineConfig &pipe,
          " schedule runs one model chunk per stage");
   }
   if (auto v = s.getInt("activation_checkpoint_interval")) {
-    requireAtLeast<int64_t>(s.pathOf("activation_checkpoint_interval"), *v, 0);
+    if (*v < 0)
+      fail(s.pathOf("activation_checkpoint_interval") + ": " + num(*v) +
+           " is negative; use 0 (off) or K >= 1 to recompute each block of K "
+           "layers in its backward");
     pipe.activationCheckpointInterval = *v;
   }
   if (auto v = s.getInt("micro_batches")) {
@@ -864,6 +869,29 @@ void readMoE(const Section &s, MoEConfig &moe) {
     fail(s.pathOf("ep_size") + ": " + num(moe.epSize) +
          " does not divide num_experts " + num(moe.numExperts) +
          "; every expert-parallel rank holds the same number of experts");
+}
+
+/// DeepSpeed's section configures the checkpoint() calls a model script
+/// makes; ds inserts the recomputation itself (pipeline.
+/// activation_checkpoint_interval), so the section's keys have nothing left
+/// to choose: partitioning over a tensor-parallel group ds does not have,
+/// where checkpoints live (ds trains on the host already, in buffers it
+/// plans), synchronization and profiling. They are checked and ignored.
+void readActivationCheckpointing(const Section &s) {
+  static const KeySet keys = {{},
+                              {"partition_activations", "cpu_checkpointing",
+                               "contiguous_memory_optimization",
+                               "number_checkpoints",
+                               "synchronize_checkpoint_boundary", "profile"},
+                              {}};
+  s.checkKeys(keys);
+  for (StringRef key : {"partition_activations", "cpu_checkpointing",
+                        "contiguous_memory_optimization",
+                        "synchronize_checkpoint_boundary", "profile"})
+    (void)s.getBool(key);
+  if (s.has("number_checkpoints") && !s.at("number_checkpoints").is_null())
+    requireAtLeast<int64_t>(s.pathOf("number_checkpoints"),
+                            *s.getInt("number_checkpoints"), 1);
 }
 
 void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
@@ -1207,6 +1235,8 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
     readTensorParallel(*s, c.tensorParallel);
   if (auto s = top.section("moe"))
     readMoE(*s, c.moe);
+  if (auto s = top.section("activation_checkpointing"))
+    readActivationCheckpointing(*s);
 
   // Checks across sections.
   if (c.fp16.enabled && c.bf16.enabled)

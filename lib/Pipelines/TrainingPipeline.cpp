@@ -26,11 +26,6 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     return llvm::createStringError(
         "pipeline stage " + std::to_string(stage) + " is not one of the " +
         std::to_string(pipe.stages) + " stages of pipeline.stages");
-  if (pipelined && pipe.activationCheckpointInterval > 0)
-    return llvm::createStringError(
-        "pipeline.activation_checkpoint_interval " +
-        std::to_string(pipe.activationCheckpointInterval) +
-        ": ds does not recompute activations yet; set it to 0");
 
   pm.addPass(createVerifyModelContract());
   if (config.fp16.enabled || config.bf16.enabled) {
@@ -50,6 +45,10 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createPipelineSplit(split));
   }
   pm.addPass(createAutodiff());
+  // Before the stage cut, so the cut saves only what the blocks read.
+  if (pipe.activationCheckpointInterval > 0)
+    pm.addPass(createCheckpointActivations(
+        CheckpointActivationsOptions{pipe.activationCheckpointInterval}));
 
   if (pipelined) {
     PipelineScheduleOptions schedule;

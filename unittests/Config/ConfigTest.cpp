@@ -734,14 +734,22 @@ TEST(ConfigMutual, Fp16AndBf16) {
             "fp16.enabled and bf16.enabled are both true; enable at most one");
 }
 
-TEST(ConfigMutual, PipelineWithZero2) {
-  EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 2},
+TEST(ConfigMutual, PipelineWithZero3) {
+  EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 3},
                                     "pipeline": {"stages": 2})"),
                        2),
-            "zero_optimization.stage 2 with pipeline.stages 2: ZeRO-2/3 shard "
-            "gradients across the micro-batches that the pipeline's 1F1B "
-            "schedule interleaves; ds does not support this yet, use ZeRO "
-            "stage 0 or 1 with a pipeline");
+            "zero_optimization.stage 3 with pipeline.stages 2: ZeRO-3 gathers "
+            "parameters inside the forward and backward, which the pipeline "
+            "calls once per micro-batch; ds does not support this, use ZeRO "
+            "stage 0, 1 or 2 with a pipeline");
+}
+
+TEST(ConfigMutual, PipelineWithZero2IsFine) {
+  Config c = parseOk(withBatch(R"("zero_optimization": {"stage": 2},
+                                  "pipeline": {"stages": 2})"),
+                     4);
+  EXPECT_EQ(c.zero.stage, 2);
+  EXPECT_EQ(c.dpSize, 2);
 }
 
 TEST(ConfigMutual, PipelineWithZero1IsFine) {

@@ -138,6 +138,69 @@ def Autodiff : Pass<"ds-autodiff", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def CheckpointActivations
+    : Pass<"ds-checkpoint-activations", "mlir::ModuleOp"> {
+  let summary = "Recompute each block of layers in its backward instead of "
+                "saving its activations";
+  let description = [{
+    Activation checkpointing on the gradient function (after ds-autodiff,
+    before ds-accumulate-grads or ds-pipeline-schedule). The top-level
+    forward `dsnn.layer`s of every function holding backward layers are
+    grouped, in order, in blocks of `interval` consecutive layers (a pipeline
+    stage counts from its own first layer, as DeepSpeed's PipelineModule
+    does). Right before the first backward layer of a block, a copy of the
+    block's forward layers (marked `recompute`) runs again from the values
+    the block reads from above — its input activation, the parameters, the
+    dropout key — and the backward reads the copy's results. The forward
+    layers' saved activations then die as soon as they are produced: across
+    the forward only block inputs stay alive, and one block's activations
+    at a time during the backward.
+
+    The copy is the same op on the same values, so the recomputed values
+    are bitwise the forward's (dropout masks come from the same key, seed
+    and stream). The `recompute` attribute keeps CSE from folding the copy
+    into the forward layer; ds-outline-layers then calls the same layer
+    function a second time (recompute = call the forward again). Lowered
+    without outlining, CSE would fold the copy back: the arithmetic is the
+    same, the memory is not saved. Functions that already hold `recompute`
+    layers are left alone; `interval = 0` changes nothing.
+
+      %h0:3 = dsnn.layer "h.0" ("Block") -> (...) { ... }   // %h0#1, %h0#2 saved
+      %h1:3 = dsnn.layer "h.1" ("Block") -> (...) { ... }
+      ...
+      %d1:2 = dsnn.layer "h.1.backward" ("Block") -> (...) attributes {backward} {
+        ... reads %h0#0, %h1#1, %h1#2 ...
+      }
+      %d0:1 = dsnn.layer "h.0.backward" ("Block") -> (...) attributes {backward} {
+        ... reads %x, %h0#1, %h0#2 ...
+      }
+
+    becomes, with `interval=2`,
+
+      %h0:3 = dsnn.layer "h.0" ("Block") -> (...) { ... }   // only %h0#0 used, by h.1
+      %h1:3 = dsnn.layer "h.1" ("Block") -> (...) { ... }
+      ...
+      %r0:3 = dsnn.layer "h.0" ("Block") -> (...) attributes {recompute} { ... reads %x }
+      %r1:3 = dsnn.layer "h.1" ("Block") -> (...) attributes {recompute} { ... reads %r0#0 }
+      %d1:2 = dsnn.layer "h.1.backward" ... { ... reads %r0#0, %r1#1, %r1#2 ... }
+      %d0:1 = dsnn.layer "h.0.backward" ... { ... reads %x, %r0#1, %r0#2 ... }
+  }];
+  let options = [
+    Option<"interval", "interval", "int64_t", "1",
+           "layers per checkpointed block (pipeline.activation_checkpoint_"
+           "interval); 0 checkpoints nothing">,
+  ];
+  let statistics = [
+    Statistic<"numBlocks", "blocks", "blocks recomputed in the backward">,
+    Statistic<"numLayers", "recomputed-layers",
+              "forward layers copied into the backward">,
+    Statistic<"numDropped", "dropped-saved-values",
+              "saved activations the backward no longer reads from the "
+              "forward">,
+  ];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect"];
+}
+
 def AccumulateGrads : Pass<"ds-accumulate-grads", "mlir::ModuleOp"> {
   let summary = "Build @train_step: the micro-batch loop over @forward_backward";
   let description = [{
@@ -608,7 +671,8 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
 }
 
 def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
-  let summary = "Predict each rank's model-state memory from the step's types";
+  let summary = "Predict each rank's model-state and activation memory from "
+                "the step's types";
   let description = [{
     Without running anything, reports (as a remark on the step function,
     and as its `ds.model_state_bytes` attribute) the bytes one rank holds
@@ -626,6 +690,20 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
       remark: ds-plan-memory: per rank (dp = 2, ZeRO stage 3): parameters
         15488 B, gradients 15488 B, optimizer state 30976 B; model states
         61952 B (ZeRO formula for 7744 parameters: 61952 B)
+
+    A second remark (and `ds.activation_bytes`) predicts activations: the
+    bytes of the values one micro-batch's forward leaves for its backward
+    (in `@forward_backward`, what the backward reads from the ops the loss
+    needs; in a pipeline stage, what `@stage_backward` takes from
+    `@stage_forward` and the activation received), times the micro-batches
+    whose backward is pending at once (1 without a pipeline; the schedule's
+    peak in a stage), plus the largest block of `recompute` layers
+    (ds-checkpoint-activations) the backward holds at a time. Temporaries
+    inside a layer or an op are not counted.
+
+      (GPT-tiny, micro-batch 2, activation_checkpoint_interval 1)
+      remark: ds-plan-memory: activations per rank: 8192 B saved per
+        micro-batch x 1 in flight + 15360 B recomputed = 23552 B
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"train_step\"",

@@ -60,6 +60,15 @@ bool countsInStageNorm(ModuleOp module, func::FuncOp fn, unsigned param);
 Value stageSquares(OpBuilder &b, Location loc, ModuleOp module, func::FuncOp fn,
                    ArrayRef<Value> grads);
 
+/// The ops of `block` (top level) that `outputs` need, transitively: the
+/// forward of a gradient function whose outputs are its loss or the
+/// activations a stage sends on. The other ops are its backward.
+llvm::SetVector<Operation *> forwardSlice(Block &block, ValueRange outputs);
+
+/// Values the backward of `block` reads from its forward (forwardSlice of
+/// `outputs`), constants aside: what one micro-batch saves for its backward.
+llvm::SetVector<Value> savedValues(Block &block, ValueRange outputs);
+
 /// One entry of the layer list a DeepSpeed PipelineModule would be given.
 struct Layer {
   std::string name;

@@ -37,6 +37,9 @@ FailureOr<func::FuncOp> buildForwardBackward(func::FuncOp forward,
 /// the same type whose name is this one's minus the ".backward" suffix.
 inline constexpr StringLiteral kBackwardAttrName = "backward";
 inline constexpr StringLiteral kBackwardSuffix = ".backward";
+/// Unit attribute on a copy of a forward `dsnn.layer` that the backward
+/// runs again (ds-checkpoint-activations) instead of reading saved values.
+inline constexpr StringLiteral kRecomputeAttrName = "recompute";
 
 /// Unit attribute on the last argument of a gradient function whose model
 /// has dropout: `tensor<i64>`, the counter of the call's random masks

@@ -74,6 +74,40 @@ Value mlir::ds::pipeline::stageSquares(OpBuilder &b, Location loc,
   return train::GlobalNormOp::create(b, loc, scalar, counted, b.getUnitAttr());
 }
 
+llvm::SetVector<Operation *>
+mlir::ds::pipeline::forwardSlice(Block &block, ValueRange outputs) {
+  llvm::SetVector<Operation *> needed;
+  SmallVector<Operation *> work;
+  auto need = [&](Value v) {
+    if (Operation *def = v.getDefiningOp())
+      if (Operation *top = block.findAncestorOpInBlock(*def);
+          needed.insert(top))
+        work.push_back(top);
+  };
+  for (Value v : outputs)
+    need(v);
+  while (!work.empty())
+    for (Value v : usedFromAbove(work.pop_back_val()))
+      need(v);
+  return needed;
+}
+
+llvm::SetVector<Value> mlir::ds::pipeline::savedValues(Block &block,
+                                                       ValueRange outputs) {
+  llvm::SetVector<Operation *> forward = forwardSlice(block, outputs);
+  llvm::SetVector<Value> saved;
+  for (Operation &op : block.without_terminator()) {
+    if (forward.contains(&op))
+      continue;
+    for (Value v : usedFromAbove(&op))
+      if (Operation *def = v.getDefiningOp())
+        if (Operation *top = block.findAncestorOpInBlock(*def);
+            forward.contains(top) && !isCopyable(top))
+          saved.insert(v);
+  }
+  return saved;
+}
+
 static int64_t numElements(Type type) {
   auto shaped = dyn_cast<ShapedType>(type);
   return shaped && shaped.hasStaticShape() ? shaped.getNumElements() : 0;

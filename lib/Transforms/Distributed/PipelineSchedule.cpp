@@ -80,18 +80,8 @@ func::FuncOp buildPart(OpBuilder &b, func::FuncOp from, StringRef name,
 GradientSplit splitGradient(func::FuncOp fb, unsigned numOutputs) {
   Block &body = fb.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  llvm::SetVector<Operation *> needed;
-  SmallVector<Operation *> work;
-  auto need = [&](Value v) {
-    if (Operation *def = v.getDefiningOp())
-      if (needed.insert(body.findAncestorOpInBlock(*def)))
-        work.push_back(body.findAncestorOpInBlock(*def));
-  };
-  for (Value v : ret.getOperands().take_front(numOutputs))
-    need(v);
-  while (!work.empty())
-    for (Value v : pipeline::usedFromAbove(work.pop_back_val()))
-      need(v);
+  llvm::SetVector<Operation *> needed =
+      pipeline::forwardSlice(body, ret.getOperands().take_front(numOutputs));
 
   SmallVector<Operation *> forwardOps, backwardOps;
   for (Operation &op : body.without_terminator())
