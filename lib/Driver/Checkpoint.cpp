@@ -563,15 +563,15 @@ llvm::Error CheckpointSaver::commit(bool deferWrite) {
   for (const ShardSlice &s : p->slices)
     sliceOf[s.tensor] = &s;
   nlohmann::ordered_json mine = {{"ok", p->result.ok},
-                         {"bytes", p->result.fileSize},
-                         {"header_xxh3", p->result.headerXxh3},
-                         {"tensors", nlohmann::ordered_json::array()}};
+                                 {"bytes", p->result.fileSize},
+                                 {"header_xxh3", p->result.headerXxh3},
+                                 {"tensors", nlohmann::ordered_json::array()}};
   for (size_t i = 0; i < p->tensors.size(); ++i) {
     const CkptTensor &t = p->tensors[i];
     nlohmann::ordered_json entry = {{"name", t.name},
-                            {"kind", t.kind},
-                            {"dtype", t.dtype},
-                            {"shape", t.shape}};
+                                    {"kind", t.kind},
+                                    {"dtype", t.dtype},
+                                    {"shape", t.shape}};
     if (const ShardSlice *s = sliceOf[i])
       entry["slice"] = {s->first, s->count, s->offset, s->bytes, s->xxh3};
     mine["tensors"].push_back(std::move(entry));
@@ -1002,8 +1002,9 @@ llvm::Error CheckpointReader::verify() const {
       for (const CkptSlice &s : t.slices)
         if (s.first == c.first && s.count == c.count && s.xxh3 != c.xxh3)
           report(createStringError(
-              "%s/%s: tensor \"%s\" (elements %lld..%lld) differs from its "
-              "copy in %s: the pipeline stages holding it diverged",
+              "%s/%s: tensor \"%s\" (elements %lld..%lld) differs from the "
+              "first stage's copy in %s: the pipeline stages holding it "
+              "diverged",
               tagPath.c_str(), c.file.c_str(), t.name.c_str(),
               (long long)c.first, (long long)(c.first + c.count),
               s.file.c_str()));
