@@ -373,7 +373,8 @@ llvm::Error StateStore::saveWeights(llvm::StringRef path,
     if (src.fullShape) {
       shape = *src.fullShape;
       gathered.push_back(Tensor::zeros(DType::F32, shape));
-      uint64_t dpAxis = uint64_t(1) << (manifest.gridSizes.size() - 1);
+      size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
+      uint64_t dpAxis = uint64_t(1) << (axes - 1);
       if (dsrt_all_gather(dsrt_comm_axes(dpAxis), currentValues[from].data(),
                           gathered.back().data(), numElements(shape),
                           DSRT_F32) != 0)
