@@ -1211,12 +1211,12 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
   // Checks across sections.
   if (c.fp16.enabled && c.bf16.enabled)
     fail("fp16.enabled and bf16.enabled are both true; enable at most one");
-  if (c.pipeline.stages > 1 && c.zero.stage >= 2)
+  if (c.pipeline.stages > 1 && c.zero.stage >= 3)
     fail("zero_optimization.stage " + num(c.zero.stage) +
          " with pipeline.stages " + num(c.pipeline.stages) +
-         ": ZeRO-2/3 shard gradients across the micro-batches that the "
-         "pipeline's 1F1B schedule interleaves; ds does not support this yet, "
-         "use ZeRO stage 0 or 1 with a pipeline");
+         ": ZeRO-3 gathers parameters inside the forward and backward, which "
+         "the pipeline calls once per micro-batch; ds does not support this, "
+         "use ZeRO stage 0, 1 or 2 with a pipeline");
 
   int64_t modelParallel =
       mulChecked(c.pipeline.stages, c.tensorParallel.autotpSize);

@@ -32,12 +32,6 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
         (config.fp16.enabled ? "fp16" : "bf16") +
         ": ds does not build mixed precision into pipeline stages yet; train "
         "the pipeline in fp32 or use one stage");
-  if (pipelined && config.dpSize > 1)
-    return llvm::createStringError(
-        "pipeline.stages " + std::to_string(pipe.stages) +
-        " with data-parallel size " + std::to_string(config.dpSize) +
-        ": ds does not combine pipeline and data parallelism yet; run " +
-        std::to_string(pipe.stages) + " ranks (one per stage)");
   if (pipelined && pipe.activationCheckpointInterval > 0)
     return llvm::createStringError(
         "pipeline.activation_checkpoint_interval " +

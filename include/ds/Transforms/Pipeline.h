@@ -15,6 +15,7 @@
 
 #include "dsdist/DistOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Error.h"
@@ -46,6 +47,18 @@ llvm::SetVector<Value> usedFromAbove(Operation *op);
 
 /// An op a stage may recompute rather than receive (a constant).
 bool isCopyable(Operation *op);
+
+/// Whether parameter `param` of `fn` counts in its stage's share of the
+/// model's gradient norm: every parameter of a stage does, except a weight
+/// several stages hold (the tied embedding), which its first holder counts.
+/// True outside a pipeline.
+bool countsInStageNorm(ModuleOp module, func::FuncOp fn, unsigned param);
+
+/// The sum of squares (f32 scalar) of the gradients `grads[i]` of `fn`'s
+/// parameters i that count in the stage's norm (all of them outside a
+/// pipeline); zero when none does.
+Value stageSquares(OpBuilder &b, Location loc, ModuleOp module, func::FuncOp fn,
+                   ArrayRef<Value> grads);
 
 /// One entry of the layer list a DeepSpeed PipelineModule would be given.
 struct Layer {

@@ -12,6 +12,9 @@
 
 #include "ds/Config/Config.h"
 #include "dsnn/NNOps.h"
+#include "dstrain/TrainOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -41,6 +44,34 @@ llvm::SetVector<Value> mlir::ds::pipeline::usedFromAbove(Operation *op) {
 
 bool mlir::ds::pipeline::isCopyable(Operation *op) {
   return op->getNumOperands() == 0 && op->getNumRegions() == 0 && isPure(op);
+}
+
+bool mlir::ds::pipeline::countsInStageNorm(ModuleOp module, func::FuncOp fn,
+                                           unsigned param) {
+  auto info = module->getAttrOfType<DictionaryAttr>(kPipelineAttrName);
+  if (!info)
+    return true;
+  auto shared = info.getAs<DictionaryAttr>("shared");
+  auto attr = fn.getArgAttrOfType<nn::ParamAttr>(param, nn::kParamAttrName);
+  if (!attr || !shared)
+    return true;
+  auto holders =
+      dyn_cast_or_null<DenseI64ArrayAttr>(shared.get(attr.getName()));
+  return !holders || holders[0] == info.getAs<IntegerAttr>("stage").getInt();
+}
+
+Value mlir::ds::pipeline::stageSquares(OpBuilder &b, Location loc,
+                                       ModuleOp module, func::FuncOp fn,
+                                       ArrayRef<Value> grads) {
+  SmallVector<Value> counted;
+  for (auto [i, g] : llvm::enumerate(grads))
+    if (countsInStageNorm(module, fn, i))
+      counted.push_back(g);
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  if (counted.empty())
+    return arith::ConstantOp::create(b, loc,
+                                     cast<TypedAttr>(b.getZeroAttr(scalar)));
+  return train::GlobalNormOp::create(b, loc, scalar, counted, b.getUnitAttr());
 }
 
 static int64_t numElements(Type type) {

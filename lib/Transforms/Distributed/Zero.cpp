@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Pipeline.h"
 #include "ds/Transforms/Training.h"
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
@@ -322,7 +323,7 @@ SmallVector<SmallVector<unsigned>> makeBuckets(ArrayRef<int64_t> sizes,
   return buckets;
 }
 
-struct ZeroPass : ds::impl::ZeroBase<ZeroPass> {
+struct ZeroPass : mlir::ds::impl::ZeroBase<ZeroPass> {
   using Base::Base;
 
   void runOnOperation() override;
@@ -621,11 +622,16 @@ void ZeroPass::runOnOperation() {
         dp.reduceScatterMean(grads, makeBuckets(chunkSizes, reduceBucketSize));
   }
 
-  // 2. The norm from the chunks, summed over the group.
+  // 2. The norm from the chunks, summed over the group; a pipeline stage's
+  // share (a weight two stages hold counted once) is then summed over the
+  // stages.
   auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-  Value partial =
-      train::GlobalNormOp::create(b, loc, scalarF32, chunks, b.getUnitAttr());
+  Value partial = pipeline::stageSquares(b, loc, module, fn, chunks);
   Value total = dp.allReduce(partial, dist::ReductionKind::sum);
+  if (module->getAttr(pipeline::kPipelineAttrName))
+    total = dist::AllReduceOp::create(b, loc, scalarF32, total,
+                                      b.getStrArrayAttr({"pp"}),
+                                      dist::ReductionKind::sum);
   Value norm = math::SqrtOp::create(b, loc, total);
   SmallVector<Value> finalGrads = stage == 0 ? reduced : chunks;
   if (clip) {

@@ -31,34 +31,19 @@ using namespace mlir::ds;
 namespace {
 
 /// A pipeline stage's share of the model's gradient norm: the sum of
-/// squares of its gradients, a weight two stages hold counted by the first
-/// of them only, summed over the stages. Null outside a pipeline.
+/// squares of its gradients (pipeline::countsInStageNorm), summed over the
+/// stages. Null outside a pipeline, and when ds-zero will rebuild the norm
+/// from the data-parallel shards (dp > 1 on the module's grid).
 Value stageNorm(OpBuilder &b, Location loc, ModuleOp module, func::FuncOp fn,
                 ArrayRef<Value> grads) {
-  auto info =
-      module->getAttrOfType<DictionaryAttr>(pipeline::kPipelineAttrName);
-  if (!info)
+  if (!module->getAttr(pipeline::kPipelineAttrName))
     return Value();
-  int64_t stage = info.getAs<IntegerAttr>("stage").getInt();
-  auto shared = info.getAs<DictionaryAttr>("shared");
-  SmallVector<Value> counted;
-  for (auto [i, g] : llvm::enumerate(grads)) {
-    auto param = fn.getArgAttrOfType<nn::ParamAttr>(i, nn::kParamAttrName);
-    auto holders =
-        param && shared
-            ? dyn_cast_or_null<DenseI64ArrayAttr>(shared.get(param.getName()))
-            : DenseI64ArrayAttr();
-    if (!holders || holders[0] == stage)
-      counted.push_back(g);
-  }
+  if (auto grid = module->getAttrOfType<dist::GridAttr>(
+          dist::DistDialect::kGridAttrName))
+    if (grid.getAxisSize("dp").value_or(1) > 1)
+      return Value();
   auto scalar = RankedTensorType::get({}, b.getF32Type());
-  Value partial = counted.empty()
-                      ? arith::ConstantOp::create(
-                            b, loc, cast<TypedAttr>(b.getZeroAttr(scalar)))
-                            .getResult()
-                      : train::GlobalNormOp::create(b, loc, scalar, counted,
-                                                    b.getUnitAttr())
-                            .getResult();
+  Value partial = pipeline::stageSquares(b, loc, module, fn, grads);
   Value total = dist::AllReduceOp::create(b, loc, scalar, partial,
                                           b.getStrArrayAttr({"pp"}),
                                           dist::ReductionKind::sum);
