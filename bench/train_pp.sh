@@ -15,10 +15,18 @@
 # ratio = measured / bound (1 = the schedule's bubble is all that is lost;
 # communication and the stages' imbalance lower it). Both sides run ds's
 # kernels (OpenBLAS core on stderr) with the same threads per rank.
-# Every run drops TRAIN_PP_SKIP (3) warm-up steps and takes the median
-# tokens/s of the next TRAIN_PP_STEPS (10).
-# One JSON line per m, metric "tokens_per_s@m<m>".
-# Environment: TRAIN_PP_M ("2 4 8 16"), TRAIN_PP_SKIP, TRAIN_PP_STEPS.
+# Per m it also prints the measured bubble: the fraction of the step each
+# stage spends blocked in pipeline sends and receives (bubble_ms / step_ms,
+# the mean over the stages), against the schedule's (p - 1) / (m + p - 1)
+# (metric "bubble_fraction@m<m>", lower is better; imbalance between the
+# stages and communication show up as the difference).
+# Then, at m = TRAIN_PP_DP_M (8), the same 2 ranks as 2 data-parallel
+# replicas (DP=2, ZeRO-0, the same micro-batches per replica) against PP=2:
+# metric "tokens_per_s@m<m> pp_vs_dp", ratio = PP tokens/s / DP tokens/s.
+# Every run drops TRAIN_PP_SKIP (3) warm-up steps and takes the median of
+# the next TRAIN_PP_STEPS (10).
+# Environment: TRAIN_PP_M ("2 4 8 16"), TRAIN_PP_SKIP, TRAIN_PP_STEPS,
+# TRAIN_PP_DP_M (8; empty skips the DP comparison).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -60,6 +68,19 @@ print(f"{statistics.median(r['tokens_per_s'] for r in rows[skip:skip + w]):.1f}"
 PY
 }
 
+# bubble FILE...: the median over the measured steps of the stages' mean
+# bubble_ms / step_ms (one metrics file per stage).
+bubble() {
+  "$PYTHON" - "$skip" "$window" "$@" <<'PY'
+import json, statistics, sys
+skip, w = int(sys.argv[1]), int(sys.argv[2])
+stages = [[json.loads(l) for l in open(p) if l.strip()][skip:skip + w]
+          for p in sys.argv[3:]]
+steps = zip(*stages)
+print(f"{statistics.median(statistics.mean(r['bubble_ms'] / r['step_ms'] for r in step) for step in steps):.4f}")
+PY
+}
+
 for m in $ms; do
   config "$m" 1 "$tmp/one$m.json"
   config "$m" "$stages" "$tmp/pp$m.json"
@@ -74,4 +95,26 @@ for m in $ms; do
   echo "m=$m: one rank $one tokens/s, 2 stages $pp tokens/s, bound $bound" >&2
   bench_json train_pp "tokens_per_s@m$m" "$pp" "$bound" \
     "ideal bound: one rank's tokens/s x p x m/(m+p-1), p=2, $BENCH_THREADS thread(s) per rank" 1
+  measured=$(bubble "$tmp/pp$m.jsonl" "$tmp/pp$m.rank1.jsonl")
+  ideal=$("$PYTHON" -c "print(($stages - 1) / ($m + $stages - 1))")
+  echo "m=$m: bubble $measured of the step (schedule: $ideal)" >&2
+  bench_json train_pp "bubble_fraction@m$m" "$measured" "$ideal" \
+    "1F1B bubble (p-1)/(m+p-1), p=2" 0
 done
+
+dp_m=${TRAIN_PP_DP_M-8}
+if [ -n "$dp_m" ]; then
+  config "$dp_m" 1 "$tmp/dp.json"
+  config "$dp_m" "$stages" "$tmp/pp.json"
+  "$ds_launch" --num_procs 2 -- "$ds_train" --model "$spec" \
+    --config "$tmp/dp.json" --synthetic --steps "$steps" --quiet \
+    --metrics "$tmp/dp.jsonl"
+  "$ds_launch" --num_procs "$stages" -- "$ds_train" --model "$spec" \
+    --config "$tmp/pp.json" --synthetic --steps "$steps" --quiet \
+    --metrics "$tmp/ppdp.jsonl"
+  dp=$(median "$tmp/dp.jsonl")
+  pp=$(median "$tmp/ppdp.jsonl")
+  echo "m=$dp_m: DP=2 $dp tokens/s, PP=2 $pp tokens/s" >&2
+  bench_json train_pp "tokens_per_s@m$dp_m pp_vs_dp" "$pp" "$dp" \
+    "DP=2 (ZeRO-0, the same micro-batches per replica), $BENCH_THREADS thread(s) per rank" 1
+fi

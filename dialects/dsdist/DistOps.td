@@ -337,8 +337,10 @@ def Dist_PipelineScheduleOp : Dist_Op<"pipeline_schedule"> {
     sent after it, only where the neighbour stage exists; a micro-batch
     keeps one buffer, and a buffer is reused only once its micro-batch is
     backwarded; gradients are reduced after the last backward and the
-    stream ends with `optimizer_step`. Across stages, what stage `s` sends
-    stage `s + 1` receives in the same order.
+    stream ends with `optimizer_step`. Across stages, the streams run to
+    the end together when every send blocks until its neighbour reaches
+    the matching receive of the same micro-batch: no deadlock, no swapped
+    micro-batches. A failure names the instruction on both stages.
 
       dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 1 {
         stage 0: load_micro_batch(mb = 0, buf = 0), forward(mb = 0, buf = 0),

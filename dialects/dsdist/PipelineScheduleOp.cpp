@@ -3,7 +3,7 @@
 // A schedule that passes this verifier runs without deadlock and without
 // overwriting a live activation buffer: each stage's stream is checked on its
 // own (data dependencies, buffer lifetimes, in-flight bound of 1F1B), then
-// neighbouring stages are checked to send and receive in the same order.
+// all streams are run together with blocking sends and receives.
 //
 //===----------------------------------------------------------------------===//
 #include "dsdist/DistOps.h"
@@ -21,11 +21,6 @@ struct MicroBatchState {
   bool recvGrad = false, backwarded = false, sentGrad = false;
 };
 
-/// The micro-batches a stage sends or receives, in stream order.
-struct StageTraffic {
-  SmallVector<int64_t> sentAct, recvAct, sentGrad, recvGrad;
-};
-
 class StageVerifier {
 public:
   StageVerifier(PipelineScheduleOp op, int64_t stage, bool oneFOneB)
@@ -33,10 +28,10 @@ public:
         numMicroBatches(op.getNumMicroBatches()), oneFOneB(oneFOneB),
         mbs(numMicroBatches) {}
 
-  LogicalResult verify(ArrayAttr stream, StageTraffic &traffic);
+  LogicalResult verify(ArrayAttr stream);
 
 private:
-  LogicalResult verifyInstr(PipeInstrAttr instr, StageTraffic &traffic);
+  LogicalResult verifyInstr(PipeInstrAttr instr);
   LogicalResult verifyBuffer(int64_t mb, int64_t buf);
   InFlightDiagnostic fail() {
     std::string text;
@@ -62,9 +57,9 @@ private:
 };
 } // namespace
 
-LogicalResult StageVerifier::verify(ArrayAttr stream, StageTraffic &traffic) {
+LogicalResult StageVerifier::verify(ArrayAttr stream) {
   for (index = 0; index < stream.size(); ++index)
-    if (failed(verifyInstr(cast<PipeInstrAttr>(stream[index]), traffic)))
+    if (failed(verifyInstr(cast<PipeInstrAttr>(stream[index]))))
       return failure();
   for (auto [mb, state] : llvm::enumerate(mbs)) {
     if (!state.forwarded || !state.backwarded)
@@ -79,8 +74,7 @@ LogicalResult StageVerifier::verify(ArrayAttr stream, StageTraffic &traffic) {
   return success();
 }
 
-LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr,
-                                         StageTraffic &traffic) {
+LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr) {
   if (stepped)
     return fail() << "comes after optimizer_step, which must be last";
   PipeInstrKind kind = instr.getKind();
@@ -126,7 +120,6 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr,
     if (failed(twice(s.recvAct, "receives activations")))
       return failure();
     s.recvAct = true;
-    traffic.recvAct.push_back(mb);
     break;
   case PipeInstrKind::forward:
     if (failed(twice(s.forwarded, "is forwarded")))
@@ -153,7 +146,6 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr,
       return fail() << "micro-batch " << mb
                     << " sends activations before its forward";
     s.sentAct = true;
-    traffic.sentAct.push_back(mb);
     break;
   case PipeInstrKind::recv_grad:
     if (last)
@@ -165,7 +157,6 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr,
       return fail() << "micro-batch " << mb
                     << " receives gradients before sending its activations";
     s.recvGrad = true;
-    traffic.recvGrad.push_back(mb);
     break;
   case PipeInstrKind::backward:
     if (failed(twice(s.backwarded, "is backwarded")))
@@ -192,7 +183,6 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr,
       return fail() << "micro-batch " << mb
                     << " sends gradients before its backward";
     s.sentGrad = true;
-    traffic.sentGrad.push_back(mb);
     break;
   default:
     llvm_unreachable("not a per-micro-batch instruction");
@@ -217,8 +207,100 @@ LogicalResult StageVerifier::verifyBuffer(int64_t mb, int64_t buf) {
   return success();
 }
 
-static std::string formatIds(ArrayRef<int64_t> ids) {
-  return llvm::formatv("[{0}]", llvm::make_range(ids.begin(), ids.end()));
+namespace {
+/// The p2p instruction a stage is blocked at, and the instruction of its
+/// neighbour that completes it.
+struct P2p {
+  int64_t peer;
+  PipeInstrKind match;
+};
+
+std::optional<P2p> p2pOf(PipeInstrKind kind, int64_t stage) {
+  switch (kind) {
+  case PipeInstrKind::send_activation:
+    return P2p{stage + 1, PipeInstrKind::recv_activation};
+  case PipeInstrKind::recv_activation:
+    return P2p{stage - 1, PipeInstrKind::send_activation};
+  case PipeInstrKind::send_grad:
+    return P2p{stage - 1, PipeInstrKind::recv_grad};
+  case PipeInstrKind::recv_grad:
+    return P2p{stage + 1, PipeInstrKind::send_grad};
+  default:
+    return std::nullopt;
+  }
+}
+
+std::string describe(PipelineScheduleOp op, int64_t stage, size_t index) {
+  auto stream = cast<ArrayAttr>(op.getStreams()[stage]);
+  if (index >= stream.size())
+    return llvm::formatv("stage {0} (its stream has ended)", stage);
+  auto instr = cast<PipeInstrAttr>(stream[index]);
+  std::string text =
+      llvm::formatv("stage {0}, instruction {1} ({2}", stage, index,
+                    stringifyPipeInstrKind(instr.getKind()));
+  if (instr.getMicroBatch())
+    text += llvm::formatv("(mb = {0}, buf = {1})", *instr.getMicroBatch(),
+                          *instr.getBuffer());
+  return text + ")";
+}
+} // namespace
+
+// Runs the streams with blocking (rendezvous) sends and receives, as
+// MPI_Send of a large message behaves: a send completes only when its
+// neighbour reaches the matching receive. Every stage finishing proves the
+// schedule deadlock-free; otherwise the diagnostic names the instructions
+// on both sides that cannot pair.
+static LogicalResult verifyRendezvous(PipelineScheduleOp op) {
+  int64_t numStages = op.getNumStages();
+  auto streamOf = [&](int64_t s) {
+    return cast<ArrayAttr>(op.getStreams()[s]);
+  };
+  SmallVector<size_t> pc(numStages, 0);
+  // The p2p instruction stage s waits at, advancing past everything else.
+  auto waiting = [&](int64_t s) -> PipeInstrAttr {
+    ArrayAttr stream = streamOf(s);
+    while (pc[s] < stream.size()) {
+      auto instr = cast<PipeInstrAttr>(stream[pc[s]]);
+      if (p2pOf(instr.getKind(), s))
+        return instr;
+      ++pc[s];
+    }
+    return {};
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < numStages; ++s) {
+      PipeInstrAttr mine = waiting(s);
+      if (!mine)
+        continue;
+      P2p need = *p2pOf(mine.getKind(), s);
+      PipeInstrAttr theirs = waiting(need.peer);
+      if (!theirs || theirs.getKind() != need.match)
+        continue;
+      if (theirs.getMicroBatch() != mine.getMicroBatch())
+        return op.emitOpError()
+               << describe(op, s, pc[s]) << " pairs with "
+               << describe(op, need.peer, pc[need.peer])
+               << ": sends and receives between neighbours must name the "
+                  "same micro-batches in the same order";
+      ++pc[s];
+      ++pc[need.peer];
+      progress = true;
+    }
+  }
+  for (int64_t s = 0; s < numStages; ++s) {
+    PipeInstrAttr mine = waiting(s);
+    if (!mine)
+      continue;
+    P2p need = *p2pOf(mine.getKind(), s);
+    return op.emitOpError()
+           << describe(op, s, pc[s]) << " waits for "
+           << stringifyPipeInstrKind(need.match) << " on stage " << need.peer
+           << ", which is blocked at " << describe(op, need.peer, pc[need.peer])
+           << ": with blocking sends the streams deadlock; reorder them so "
+              "each send meets its receive";
+  }
+  return success();
 }
 
 LogicalResult PipelineScheduleOp::verify() {
@@ -235,27 +317,10 @@ LogicalResult PipelineScheduleOp::verify() {
                          << " instruction streams but stages is " << numStages
                          << "; give one stream per stage";
 
-  SmallVector<StageTraffic> traffic(numStages);
   for (int64_t s = 0; s < numStages; ++s) {
     StageVerifier stage(*this, s, kind == "1f1b");
-    if (failed(stage.verify(cast<ArrayAttr>(getStreams()[s]), traffic[s])))
+    if (failed(stage.verify(cast<ArrayAttr>(getStreams()[s]))))
       return failure();
   }
-  // Blocking p2p pairs the n-th send with the n-th receive: the orders must
-  // agree or the stages deadlock (or swap micro-batches).
-  for (int64_t s = 0; s + 1 < numStages; ++s) {
-    if (traffic[s].sentAct != traffic[s + 1].recvAct)
-      return emitOpError() << "stage " << s
-                           << " sends activations of micro-batches "
-                           << formatIds(traffic[s].sentAct) << " but stage "
-                           << s + 1 << " receives "
-                           << formatIds(traffic[s + 1].recvAct);
-    if (traffic[s + 1].sentGrad != traffic[s].recvGrad)
-      return emitOpError() << "stage " << s + 1
-                           << " sends gradients of micro-batches "
-                           << formatIds(traffic[s + 1].sentGrad)
-                           << " but stage " << s << " receives "
-                           << formatIds(traffic[s].recvGrad);
-  }
-  return success();
+  return verifyRendezvous(*this);
 }

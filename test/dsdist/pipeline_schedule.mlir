@@ -340,7 +340,7 @@ dsdist.pipeline_schedule "gpipe" stages 1 micro_batches 2 {
 
 // -----
 
-// expected-error @+1 {{stage 0 sends activations of micro-batches [0, 1] but stage 1 receives [1, 0]}}
+// expected-error @+1 {{stage 0, instruction 1 (send_activation(mb = 0, buf = 0)) pairs with stage 1, instruction 0 (recv_activation(mb = 1, buf = 1)): sends and receives between neighbours must name the same micro-batches in the same order}}
 dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
   stage 0: forward(mb = 0, buf = 0), send_activation(mb = 0, buf = 0),
            forward(mb = 1, buf = 1), send_activation(mb = 1, buf = 1),
@@ -354,12 +354,43 @@ dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
 
 // -----
 
-// expected-error @+1 {{stage 1 sends gradients of micro-batches [0, 1] but stage 0 receives [1, 0]}}
+// expected-error @+1 {{stage 0, instruction 4 (recv_grad(mb = 1, buf = 1)) pairs with stage 1, instruction 5 (send_grad(mb = 0, buf = 0)): sends and receives between neighbours must name the same micro-batches in the same order}}
 dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
   stage 0: forward(mb = 0, buf = 0), send_activation(mb = 0, buf = 0),
            forward(mb = 1, buf = 1), send_activation(mb = 1, buf = 1),
            recv_grad(mb = 1, buf = 1), backward(mb = 1, buf = 1),
            recv_grad(mb = 0, buf = 0), backward(mb = 0, buf = 0), optimizer_step
+  stage 1: recv_activation(mb = 0, buf = 0), forward(mb = 0, buf = 0),
+           recv_activation(mb = 1, buf = 1), forward(mb = 1, buf = 1),
+           backward(mb = 0, buf = 0), send_grad(mb = 0, buf = 0),
+           backward(mb = 1, buf = 1), send_grad(mb = 1, buf = 1), optimizer_step
+}
+
+// -----
+
+// Both neighbours send at once: each stream is fine alone and the orders
+// agree, but blocking sends wait for each other.
+// expected-error @+1 {{stage 0, instruction 3 (send_activation(mb = 1, buf = 1)) waits for recv_activation on stage 1, which is blocked at stage 1, instruction 3 (send_grad(mb = 0, buf = 0)): with blocking sends the streams deadlock; reorder them so each send meets its receive}}
+dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
+  stage 0: forward(mb = 0, buf = 0), send_activation(mb = 0, buf = 0),
+           forward(mb = 1, buf = 1), send_activation(mb = 1, buf = 1),
+           recv_grad(mb = 0, buf = 0), backward(mb = 0, buf = 0),
+           recv_grad(mb = 1, buf = 1), backward(mb = 1, buf = 1), optimizer_step
+  stage 1: recv_activation(mb = 0, buf = 0), forward(mb = 0, buf = 0),
+           backward(mb = 0, buf = 0), send_grad(mb = 0, buf = 0),
+           recv_activation(mb = 1, buf = 1), forward(mb = 1, buf = 1),
+           backward(mb = 1, buf = 1), send_grad(mb = 1, buf = 1), optimizer_step
+}
+
+// -----
+
+// Both receive at once.
+// expected-error @+1 {{stage 0, instruction 3 (recv_grad(mb = 0, buf = 0)) waits for send_grad on stage 1, which is blocked at stage 1, instruction 2 (recv_activation(mb = 1, buf = 1)): with blocking sends the streams deadlock}}
+dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
+  stage 0: forward(mb = 0, buf = 0), send_activation(mb = 0, buf = 0),
+           forward(mb = 1, buf = 1), recv_grad(mb = 0, buf = 0),
+           send_activation(mb = 1, buf = 1), backward(mb = 0, buf = 0),
+           recv_grad(mb = 1, buf = 1), backward(mb = 1, buf = 1), optimizer_step
   stage 1: recv_activation(mb = 0, buf = 0), forward(mb = 0, buf = 0),
            recv_activation(mb = 1, buf = 1), forward(mb = 1, buf = 1),
            backward(mb = 0, buf = 0), send_grad(mb = 0, buf = 0),
