@@ -4,6 +4,7 @@
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -343,16 +344,15 @@ static void writeShard(CheckpointSaver::Pending &p, int rank, bool async) {
 }
 
 llvm::Expected<std::unique_ptr<CheckpointSaver>>
-CheckpointSaver::create(llvm::StringRef dir, bool async, int rank,
-                        int worldSize) {
+CheckpointSaver::create(llvm::StringRef dir, bool async,
+                        const CkptPlace &place) {
   if (std::error_code ec = fs::create_directories(dir))
     return createStringError("--save %s: cannot create the directory: %s",
                              dir.str().c_str(), ec.message().c_str());
   std::unique_ptr<CheckpointSaver> saver(new CheckpointSaver());
   saver->dir = dir.str();
   saver->async = async;
-  saver->rank = rank;
-  saver->worldSize = worldSize;
+  saver->place = place;
   return saver;
 }
 
@@ -368,6 +368,7 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
   if (pending)
     if (llvm::Error err = commit(/*deferWrite=*/async))
       return err;
+  const int rank = place.rank, worldSize = place.worldSize;
 
   auto p = std::make_unique<Pending>();
   p->tag = ckptTagForStep(run.step);
@@ -423,8 +424,8 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
     fs::remove(manifest);
 
   // This rank's slices: its chunk of every sharded tensor; whole tensors
-  // (identical on every rank) are spread round-robin so each rank writes a
-  // similar share.
+  // (identical on every rank of the program) are spread round-robin so each
+  // rank writes a similar share.
   uint64_t total = 0;
   for (size_t i = 0; i < p->tensors.size(); ++i) {
     const CkptTensor &t = p->tensors[i];
@@ -437,9 +438,9 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
     s.tensor = i;
     int64_t numel = t.numElements();
     if (t.chunk) {
-      s.first = std::min<int64_t>(numel, rank * *t.chunk);
+      s.first = std::min<int64_t>(numel, place.programRank * *t.chunk);
       s.count = std::min<int64_t>(*t.chunk, numel - s.first);
-    } else if (int(i % worldSize) == rank) {
+    } else if (int(i % place.programSize) == place.programRank) {
       s.count = numel;
     }
     if (s.count == 0)
@@ -523,47 +524,121 @@ llvm::Error CheckpointSaver::finish() {
   return commit(/*deferWrite=*/false);
 }
 
+/// Every rank's `text` (of any length), gathered over the world.
+static llvm::Expected<std::vector<std::string>>
+allGatherText(const std::string &text, int worldSize) {
+  if (worldSize == 1)
+    return std::vector<std::string>{text};
+  dsrt_comm *world = dsrt_comm_world();
+  int64_t length = int64_t(text.size());
+  std::vector<int64_t> lengths(worldSize);
+  if (dsrt_all_gather(world, &length, lengths.data(), worldSize, DSRT_I64))
+    return createStringError(dsrt_last_error());
+  int64_t words = (*std::max_element(lengths.begin(), lengths.end()) + 7) / 8;
+  std::vector<int64_t> mine(words, 0), all(words * worldSize);
+  std::memcpy(mine.data(), text.data(), text.size());
+  if (dsrt_all_gather(world, mine.data(), all.data(), words * worldSize,
+                      DSRT_I64))
+    return createStringError(dsrt_last_error());
+  std::vector<std::string> texts;
+  for (int r = 0; r < worldSize; ++r)
+    texts.emplace_back(reinterpret_cast<const char *>(&all[r * words]),
+                       size_t(lengths[r]));
+  return texts;
+}
+
 llvm::Error CheckpointSaver::commit(bool deferWrite) {
   std::unique_ptr<Pending> p = std::move(pending);
   if (p->writer.joinable())
     p->writer.join();
   writeS = p->result.seconds;
 
-  // Every rank's slice records, gathered: [ok, size, header hash] then per
-  // tensor [first, count, offset, length, hash] (count 0: no slice). The
-  // gather is also the barrier: each rank's shard is renamed and synced
-  // before it takes part.
-  size_t numTensors = p->tensors.size();
-  size_t rowLen = 3 + 5 * numTensors;
-  std::vector<int64_t> mine(rowLen, 0), all(rowLen * worldSize, 0);
-  mine[0] = p->result.ok;
-  mine[1] = int64_t(p->result.fileSize);
-  mine[2] = int64_t(p->result.headerXxh3);
-  for (const ShardSlice &s : p->slices) {
-    int64_t *rec = &mine[3 + 5 * s.tensor];
-    rec[0] = s.first;
-    rec[1] = s.count;
-    rec[2] = int64_t(s.offset);
-    rec[3] = int64_t(s.bytes);
-    rec[4] = int64_t(s.xxh3);
+  // Every rank's shard index, gathered: its outcome and, per tensor it
+  // holds, the slice it wrote. Ranks of different pipeline stages hold
+  // different tensors, so the index is keyed by name. The gather is also
+  // the barrier: each rank's shard is renamed and synced before it takes
+  // part.
+  const int rank = place.rank, worldSize = place.worldSize;
+  std::vector<const ShardSlice *> sliceOf(p->tensors.size(), nullptr);
+  for (const ShardSlice &s : p->slices)
+    sliceOf[s.tensor] = &s;
+  nlohmann::ordered_json mine = {{"ok", p->result.ok},
+                                 {"bytes", p->result.fileSize},
+                                 {"header_xxh3", p->result.headerXxh3},
+                                 {"tensors", nlohmann::ordered_json::array()}};
+  for (size_t i = 0; i < p->tensors.size(); ++i) {
+    const CkptTensor &t = p->tensors[i];
+    nlohmann::ordered_json entry = {{"name", t.name},
+                                    {"kind", t.kind},
+                                    {"dtype", t.dtype},
+                                    {"shape", t.shape}};
+    if (const ShardSlice *s = sliceOf[i])
+      entry["slice"] = {s->first, s->count, s->offset, s->bytes, s->xxh3};
+    mine["tensors"].push_back(std::move(entry));
   }
-  if (worldSize > 1) {
-    if (dsrt_all_gather(dsrt_comm_world(), mine.data(), all.data(),
-                        int64_t(all.size()), DSRT_I64) != 0)
-      return createStringError("checkpoint %s: gathering the shard index: %s",
-                               p->tag.c_str(), dsrt_last_error());
-  } else {
-    all = mine;
-  }
+  auto gathered = allGatherText(mine.dump(), worldSize);
+  if (!gathered)
+    return createStringError("checkpoint %s: gathering the shard index: %s",
+                             p->tag.c_str(),
+                             llvm::toString(gathered.takeError()).c_str());
+  std::vector<nlohmann::ordered_json> rows;
+  for (const std::string &text : *gathered)
+    rows.push_back(nlohmann::ordered_json::parse(text));
   if (!p->result.ok)
     return createStringError("checkpoint %s: %s", p->tag.c_str(),
                              p->result.error.c_str());
   for (int r = 0; r < worldSize; ++r)
-    if (!all[r * rowLen])
+    if (!rows[r].at("ok").get<bool>())
       return createStringError(
           "checkpoint %s: rank %d could not write its part (its own error "
           "says why); `latest` still names the last complete checkpoint",
           p->tag.c_str(), r);
+
+  // Every rank merges the index, so all agree on a refusal. A tensor is
+  // listed where its lowest stage lists it; a later stage's slices of it
+  // are copies (ranks are in stage order).
+  struct Merged {
+    nlohmann::ordered_json entry;
+    int stage;
+    nlohmann::ordered_json slices = nlohmann::ordered_json::array();
+    nlohmann::ordered_json copies = nlohmann::ordered_json::array();
+  };
+  std::vector<Merged> merged;
+  llvm::StringMap<size_t> byName;
+  for (int r = 0; r < worldSize; ++r) {
+    int stage = r / place.programSize;
+    for (const nlohmann::ordered_json &t : rows[r].at("tensors")) {
+      std::string name = t.at("name").get<std::string>();
+      auto [it, fresh] = byName.try_emplace(name, merged.size());
+      if (fresh)
+        merged.push_back({nlohmann::ordered_json{{"name", name},
+                                                 {"kind", t.at("kind")},
+                                                 {"dtype", t.at("dtype")},
+                                                 {"shape", t.at("shape")}},
+                          stage});
+      Merged &m = merged[it->second];
+      if (m.entry["kind"] != t.at("kind") ||
+          m.entry["dtype"] != t.at("dtype") ||
+          m.entry["shape"] != t.at("shape"))
+        return createStringError(
+            "checkpoint %s: tensor \"%s\" is %s %s on stage %d but %s %s on "
+            "stage %d; two stages hold different tensors under one name",
+            p->tag.c_str(), name.c_str(), m.entry["dtype"].dump().c_str(),
+            m.entry["shape"].dump().c_str(), m.stage,
+            t.at("dtype").dump().c_str(), t.at("shape").dump().c_str(), stage);
+      if (!t.contains("slice"))
+        continue;
+      const nlohmann::ordered_json &rec = t.at("slice");
+      nlohmann::ordered_json slice = {{"rank", r},
+                                      {"file", shardFileName(r)},
+                                      {"offset", rec[2].get<uint64_t>()},
+                                      {"length", rec[3].get<uint64_t>()},
+                                      {"first", rec[0].get<int64_t>()},
+                                      {"count", rec[1].get<int64_t>()},
+                                      {"xxh3", hex64(rec[4].get<uint64_t>())}};
+      (stage == m.stage ? m.slices : m.copies).push_back(std::move(slice));
+    }
+  }
 
   int status = 0;
   std::string failure;
@@ -583,6 +658,7 @@ llvm::Error CheckpointSaver::commit(bool deferWrite) {
     m["global_batch"] = p->run.globalBatch;
     m["world"] = {{"world_size", p->run.worldSize},
                   {"dp", p->run.dpSize},
+                  {"stages", p->run.stages},
                   {"zero_stage", p->run.zeroStage}};
     m["model"] = {{"path", p->run.modelPath}, {"xxh3", p->run.modelHash}};
     nlohmann::ordered_json config = nlohmann::ordered_json::parse(
@@ -591,32 +667,19 @@ llvm::Error CheckpointSaver::commit(bool deferWrite) {
         config.is_discarded() ? nlohmann::ordered_json(nullptr) : config;
     nlohmann::ordered_json files = nlohmann::ordered_json::array();
     for (int r = 0; r < worldSize; ++r)
-      files.push_back({{"name", shardFileName(r)},
-                       {"rank", r},
-                       {"bytes", uint64_t(all[r * rowLen + 1])},
-                       {"header_xxh3", hex64(uint64_t(all[r * rowLen + 2]))}});
+      files.push_back(
+          {{"name", shardFileName(r)},
+           {"rank", r},
+           {"stage", r / place.programSize},
+           {"bytes", rows[r].at("bytes").get<uint64_t>()},
+           {"header_xxh3", hex64(rows[r].at("header_xxh3").get<uint64_t>())}});
     m["files"] = files;
     nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < numTensors; ++i) {
-      const CkptTensor &t = p->tensors[i];
-      nlohmann::ordered_json slices = nlohmann::ordered_json::array();
-      for (int r = 0; r < worldSize; ++r) {
-        const int64_t *rec = &all[r * rowLen + 3 + 5 * i];
-        if (rec[1] == 0)
-          continue;
-        slices.push_back({{"rank", r},
-                          {"file", shardFileName(r)},
-                          {"offset", uint64_t(rec[2])},
-                          {"length", uint64_t(rec[3])},
-                          {"first", rec[0]},
-                          {"count", rec[1]},
-                          {"xxh3", hex64(uint64_t(rec[4]))}});
-      }
-      tensors.push_back({{"name", t.name},
-                         {"kind", t.kind},
-                         {"dtype", t.dtype},
-                         {"shape", t.shape},
-                         {"slices", slices}});
+    for (Merged &t : merged) {
+      t.entry["slices"] = std::move(t.slices);
+      if (!t.copies.empty())
+        t.entry["copies"] = std::move(t.copies);
+      tensors.push_back(std::move(t.entry));
     }
     m["tensors"] = tensors;
     commitFiles.manifestPath = p->tagDir + "/" + kManifest;
@@ -717,6 +780,7 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
     run.globalBatch = m.at("global_batch").get<int64_t>();
     run.worldSize = m.at("world").at("world_size").get<int>();
     run.dpSize = m.at("world").at("dp").get<int64_t>();
+    run.stages = m.at("world").value("stages", int64_t(1));
     run.zeroStage = m.at("world").at("zero_stage").get<int64_t>();
     run.configJson = m.at("config").dump();
     run.modelPath = m.at("model").at("path").get<std::string>();
@@ -728,6 +792,7 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
         throw std::runtime_error("file name \"" + info.name +
                                  "\" leaves the tag directory");
       info.rank = f.at("rank").get<int>();
+      info.stage = f.value("stage", 0);
       info.size = f.at("bytes").get<uint64_t>();
       info.headerXxh3 = parseHex(f.at("header_xxh3").get<std::string>());
       ckpt.fileInfos.push_back(info);
@@ -741,8 +806,7 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
       if (!info.elementBytes())
         throw std::runtime_error("tensor \"" + info.name +
                                  "\": unknown dtype " + info.dtype);
-      int64_t covered = 0;
-      for (auto &s : t.at("slices")) {
+      auto parseSlice = [&](const nlohmann::json &s) {
         CkptSlice slice;
         slice.rank = s.at("rank").get<int>();
         slice.file = s.at("file").get<std::string>();
@@ -762,9 +826,16 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
           throw std::runtime_error(
               "tensor \"" + info.name + "\": slice of rank " +
               std::to_string(slice.rank) + " has inconsistent bounds");
-        covered += slice.count;
-        info.slices.push_back(slice);
+        return slice;
+      };
+      int64_t covered = 0;
+      for (auto &s : t.at("slices")) {
+        info.slices.push_back(parseSlice(s));
+        covered += info.slices.back().count;
       }
+      if (t.contains("copies"))
+        for (auto &s : t.at("copies"))
+          info.copies.push_back(parseSlice(s));
       llvm::sort(info.slices, [](const CkptSlice &a, const CkptSlice &b) {
         return a.first < b.first;
       });
@@ -793,9 +864,14 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
     std::string file = ckpt.tagPath + "/" + f.name;
     fs::file_status st;
     if (fs::status(file, st) || !fs::exists(st))
-      return createStringError("%s: missing (the shard of rank %d); the "
-                               "checkpoint %s is incomplete",
-                               file.c_str(), f.rank, ckpt.tagName.c_str());
+      return createStringError(
+          "%s: missing (the shard of rank %d%s); the checkpoint %s is "
+          "incomplete",
+          file.c_str(), f.rank,
+          ckpt.runInfo.stages > 1
+              ? (", pipeline stage " + std::to_string(f.stage)).c_str()
+              : "",
+          ckpt.tagName.c_str());
     if (st.getSize() != f.size)
       return createStringError(
           "%s: %llu bytes, but the manifest says %llu; the file is %s",
@@ -913,10 +989,27 @@ llvm::Error CheckpointReader::verify() const {
                                       "corrupt"));
   }
   std::vector<char> buf;
-  for (const CkptTensorInfo &t : infos)
+  for (const CkptTensorInfo &t : infos) {
     for (const CkptSlice &s : t.slices)
       if (llvm::Error err = readSlice(files, t, s, buf))
         report(std::move(err));
+    // A later stage's copy (a tied weight) must hold the same bytes.
+    for (const CkptSlice &c : t.copies) {
+      if (llvm::Error err = readSlice(files, t, c, buf)) {
+        report(std::move(err));
+        continue;
+      }
+      for (const CkptSlice &s : t.slices)
+        if (s.first == c.first && s.count == c.count && s.xxh3 != c.xxh3)
+          report(createStringError(
+              "%s/%s: tensor \"%s\" (elements %lld..%lld) differs from the "
+              "first stage's copy in %s: the pipeline stages holding it "
+              "diverged",
+              tagPath.c_str(), c.file.c_str(), t.name.c_str(),
+              (long long)c.first, (long long)(c.first + c.count),
+              s.file.c_str()));
+    }
+  }
   if (!problems.empty())
     return createStringError(llvm::StringRef(problems).rtrim());
   return llvm::Error::success();

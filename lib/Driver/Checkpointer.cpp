@@ -33,14 +33,14 @@ const char *orderName(DataOrder order) {
 
 llvm::Expected<Checkpointer> Checkpointer::open(const TrainOptions &options,
                                                 const cfg::Config &config,
-                                                int worldSize, int rank) {
-  Checkpointer ckpt(options, config, worldSize, rank);
+                                                const CkptPlace &place) {
+  Checkpointer ckpt(options, config, place);
   if (options.saveInterval < 0)
     return createStringError("--save-interval must be >= 0, got %lld",
                              (long long)options.saveInterval);
   if (!options.saveDir.empty()) {
-    auto created = CheckpointSaver::create(
-        options.saveDir, /*async=*/!options.saveSync, rank, worldSize);
+    auto created = CheckpointSaver::create(options.saveDir,
+                                           /*async=*/!options.saveSync, place);
     if (!created)
       return created.takeError();
     ckpt.saver = std::move(*created);
@@ -103,12 +103,13 @@ Checkpointer::readState(const StepManifest &manifest, uint64_t runSeed) const {
         "give the checkpoint's)",
         resumed->tagDir().str().c_str(),
         (unsigned long long)resumed->run().seed, (unsigned long long)runSeed);
-  auto values = readCheckpointState(*resumed, manifest, rank);
+  auto values = readCheckpointState(*resumed, manifest, place.programRank);
   // Ranks read different slices: all must agree before the compile goes
   // on, or the ones that succeeded would wait on the others forever.
   int32_t failed = values ? 0 : 1;
-  if (worldSize > 1 && dsrt_all_reduce(dsrt_comm_world(), &failed, &failed, 1,
-                                       DSRT_I32, DSRT_MAX) != 0) {
+  if (place.worldSize > 1 &&
+      dsrt_all_reduce(dsrt_comm_world(), &failed, &failed, 1, DSRT_I32,
+                      DSRT_MAX) != 0) {
     if (!values)
       llvm::consumeError(values.takeError());
     return createStringError("--load: %s", dsrt_last_error());
@@ -141,8 +142,9 @@ llvm::Error Checkpointer::afterStep(int64_t step, uint64_t runSeed,
   run.seedOption = seed;
   run.dataOrder = orderName(options->order);
   run.globalBatch = config->trainBatchSize;
-  run.worldSize = worldSize;
+  run.worldSize = place.worldSize;
   run.dpSize = config->dpSize;
+  run.stages = config->pipeline.stages;
   run.zeroStage = config->zero.stage;
   run.configJson = cfg::toJson(*config).dump();
   run.modelPath = options->modelPath;

@@ -6,6 +6,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstring>
 
@@ -291,9 +293,72 @@ std::vector<CkptTensor> StateStore::checkpointTensors() const {
   return tensors;
 }
 
-llvm::Error StateStore::saveWeights(llvm::StringRef path) const {
-  // Sharded parameters are gathered (every rank takes part); rank 0 writes
-  // the file.
+namespace {
+/// The parameters of a later pipeline stage, sent from its first rank to
+/// rank 0: the header (names and shapes, as JSON) and the f32 data, each
+/// after its length.
+constexpr int kWeightsTag = 7301;
+
+llvm::Error sendWeights(llvm::ArrayRef<SafeTensorView> views) {
+  nlohmann::json header = nlohmann::json::array();
+  for (const SafeTensorView &v : views)
+    header.push_back({v.name, v.shape});
+  std::string text = header.dump();
+  int64_t length = int64_t(text.size());
+  std::vector<int64_t> words((text.size() + 7) / 8, 0);
+  std::memcpy(words.data(), text.data(), text.size());
+  dsrt_comm *world = dsrt_comm_world();
+  if (dsrt_send(world, &length, 1, DSRT_I64, 0, kWeightsTag) ||
+      dsrt_send(world, words.data(), int64_t(words.size()), DSRT_I64, 0,
+                kWeightsTag))
+    return createStringError("sending this stage's weights to rank 0: %s",
+                             dsrt_last_error());
+  for (const SafeTensorView &v : views)
+    if (dsrt_send(world, v.data, numElements(v.shape), DSRT_F32, 0,
+                  kWeightsTag))
+      return createStringError("sending \"%s\" to rank 0: %s", v.name.c_str(),
+                               dsrt_last_error());
+  return llvm::Error::success();
+}
+
+/// Receives what sendWeights sent from `peer`, appending the parameters
+/// `views` does not hold yet (a tied weight comes from its first stage).
+llvm::Error receiveWeights(int peer, std::vector<SafeTensorView> &views,
+                           std::vector<Tensor> &held) {
+  dsrt_comm *world = dsrt_comm_world();
+  int64_t length = 0;
+  if (dsrt_recv(world, &length, 1, DSRT_I64, peer, kWeightsTag))
+    return createStringError("receiving the weights of rank %d: %s", peer,
+                             dsrt_last_error());
+  std::vector<int64_t> words((length + 7) / 8);
+  if (dsrt_recv(world, words.data(), int64_t(words.size()), DSRT_I64, peer,
+                kWeightsTag))
+    return createStringError("receiving the weights of rank %d: %s", peer,
+                             dsrt_last_error());
+  nlohmann::json header = nlohmann::json::parse(
+      llvm::StringRef(reinterpret_cast<const char *>(words.data()), length));
+  for (const nlohmann::json &entry : header) {
+    std::string name = entry[0].get<std::string>();
+    auto shape = entry[1].get<std::vector<int64_t>>();
+    Tensor data = Tensor::zeros(DType::F32, shape);
+    if (dsrt_recv(world, data.data(), numElements(shape), DSRT_F32, peer,
+                  kWeightsTag))
+      return createStringError("receiving \"%s\" from rank %d: %s",
+                               name.c_str(), peer, dsrt_last_error());
+    if (llvm::any_of(views,
+                     [&](const SafeTensorView &v) { return v.name == name; }))
+      continue;
+    held.push_back(std::move(data));
+    views.push_back({name, "F32", shape, held.back().data()});
+  }
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Error StateStore::saveWeights(llvm::StringRef path,
+                                    const CkptPlace &place) const {
+  // Sharded parameters are gathered over the stage's data-parallel group
+  // (every rank takes part; dp is the grid's fastest axis).
   std::vector<Tensor> gathered;
   std::vector<SafeTensorView> views;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
@@ -308,7 +373,9 @@ llvm::Error StateStore::saveWeights(llvm::StringRef path) const {
     if (src.fullShape) {
       shape = *src.fullShape;
       gathered.push_back(Tensor::zeros(DType::F32, shape));
-      if (dsrt_all_gather(dsrt_comm_axes(1), currentValues[from].data(),
+      size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
+      uint64_t dpAxis = uint64_t(1) << (axes - 1);
+      if (dsrt_all_gather(dsrt_comm_axes(dpAxis), currentValues[from].data(),
                           gathered.back().data(), numElements(shape),
                           DSRT_F32) != 0)
         return createStringError("gathering \"%s\" to save it: %s",
@@ -318,8 +385,17 @@ llvm::Error StateStore::saveWeights(llvm::StringRef path) const {
     views.push_back({p.name, "F32",
                      std::vector<int64_t>(shape.begin(), shape.end()), data});
   }
-  if (rank != 0)
+  // A pipeline stage holds only its layers: the first rank of every later
+  // stage sends them to rank 0, which writes the whole model once.
+  if (place.programRank != 0)
     return llvm::Error::success();
+  if (place.rank != 0)
+    return sendWeights(views);
+  std::vector<Tensor> received;
+  for (int peer = place.programSize; peer < place.worldSize;
+       peer += place.programSize)
+    if (llvm::Error err = receiveWeights(peer, views, received))
+      return err;
   return writeSafeTensors(path, views,
                           {{"format", "pt"}, {"producer", "ds-train"}});
 }

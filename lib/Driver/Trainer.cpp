@@ -103,20 +103,16 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     return createStringError("--steps must be >= 1, got %lld",
                              (long long)options.steps);
 
-  if (config->pipeline.stages > 1 &&
-      (!options.saveDir.empty() || !options.loadDir.empty() ||
-       !options.saveWeights.empty()))
-    return createStringError(
-        "pipeline.stages %lld with --%s: ds does not save or load pipeline "
-        "checkpoints or weights yet (each stage holds only its layers); "
-        "train without it or use one stage",
-        (long long)config->pipeline.stages,
-        !options.saveDir.empty()
-            ? "save"
-            : (!options.loadDir.empty() ? "load" : "save-weights"));
+  // A pipeline runs one program per stage, on that stage's dp ranks.
+  const bool pipelined = config->pipeline.stages > 1;
+  CkptPlace place;
+  place.rank = rank;
+  place.worldSize = worldSize;
+  place.programSize = pipelined ? int(config->dpSize) : worldSize;
+  place.programRank = rank % place.programSize;
   // --load: the checkpoint's seed and data position apply before anything
   // draws from them; --save: a bad directory fails before the compile.
-  auto checkpointer = Checkpointer::open(options, *config, worldSize, rank);
+  auto checkpointer = Checkpointer::open(options, *config, place);
   if (!checkpointer)
     return checkpointer.takeError();
   auto feeder = DataFeeder::open(options);
@@ -134,12 +130,8 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   request.worldSize = worldSize;
   request.rank = rank;
   request.dumpIRDir = options.dumpIRDir;
-  // A pipeline runs one program per stage, on that stage's dp ranks.
-  const bool pipelined = config->pipeline.stages > 1;
-  const int64_t ranksPerProgram = pipelined ? config->dpSize : worldSize;
-  const int dpRank = pipelined ? int(rank % config->dpSize) : rank;
   request.agreeOnStep = [&](uint64_t hash) {
-    return agreeOnStep(hash, rank, worldSize, ranksPerProgram);
+    return agreeOnStep(hash, rank, worldSize, place.programSize);
   };
   request.beforeCodegen = [&](const StepManifest &manifest) -> llvm::Error {
     std::optional<uint64_t> seedOption = checkpointer->seedOption();
@@ -161,10 +153,10 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   double compileS =
       std::chrono::duration<double>(Clock::now() - compileStart).count();
 
-  StateStore store(manifest, dpRank);
+  StateStore store(manifest, place.programRank);
   if (llvm::Error err = store.initialize(seed, options.initFrom))
     return err;
-  if (llvm::Error err = feeder->initialize(manifest, seed, dpRank))
+  if (llvm::Error err = feeder->initialize(manifest, seed, place.programRank))
     return err;
   store.restore(restored);
   auto loop = StepLoop::create(manifest, options, *config, rank);
@@ -181,7 +173,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   if (llvm::Error err = checkpointer->finish(loop->talks(), log))
     return err;
   if (!options.saveWeights.empty())
-    if (llvm::Error err = store.saveWeights(options.saveWeights))
+    if (llvm::Error err = store.saveWeights(options.saveWeights, place))
       return err;
   dsrt_comm_finalize();
   return llvm::Error::success();

@@ -78,18 +78,21 @@ static int inspect() {
   if (!ckpt)
     return fail(toString(ckpt.takeError()));
   const CkptRunInfo &run = ckpt->run();
-  outs() << formatv("tag {0}: step {1}, ds {2}; {3} rank(s), data-parallel "
-                    "{4}, ZeRO stage {5}; seed {6}, data order {7}, global "
-                    "batch {8}\n",
+  std::string stages =
+      run.stages > 1 ? formatv("{0} pipeline stages, ", run.stages).str() : "";
+  outs() << formatv("tag {0}: step {1}, ds {2}; {3} rank(s), {4}data-parallel "
+                    "{5}, ZeRO stage {6}; seed {7}, data order {8}, global "
+                    "batch {9}\n",
                     ckpt->tag(), run.step, ckpt->dsVersion, run.worldSize,
-                    run.dpSize, run.zeroStage, run.seed, run.dataOrder,
+                    stages, run.dpSize, run.zeroStage, run.seed, run.dataOrder,
                     run.globalBatch);
   outs() << "model " << run.modelPath << " (xxh3 " << run.modelHash << ")\n";
   uint64_t fileBytes = 0;
   outs() << "files:\n";
   for (const CkptFileInfo &f : ckpt->files()) {
-    outs() << formatv("  {0,-24} rank {1,-3} {2,12} bytes\n", f.name, f.rank,
-                      f.size);
+    outs() << formatv(
+        "  {0,-24} rank {1,-3} {2,12} bytes{3}\n", f.name, f.rank, f.size,
+        run.stages > 1 ? formatv("  stage {0}", f.stage).str() : "");
     fileBytes += f.size;
   }
   uint64_t paramBytes = 0, stateBytes = 0;
@@ -100,6 +103,10 @@ static int inspect() {
     std::string slices;
     for (const CkptSlice &s : t.slices)
       slices += formatv(" r{0}[{1},{2})", s.rank, s.first, s.first + s.count);
+    // A tied weight's later stages: the same bytes, never read.
+    for (const CkptSlice &s : t.copies)
+      slices +=
+          formatv(" copy r{0}[{1},{2})", s.rank, s.first, s.first + s.count);
     outs() << formatv("  {0,-32} {1,-5} {2,-4} {3,-12} {4,10} bytes {5}\n",
                       t.name, t.kind, t.dtype, shapeString(t.shape), b, slices);
   }

@@ -85,7 +85,7 @@ void expectSaved(const std::string &dir, const State &want) {
 TEST(Checkpoint, SyncSaveReadsBack) {
   TempDir dir;
   State state;
-  auto saver = CheckpointSaver::create(dir.path, /*async=*/false, 0, 1);
+  auto saver = CheckpointSaver::create(dir.path, /*async=*/false, CkptPlace());
   ASSERT_TRUE(bool(saver));
   ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
   EXPECT_EQ((*saver)->lastBytes(), 15 * 4 * 2 + 7 * 2);
@@ -95,7 +95,7 @@ TEST(Checkpoint, SyncSaveReadsBack) {
 TEST(Checkpoint, AsyncSaveKeepsTheStateOfItsStep) {
   TempDir dir;
   State state, original;
-  auto saver = CheckpointSaver::create(dir.path, /*async=*/true, 0, 1);
+  auto saver = CheckpointSaver::create(dir.path, /*async=*/true, CkptPlace());
   ASSERT_TRUE(bool(saver));
   ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
   // Step 4 may run over the buffers as inputs; step 5 overwrites them once
@@ -113,9 +113,9 @@ TEST(Checkpoint, AsyncSaveKeepsTheStateOfItsStep) {
 TEST(Checkpoint, CommittedTagsAreNeverOverwritten) {
   TempDir dir;
   State state;
-  auto first = CheckpointSaver::create(dir.path, false, 0, 1);
+  auto first = CheckpointSaver::create(dir.path, false, CkptPlace());
   ASSERT_FALSE(bool((*first)->save(runAt(3), state.tensors())));
-  auto second = CheckpointSaver::create(dir.path, false, 0, 1);
+  auto second = CheckpointSaver::create(dir.path, false, CkptPlace());
   llvm::Error planned = (*second)->checkPlannedSaves(0, 3, 0);
   ASSERT_TRUE(bool(planned));
   EXPECT_NE(llvm::toString(std::move(planned))
@@ -131,7 +131,7 @@ TEST(Checkpoint, CommittedTagsAreNeverOverwritten) {
 TEST(Checkpoint, CorruptSliceNamesFileAndTensor) {
   TempDir dir;
   State state;
-  auto saver = CheckpointSaver::create(dir.path, false, 0, 1);
+  auto saver = CheckpointSaver::create(dir.path, false, CkptPlace());
   ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
   auto ckpt = CheckpointReader::open(dir.path);
   ASSERT_TRUE(bool(ckpt));
@@ -155,7 +155,7 @@ TEST(Checkpoint, CorruptSliceNamesFileAndTensor) {
 TEST(Checkpoint, ExportStreamsAndWidensBf16) {
   TempDir dir;
   State state;
-  auto saver = CheckpointSaver::create(dir.path, false, 0, 1);
+  auto saver = CheckpointSaver::create(dir.path, false, CkptPlace());
   ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
   auto ckpt = CheckpointReader::open(dir.path);
   ASSERT_TRUE(bool(ckpt));
@@ -183,7 +183,7 @@ TEST(Checkpoint, ExportStreamsAndWidensBf16) {
 TEST(Checkpoint, ListingMarksIncompleteTags) {
   TempDir dir;
   State state;
-  auto saver = CheckpointSaver::create(dir.path, false, 0, 1);
+  auto saver = CheckpointSaver::create(dir.path, false, CkptPlace());
   ASSERT_FALSE(bool((*saver)->save(runAt(3), state.tensors())));
   llvm::sys::fs::create_directories(dir.path + "/global_step10");
   auto listing = listCheckpoints(dir.path);

@@ -6,6 +6,8 @@
 // once every shard is on disk: the run (step, seed, data order, config,
 // model hash, world layout) and, per tensor, its dtype, global shape and
 // where each slice lives (rank, file, byte offset, length, xxh3 checksum).
+// Pipeline stages hold different tensors; the manifest names each once, a
+// tensor several stages hold (a tied weight) from the lowest of them.
 // DIR/latest names the newest complete tag. docs/checkpoints.md has the
 // format and the commit protocol.
 //
@@ -55,6 +57,7 @@ struct CkptRunInfo {
   int64_t globalBatch = 0;
   int worldSize = 1;
   int64_t dpSize = 1;
+  int64_t stages = 1; ///< pipeline stages
   int64_t zeroStage = 0;
   std::string configJson; ///< the resolved ds_config
   std::string modelPath;
@@ -62,6 +65,16 @@ struct CkptRunInfo {
 };
 
 std::string ckptTagForStep(int64_t step);
+
+/// Where a saving rank sits. The ranks that run one program (a pipeline
+/// stage's data-parallel group; every rank without a pipeline) split its
+/// sharded tensors by `programRank` and spread its whole ones among
+/// themselves; the program's stage is `rank / programSize`.
+struct CkptPlace {
+  int rank = 0, worldSize = 1;
+  int programRank = 0, programSize = 1;
+  int stage() const { return rank / programSize; }
+};
 
 /// Saves the training state of this rank; collective over the world
 /// (every rank calls save()/finish() at the same steps). In async mode a
@@ -73,7 +86,7 @@ class CheckpointSaver {
 public:
   /// Checks DIR is usable now, so a bad --save fails before training.
   static llvm::Expected<std::unique_ptr<CheckpointSaver>>
-  create(llvm::StringRef dir, bool async, int rank, int worldSize);
+  create(llvm::StringRef dir, bool async, const CkptPlace &place);
   ~CheckpointSaver();
 
   /// Fails if a save this run plans (every `interval` steps after
@@ -112,7 +125,7 @@ private:
 
   std::string dir;
   bool async = true;
-  int rank = 0, worldSize = 1;
+  CkptPlace place;
   std::unique_ptr<Pending> pending;
   std::unique_ptr<CommitFiles> deferred;
   double stallS = 0, writeS = 0;
@@ -132,13 +145,16 @@ struct CkptTensorInfo {
   std::string name, kind, dtype;
   std::vector<int64_t> shape;
   std::vector<CkptSlice> slices;
+  /// The same tensor as later pipeline stages hold it (a tied weight):
+  /// checked by verify, never read.
+  std::vector<CkptSlice> copies;
   int64_t numElements() const;
   unsigned elementBytes() const;
 };
 
 struct CkptFileInfo {
   std::string name;
-  int rank = 0;
+  int rank = 0, stage = 0;
   uint64_t size = 0;
   uint64_t headerXxh3 = 0;
 };
@@ -163,8 +179,9 @@ public:
   llvm::Error read(const CkptTensorInfo &tensor, int64_t first, int64_t count,
                    void *out) const;
 
-  /// Checks every file: size, header and every slice's checksum. Reports
-  /// all problems, one line each, naming the file and the tensor.
+  /// Checks every file: size, header and every slice's checksum, and that
+  /// the copies of a tensor several stages hold are equal. Reports all
+  /// problems, one line each, naming the file and the tensor.
   llvm::Error verify() const;
 
 private:

@@ -31,7 +31,7 @@ public:
   /// --save's directory; `options` and `config` must outlive it.
   static llvm::Expected<Checkpointer> open(const TrainOptions &options,
                                            const ::ds::config::Config &config,
-                                           int worldSize, int rank);
+                                           const CkptPlace &place);
 
   /// --seed, or the seed the resumed run was given.
   std::optional<uint64_t> seedOption() const { return seed; }
@@ -59,14 +59,13 @@ public:
 
 private:
   Checkpointer(const TrainOptions &options, const ::ds::config::Config &config,
-               int worldSize, int rank)
-      : options(&options), config(&config), worldSize(worldSize), rank(rank),
-        seed(options.seed) {}
+               const CkptPlace &place)
+      : options(&options), config(&config), place(place), seed(options.seed) {}
   llvm::Error openLoad();
 
   const TrainOptions *options;
   const ::ds::config::Config *config;
-  int worldSize, rank;
+  CkptPlace place;
   std::optional<uint64_t> seed;
   std::optional<CheckpointReader> resumed;
   std::unique_ptr<CheckpointSaver> saver;

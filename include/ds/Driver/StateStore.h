@@ -48,9 +48,9 @@ public:
   const Tensor &current(size_t arg) const { return currentValues[arg]; }
   /// Every model state over its current buffer, for a checkpoint.
   std::vector<CkptTensor> checkpointTensors() const;
-  /// Writes the parameters (gathered from every rank; each rank must call
-  /// this) to `path` on rank 0.
-  llvm::Error saveWeights(llvm::StringRef path) const;
+  /// Writes the parameters of the whole model (gathered from every rank and
+  /// pipeline stage; each rank must call this) to `path` on rank 0.
+  llvm::Error saveWeights(llvm::StringRef path, const CkptPlace &place) const;
 
   /// Parameters of the whole model.
   int64_t parameterCount() const;
