@@ -15,11 +15,13 @@
 # ratio = measured / bound (1 = the schedule's bubble is all that is lost;
 # communication and the stages' imbalance lower it). Both sides run ds's
 # kernels (OpenBLAS core on stderr) with the same threads per rank.
-# Per m it also prints the measured bubble: the fraction of the step each
-# stage spends blocked in pipeline sends and receives (bubble_ms / step_ms,
-# the mean over the stages), against the schedule's (p - 1) / (m + p - 1)
-# (metric "bubble_fraction@m<m>", lower is better; imbalance between the
-# stages and communication show up as the difference).
+# Per m it also prints the measured bubble: the fraction of the step the
+# slowest stage spends blocked in pipeline sends and receives (bubble_ms /
+# step_ms of the stage that waits least), against the schedule's
+# (p - 1) / (m + p - 1) (metric "bubble_fraction@m<m>", lower is better).
+# The slowest stage sets the pace, so its wait is the schedule's fill and
+# drain plus communication; a faster stage also waits for the slower one
+# (imbalance, not bubble): each stage's fraction is on stderr.
 # Then, at m = TRAIN_PP_DP_M (8), the same 2 ranks as 2 data-parallel
 # replicas (DP=2, ZeRO-0, the same micro-batches per replica) against PP=2:
 # metric "tokens_per_s@m<m> pp_vs_dp", ratio = PP tokens/s / DP tokens/s.
@@ -68,16 +70,18 @@ print(f"{statistics.median(r['tokens_per_s'] for r in rows[skip:skip + w]):.1f}"
 PY
 }
 
-# bubble FILE...: the median over the measured steps of the stages' mean
-# bubble_ms / step_ms (one metrics file per stage).
+# bubble FILE...: per stage (one metrics file each), the median over the
+# measured steps of bubble_ms / step_ms; prints the smallest (the slowest
+# stage's), then every stage's.
 bubble() {
   "$PYTHON" - "$skip" "$window" "$@" <<'PY'
 import json, statistics, sys
 skip, w = int(sys.argv[1]), int(sys.argv[2])
-stages = [[json.loads(l) for l in open(p) if l.strip()][skip:skip + w]
-          for p in sys.argv[3:]]
-steps = zip(*stages)
-print(f"{statistics.median(statistics.mean(r['bubble_ms'] / r['step_ms'] for r in step) for step in steps):.4f}")
+fractions = []
+for path in sys.argv[3:]:
+    rows = [json.loads(l) for l in open(path) if l.strip()][skip:skip + w]
+    fractions.append(statistics.median(r["bubble_ms"] / r["step_ms"] for r in rows))
+print(f"{min(fractions):.4f}", " ".join(f"{f:.4f}" for f in fractions))
 PY
 }
 
@@ -95,9 +99,10 @@ for m in $ms; do
   echo "m=$m: one rank $one tokens/s, 2 stages $pp tokens/s, bound $bound" >&2
   bench_json train_pp "tokens_per_s@m$m" "$pp" "$bound" \
     "ideal bound: one rank's tokens/s x p x m/(m+p-1), p=2, $BENCH_THREADS thread(s) per rank" 1
-  measured=$(bubble "$tmp/pp$m.jsonl" "$tmp/pp$m.rank1.jsonl")
-  ideal=$("$PYTHON" -c "print(($stages - 1) / ($m + $stages - 1))")
-  echo "m=$m: bubble $measured of the step (schedule: $ideal)" >&2
+  read -r measured per_stage <<<"$(bubble "$tmp/pp$m.jsonl" "$tmp/pp$m.rank1.jsonl")"
+  ideal=$("$PYTHON" -c "print(round(($stages - 1) / ($m + $stages - 1), 4))")
+  echo "m=$m: bubble $measured of the slowest stage's step (schedule: $ideal;" \
+    "per stage: $per_stage)" >&2
   bench_json train_pp "bubble_fraction@m$m" "$measured" "$ideal" \
     "1F1B bubble (p-1)/(m+p-1), p=2" 0
 done
