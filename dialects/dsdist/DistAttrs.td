@@ -95,15 +95,20 @@ def Dist_PipeInstrAttr : Dist_Attr<"PipeInstr", "instr"> {
     `backward`, `send_activation`, `recv_activation`, `send_grad`,
     `recv_grad`) name the micro-batch `mb` and the activation buffer `buf`
     they work on; the end-of-batch ones (`reduce_tied_grads`,
-    `reduce_grads`, `optimizer_step`) name neither.
+    `reduce_grads`, `optimizer_step`) name neither. Under the interleaved
+    schedule a stage holds several model chunks and a per-micro-batch
+    instruction also names the stage's chunk (0 when absent): chunk `j` of
+    stage `s` of `p` is the model's chunk `j * p + s`.
 
       #dsdist.instr<forward(mb = 1, buf = 1)>
+      #dsdist.instr<backward(mb = 3, buf = 7, chunk = 1)>
       #dsdist.instr<optimizer_step>
   }];
   let parameters = (ins
     EnumParameter<Dist_PipeInstrKind>:$kind,
     OptionalParameter<"std::optional<int64_t>", "micro-batch id">:$micro_batch,
-    OptionalParameter<"std::optional<int64_t>", "buffer id">:$buffer);
+    OptionalParameter<"std::optional<int64_t>", "buffer id">:$buffer,
+    OptionalParameter<"std::optional<int64_t>", "the stage's model chunk">:$chunk);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -116,6 +121,9 @@ def Dist_PipeInstrAttr : Dist_Attr<"PipeInstr", "instr"> {
     /// The instruction without the `<` `>` around it: `forward(mb = 0, buf = 0)`.
     static ::mlir::FailureOr<PipeInstrAttr> parseBody(::mlir::AsmParser &parser);
     void printBody(::mlir::AsmPrinter &printer) const;
+    /// The stage's model chunk the instruction works on (0 outside the
+    /// interleaved schedule).
+    int64_t getChunkOr0() const { return getChunk().value_or(0); }
   }];
 }
 

@@ -99,7 +99,8 @@ LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op, unsigned,
   return verifyPipeIndex(op, attr, "result", resultIndex);
 }
 
-/// `{stage = s, stages = p, shared = {...}}` with 0 <= s < p.
+/// `{stage = s, stages = p, shared = {...}, virtual_stages = v}` with
+/// 0 <= s < p and v >= 1 (the stage's model chunks; 1 when absent).
 static LogicalResult verifyPipelineAttr(Operation *op, Attribute value) {
   auto dict = dyn_cast<DictionaryAttr>(value);
   auto stage = dict ? dict.getAs<IntegerAttr>("stage") : IntegerAttr();
@@ -110,6 +111,13 @@ static LogicalResult verifyPipelineAttr(Operation *op, Attribute value) {
                            << "' must be {stage = s, stages = p} with 0 <= s "
                               "< p, got "
                            << value;
+  if (Attribute chunks = dict.get("virtual_stages")) {
+    auto v = dyn_cast<IntegerAttr>(chunks);
+    if (!v || v.getInt() < 1)
+      return op->emitError()
+             << "'" << DistDialect::kPipelineAttrName
+             << "' virtual_stages must be an integer >= 1, got " << chunks;
+  }
   if (Attribute shared = dict.get("shared")) {
     auto entries = dyn_cast<DictionaryAttr>(shared);
     if (!entries)
@@ -242,19 +250,28 @@ FailureOr<PipeInstrAttr> PipeInstrAttr::parseBody(AsmParser &parser) {
       diag << (i ? ", " : "") << stringifyPipeInstrKind(PipeInstrKind(i));
     return diag;
   }
-  std::optional<int64_t> mb, buf;
+  std::optional<int64_t> mb, buf, chunk;
   if (succeeded(parser.parseOptionalLParen())) {
     int64_t m, b;
     if (parser.parseKeyword("mb") || parser.parseEqual() ||
         parser.parseInteger(m) || parser.parseComma() ||
         parser.parseKeyword("buf") || parser.parseEqual() ||
-        parser.parseInteger(b) || parser.parseRParen())
+        parser.parseInteger(b))
+      return failure();
+    if (succeeded(parser.parseOptionalComma())) {
+      int64_t c;
+      if (parser.parseKeyword("chunk") || parser.parseEqual() ||
+          parser.parseInteger(c))
+        return failure();
+      chunk = c;
+    }
+    if (parser.parseRParen())
       return failure();
     mb = m;
     buf = b;
   }
   auto attr = getChecked([&] { return parser.emitError(loc); },
-                         parser.getContext(), *kind, mb, buf);
+                         parser.getContext(), *kind, mb, buf, chunk);
   if (!attr)
     return failure();
   return attr;
@@ -262,9 +279,12 @@ FailureOr<PipeInstrAttr> PipeInstrAttr::parseBody(AsmParser &parser) {
 
 void PipeInstrAttr::printBody(AsmPrinter &printer) const {
   printer << stringifyPipeInstrKind(getKind());
-  if (getMicroBatch())
-    printer << "(mb = " << *getMicroBatch() << ", buf = " << *getBuffer()
-            << ")";
+  if (!getMicroBatch())
+    return;
+  printer << "(mb = " << *getMicroBatch() << ", buf = " << *getBuffer();
+  if (getChunk())
+    printer << ", chunk = " << *getChunk();
+  printer << ")";
 }
 
 Attribute PipeInstrAttr::parse(AsmParser &parser, Type) {
@@ -285,13 +305,16 @@ void PipeInstrAttr::print(AsmPrinter &printer) const {
 LogicalResult
 PipeInstrAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       PipeInstrKind kind, std::optional<int64_t> microBatch,
-                      std::optional<int64_t> buffer) {
+                      std::optional<int64_t> buffer,
+                      std::optional<int64_t> chunk) {
   StringRef name = stringifyPipeInstrKind(kind);
   if (!isPerMicroBatch(kind)) {
-    if (microBatch || buffer)
-      return emitError() << name << " takes no micro-batch or buffer";
+    if (microBatch || buffer || chunk)
+      return emitError() << name << " takes no micro-batch, buffer or chunk";
     return success();
   }
+  if (chunk && *chunk < 0)
+    return emitError() << name << ": chunk " << *chunk << " must be >= 0";
   if (!microBatch || !buffer)
     return emitError() << name << " needs a micro-batch and a buffer: " << name
                        << "(mb = N, buf = N)";

@@ -227,8 +227,10 @@ def Dist_SendOp : Dist_Op<"send"> {
   let summary = "Sends a tensor to the rank `offset` steps away along an axis";
   let description = [{
     The peer is the rank whose coordinate along `axis` is this rank's plus
-    `offset` (non-zero, |offset| < axis size); all other coordinates are the
-    same. The next pipeline stage is `+1` on `"pp"`.
+    `offset` (non-zero, |offset| < axis size) modulo the axis size, so the
+    axis is a ring; all other coordinates are the same. The next pipeline
+    stage is `+1` on `"pp"`, and under the interleaved schedule the last
+    stage's `+1` is the first stage (its next model chunk).
 
       dsdist.send %act to "pp" offset 1 : tensor<4x128x256xf32>
   }];
@@ -329,7 +331,11 @@ def Dist_PipelineScheduleOp : Dist_Op<"pipeline_schedule"> {
     Stage `s` runs stream `s` once per training step. The instructions are
     those of DeepSpeed's `TrainSchedule`; `kind` is `"1f1b"` (one forward,
     one backward: stage `s` of `S` keeps at most `S - s` micro-batches in
-    flight) or `"gpipe"` (all forwards, then all backwards).
+    flight), `"gpipe"` (all forwards, then all backwards) or
+    `"interleaved"` (Megatron's interleaved 1F1B: each stage holds
+    `virtual_stages` model chunks, chunk `j` of stage `s` being the model's
+    chunk `j * S + s`, and instructions name their chunk; activations flow
+    from the last stage's chunk `j` to the first stage's chunk `j + 1`).
 
     The verifier checks, per stage: every micro-batch is forwarded once and
     backwarded once, after its forward; activations are received before the
@@ -339,8 +345,10 @@ def Dist_PipelineScheduleOp : Dist_Op<"pipeline_schedule"> {
     backwarded; gradients are reduced after the last backward and the
     stream ends with `optimizer_step`. Across stages, the streams run to
     the end together when every send blocks until its neighbour reaches
-    the matching receive of the same micro-batch: no deadlock, no swapped
-    micro-batches. A failure names the instruction on both stages.
+    the matching receive of the same micro-batch (and chunk), a receive
+    taking the peer's next message whatever its kind, as MPI matches them:
+    no deadlock, no swapped micro-batches. A failure names the instruction
+    on both stages.
 
       dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 1 {
         stage 0: load_micro_batch(mb = 0, buf = 0), forward(mb = 0, buf = 0),
@@ -355,10 +363,16 @@ def Dist_PipelineScheduleOp : Dist_Op<"pipeline_schedule"> {
   }];
   let arguments = (ins StrAttr:$kind, I64Attr:$num_stages,
                        I64Attr:$num_micro_batches,
+                       OptionalAttr<I64Attr>:$virtual_stages,
                        Dist_PipeInstrStreams:$streams);
   let assemblyFormat = [{
     $kind `stages` $num_stages `micro_batches` $num_micro_batches
+    (`virtual_stages` $virtual_stages^)?
     custom<Streams>($streams) attr-dict
+  }];
+  let extraClassDeclaration = [{
+    /// The model chunks each stage holds (1 unless interleaved).
+    int64_t getNumChunks() { return getVirtualStages().value_or(1); }
   }];
   let hasVerifier = 1;
 }

@@ -14,6 +14,17 @@
 using namespace mlir;
 using namespace mlir::ds::dist;
 
+/// `forward(mb = 1, buf = 1, chunk = 0)`, as the op prints it.
+static void printInstr(llvm::raw_ostream &os, PipeInstrAttr instr) {
+  os << stringifyPipeInstrKind(instr.getKind());
+  if (!instr.getMicroBatch())
+    return;
+  os << "(mb = " << *instr.getMicroBatch() << ", buf = " << *instr.getBuffer();
+  if (instr.getChunk())
+    os << ", chunk = " << *instr.getChunk();
+  os << ")";
+}
+
 namespace {
 /// What one stage has done with each micro-batch so far.
 struct MicroBatchState {
@@ -25,29 +36,33 @@ class StageVerifier {
 public:
   StageVerifier(PipelineScheduleOp op, int64_t stage, bool oneFOneB)
       : op(op), stage(stage), numStages(op.getNumStages()),
-        numMicroBatches(op.getNumMicroBatches()), oneFOneB(oneFOneB),
-        mbs(numMicroBatches) {}
+        numMicroBatches(op.getNumMicroBatches()), numChunks(op.getNumChunks()),
+        oneFOneB(oneFOneB), mbs(numMicroBatches * numChunks) {}
 
   LogicalResult verify(ArrayAttr stream);
 
 private:
   LogicalResult verifyInstr(PipeInstrAttr instr);
   LogicalResult verifyBuffer(int64_t mb, int64_t buf);
+  /// "micro-batch 3" or, with several chunks, "micro-batch 3 of chunk 1".
+  std::string name(int64_t key) const {
+    std::string text = "micro-batch " + std::to_string(key % numMicroBatches);
+    if (numChunks > 1)
+      text += " of chunk " + std::to_string(key / numMicroBatches);
+    return text;
+  }
   InFlightDiagnostic fail() {
     std::string text;
     llvm::raw_string_ostream os(text);
     PipeInstrAttr instr =
         cast<PipeInstrAttr>(cast<ArrayAttr>(op.getStreams()[stage])[index]);
-    os << stringifyPipeInstrKind(instr.getKind());
-    if (instr.getMicroBatch())
-      os << "(mb = " << *instr.getMicroBatch()
-         << ", buf = " << *instr.getBuffer() << ")";
+    printInstr(os, instr);
     return op.emitOpError() << "stage " << stage << ", instruction " << index
                             << " (" << text << "): ";
   }
 
   PipelineScheduleOp op;
-  int64_t stage, numStages, numMicroBatches;
+  int64_t stage, numStages, numMicroBatches, numChunks;
   bool oneFOneB;
   size_t index = 0;
   SmallVector<MicroBatchState> mbs;
@@ -61,12 +76,13 @@ LogicalResult StageVerifier::verify(ArrayAttr stream) {
   for (index = 0; index < stream.size(); ++index)
     if (failed(verifyInstr(cast<PipeInstrAttr>(stream[index]))))
       return failure();
-  for (auto [mb, state] : llvm::enumerate(mbs)) {
+  for (auto [key, state] : llvm::enumerate(mbs)) {
     if (!state.forwarded || !state.backwarded)
       return op.emitOpError()
              << "stage " << stage << " never "
-             << (state.forwarded ? "backwards" : "forwards") << " micro-batch "
-             << mb << "; each is forwarded and backwarded once per stage";
+             << (state.forwarded ? "backwards " : "forwards ") << name(key)
+             << "; each is forwarded and backwarded once per stage"
+             << (numChunks > 1 ? " and chunk" : "");
   }
   if (!stepped)
     return op.emitOpError()
@@ -78,28 +94,35 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr) {
   if (stepped)
     return fail() << "comes after optimizer_step, which must be last";
   PipeInstrKind kind = instr.getKind();
-  bool first = stage == 0, last = stage == numStages - 1;
 
   if (!PipeInstrAttr::isPerMicroBatch(kind)) {
     if (kind == PipeInstrKind::optimizer_step) {
       stepped = true;
       return success();
     }
-    for (auto [mb, state] : llvm::enumerate(mbs))
+    for (auto [key, state] : llvm::enumerate(mbs))
       if (!state.backwarded)
-        return fail() << "reduces gradients before micro-batch " << mb
+        return fail() << "reduces gradients before " << name(key)
                       << " is backwarded";
     return success();
   }
 
-  int64_t mb = *instr.getMicroBatch();
+  int64_t mb = *instr.getMicroBatch(), chunk = instr.getChunkOr0();
   if (mb >= numMicroBatches)
     return fail() << "micro-batch " << mb
                   << " is out of range; micro_batches is " << numMicroBatches;
-  MicroBatchState &s = mbs[mb];
-  auto twice = [&](bool done, StringRef what) -> LogicalResult {
+  if (chunk >= numChunks)
+    return fail() << "chunk " << chunk << " is out of range; the stage holds "
+                  << numChunks << " model chunk" << (numChunks > 1 ? "s" : "");
+  // The model's first and last chunk have no neighbour before or after.
+  int64_t modelChunk = chunk * numStages + stage;
+  bool first = modelChunk == 0, last = modelChunk == numStages * numChunks - 1;
+  int64_t key = chunk * numMicroBatches + mb;
+  MicroBatchState &s = mbs[key];
+  std::string what = name(key);
+  auto twice = [&](bool done, StringRef doing) -> LogicalResult {
     if (done)
-      return fail() << "micro-batch " << mb << " " << what << " twice";
+      return fail() << what << " " << doing << " twice";
     return success();
   };
 
@@ -108,7 +131,7 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr) {
     if (failed(twice(s.loaded, "is loaded")))
       return failure();
     if (s.forwarded)
-      return fail() << "micro-batch " << mb << " is loaded after its forward";
+      return fail() << what << " is loaded after its forward";
     s.loaded = true;
     break;
   case PipeInstrKind::recv_activation:
@@ -125,7 +148,7 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr) {
     if (failed(twice(s.forwarded, "is forwarded")))
       return failure();
     if (!first && !s.recvAct)
-      return fail() << "micro-batch " << mb
+      return fail() << what
                     << " is forwarded before recv_activation delivers its "
                        "input";
     s.forwarded = true;
@@ -143,8 +166,7 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr) {
     if (failed(twice(s.sentAct, "sends activations")))
       return failure();
     if (!s.forwarded)
-      return fail() << "micro-batch " << mb
-                    << " sends activations before its forward";
+      return fail() << what << " sends activations before its forward";
     s.sentAct = true;
     break;
   case PipeInstrKind::recv_grad:
@@ -154,7 +176,7 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr) {
     if (failed(twice(s.recvGrad, "receives gradients")))
       return failure();
     if (!s.sentAct)
-      return fail() << "micro-batch " << mb
+      return fail() << what
                     << " receives gradients before sending its activations";
     s.recvGrad = true;
     break;
@@ -162,11 +184,9 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr) {
     if (failed(twice(s.backwarded, "is backwarded")))
       return failure();
     if (!s.forwarded)
-      return fail() << "micro-batch " << mb
-                    << " is backwarded before its "
-                       "forward";
+      return fail() << what << " is backwarded before its forward";
     if (!last && !s.recvGrad)
-      return fail() << "micro-batch " << mb
+      return fail() << what
                     << " is backwarded before recv_grad delivers its output "
                        "gradient";
     s.backwarded = true;
@@ -180,51 +200,59 @@ LogicalResult StageVerifier::verifyInstr(PipeInstrAttr instr) {
     if (failed(twice(s.sentGrad, "sends gradients")))
       return failure();
     if (!s.backwarded)
-      return fail() << "micro-batch " << mb
-                    << " sends gradients before its backward";
+      return fail() << what << " sends gradients before its backward";
     s.sentGrad = true;
     break;
   default:
     llvm_unreachable("not a per-micro-batch instruction");
   }
-  return verifyBuffer(mb, *instr.getBuffer());
+  return verifyBuffer(key, *instr.getBuffer());
 }
 
-// A buffer belongs to one micro-batch from its first use until that
-// micro-batch is backwarded; only then may another micro-batch take it.
-LogicalResult StageVerifier::verifyBuffer(int64_t mb, int64_t buf) {
-  auto used = bufferOf.find(mb);
+// A buffer belongs to one micro-batch (of one chunk) from its first use
+// until that micro-batch is backwarded; only then may another take it.
+LogicalResult StageVerifier::verifyBuffer(int64_t key, int64_t buf) {
+  auto used = bufferOf.find(key);
   if (used != bufferOf.end() && used->second != buf)
-    return fail() << "micro-batch " << mb << " used buffer " << used->second
+    return fail() << name(key) << " used buffer " << used->second
                   << " before; a micro-batch keeps one buffer";
   auto owner = ownerOf.find(buf);
-  if (owner != ownerOf.end() && owner->second != mb &&
+  if (owner != ownerOf.end() && owner->second != key &&
       !mbs[owner->second].backwarded)
-    return fail() << "buffer " << buf << " still holds micro-batch "
-                  << owner->second << ", which is not backwarded yet";
-  bufferOf[mb] = buf;
-  ownerOf[buf] = mb;
+    return fail() << "buffer " << buf << " still holds " << name(owner->second)
+                  << ", which is not backwarded yet";
+  bufferOf[key] = buf;
+  ownerOf[buf] = key;
   return success();
 }
 
 namespace {
-/// The p2p instruction a stage is blocked at, and the instruction of its
-/// neighbour that completes it.
+/// Where a p2p instruction of a stage's chunk goes: the peer stage (the
+/// stages form a ring), the peer's chunk, and the instruction there that
+/// completes it.
 struct P2p {
-  int64_t peer;
+  int64_t peer, peerChunk;
+  bool send;
   PipeInstrKind match;
 };
 
-std::optional<P2p> p2pOf(PipeInstrKind kind, int64_t stage) {
-  switch (kind) {
+std::optional<P2p> p2pOf(PipeInstrAttr instr, int64_t stage,
+                         int64_t numStages) {
+  int64_t chunk = instr.getChunkOr0();
+  int64_t next = (stage + 1) % numStages,
+          prev = (stage + numStages - 1) % numStages;
+  // Crossing from the last stage to the first moves to the next chunk.
+  int64_t nextChunk = chunk + (stage == numStages - 1),
+          prevChunk = chunk - (stage == 0);
+  switch (instr.getKind()) {
   case PipeInstrKind::send_activation:
-    return P2p{stage + 1, PipeInstrKind::recv_activation};
+    return P2p{next, nextChunk, true, PipeInstrKind::recv_activation};
   case PipeInstrKind::recv_activation:
-    return P2p{stage - 1, PipeInstrKind::send_activation};
+    return P2p{prev, prevChunk, false, PipeInstrKind::send_activation};
   case PipeInstrKind::send_grad:
-    return P2p{stage - 1, PipeInstrKind::recv_grad};
+    return P2p{prev, prevChunk, true, PipeInstrKind::recv_grad};
   case PipeInstrKind::recv_grad:
-    return P2p{stage + 1, PipeInstrKind::send_grad};
+    return P2p{next, nextChunk, false, PipeInstrKind::send_grad};
   default:
     return std::nullopt;
   }
@@ -234,22 +262,21 @@ std::string describe(PipelineScheduleOp op, int64_t stage, size_t index) {
   auto stream = cast<ArrayAttr>(op.getStreams()[stage]);
   if (index >= stream.size())
     return llvm::formatv("stage {0} (its stream has ended)", stage);
-  auto instr = cast<PipeInstrAttr>(stream[index]);
-  std::string text =
-      llvm::formatv("stage {0}, instruction {1} ({2}", stage, index,
-                    stringifyPipeInstrKind(instr.getKind()));
-  if (instr.getMicroBatch())
-    text += llvm::formatv("(mb = {0}, buf = {1})", *instr.getMicroBatch(),
-                          *instr.getBuffer());
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "stage " << stage << ", instruction " << index << " (";
+  printInstr(os, cast<PipeInstrAttr>(stream[index]));
   return text + ")";
 }
 } // namespace
 
 // Runs the streams with blocking (rendezvous) sends and receives, as
-// MPI_Send of a large message behaves: a send completes only when its
-// neighbour reaches the matching receive. Every stage finishing proves the
-// schedule deadlock-free; otherwise the diagnostic names the instructions
-// on both sides that cannot pair.
+// MPI_Send of a large message behaves: a send completes only when its peer
+// reaches a receive from this stage, and a receive takes the peer's next
+// message whatever it is (one tag, as the lowering uses). Every stage
+// finishing proves the schedule deadlock-free; a send and receive that pair
+// but disagree (kind, micro-batch, chunk), or streams that cannot advance,
+// get a diagnostic naming the instructions on both sides.
 static LogicalResult verifyRendezvous(PipelineScheduleOp op) {
   int64_t numStages = op.getNumStages();
   auto streamOf = [&](int64_t s) {
@@ -261,7 +288,7 @@ static LogicalResult verifyRendezvous(PipelineScheduleOp op) {
     ArrayAttr stream = streamOf(s);
     while (pc[s] < stream.size()) {
       auto instr = cast<PipeInstrAttr>(stream[pc[s]]);
-      if (p2pOf(instr.getKind(), s))
+      if (p2pOf(instr, s, numStages))
         return instr;
       ++pc[s];
     }
@@ -273,16 +300,21 @@ static LogicalResult verifyRendezvous(PipelineScheduleOp op) {
       PipeInstrAttr mine = waiting(s);
       if (!mine)
         continue;
-      P2p need = *p2pOf(mine.getKind(), s);
+      P2p need = *p2pOf(mine, s, numStages);
       PipeInstrAttr theirs = waiting(need.peer);
-      if (!theirs || theirs.getKind() != need.match)
+      if (!theirs)
         continue;
-      if (theirs.getMicroBatch() != mine.getMicroBatch())
+      P2p back = *p2pOf(theirs, need.peer, numStages);
+      if (back.peer != s || back.send == need.send)
+        continue;
+      if (theirs.getKind() != need.match ||
+          theirs.getMicroBatch() != mine.getMicroBatch() ||
+          theirs.getChunkOr0() != need.peerChunk)
         return op.emitOpError()
                << describe(op, s, pc[s]) << " pairs with "
                << describe(op, need.peer, pc[need.peer])
                << ": sends and receives between neighbours must name the "
-                  "same micro-batches in the same order";
+                  "same kind, micro-batches and chunks in the same order";
       ++pc[s];
       ++pc[need.peer];
       progress = true;
@@ -292,7 +324,7 @@ static LogicalResult verifyRendezvous(PipelineScheduleOp op) {
     PipeInstrAttr mine = waiting(s);
     if (!mine)
       continue;
-    P2p need = *p2pOf(mine.getKind(), s);
+    P2p need = *p2pOf(mine, s, numStages);
     return op.emitOpError()
            << describe(op, s, pc[s]) << " waits for "
            << stringifyPipeInstrKind(need.match) << " on stage " << need.peer
@@ -305,9 +337,15 @@ static LogicalResult verifyRendezvous(PipelineScheduleOp op) {
 
 LogicalResult PipelineScheduleOp::verify() {
   StringRef kind = getKind();
-  if (kind != "1f1b" && kind != "gpipe")
+  if (kind != "1f1b" && kind != "gpipe" && kind != "interleaved")
     return emitOpError() << "kind \"" << kind
-                         << "\" is unknown; expected \"1f1b\" or \"gpipe\"";
+                         << "\" is unknown; expected \"1f1b\", \"gpipe\" or "
+                            "\"interleaved\"";
+  if ((kind == "interleaved") != (getNumChunks() > 1))
+    return emitOpError() << "virtual_stages " << getNumChunks()
+                         << " with kind \"" << kind
+                         << "\": only the interleaved schedule holds several "
+                            "model chunks per stage, and it holds at least 2";
   int64_t numStages = getNumStages(), numMicroBatches = getNumMicroBatches();
   if (numStages < 1 || numMicroBatches < 1)
     return emitOpError() << "stages (" << numStages << ") and micro_batches ("

@@ -1267,6 +1267,22 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          " != gradient_accumulation_steps " + num(c.gradientAccumulationSteps) +
          "; a pipeline runs one micro-batch per accumulation step, so leave "
          "micro_batches out or make them equal");
+  if (c.pipeline.schedule == PipelineSchedule::Interleaved) {
+    if (c.pipeline.stages < 2)
+      fail("pipeline.schedule \"interleaved\" with pipeline.stages " +
+           num(c.pipeline.stages) +
+           ": interleaving passes model chunks between stages; use 2 or more "
+           "stages");
+    if (c.pipeline.microBatches % c.pipeline.stages != 0)
+      fail(
+          "pipeline.schedule \"interleaved\": " + num(c.pipeline.microBatches) +
+          " micro-batches (gradient_accumulation_steps) is not a multiple of "
+          "pipeline.stages " +
+          num(c.pipeline.stages) +
+          "; the interleaved schedule runs micro-batches in groups of one "
+          "per stage, so use a multiple of " +
+          num(c.pipeline.stages));
+  }
 
   if (c.moe.enabled && c.dpSize % c.moe.epSize != 0)
     fail("moe.ep_size " + num(c.moe.epSize) +

@@ -41,10 +41,21 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     PipelineSplitOptions split;
     split.stages = pipe.stages;
     split.stage = stage;
+    split.virtualStages = pipe.virtualStages;
     split.partition = cfg::stringifyPartitionMethod(pipe);
     pm.addPass(createPipelineSplit(split));
   }
-  pm.addPass(createAutodiff());
+  if (pipelined && pipe.virtualStages > 1) {
+    // Interleaved: each of the stage's model chunks is its own function.
+    for (int64_t j = 0; j < pipe.virtualStages; ++j) {
+      AutodiffOptions autodiff;
+      autodiff.entry = "forward_chunk" + std::to_string(j);
+      autodiff.result = "forward_backward_chunk" + std::to_string(j);
+      pm.addPass(createAutodiff(autodiff));
+    }
+  } else {
+    pm.addPass(createAutodiff());
+  }
   // Before the stage cut, so the cut saves only what the blocks read.
   if (pipe.activationCheckpointInterval > 0)
     pm.addPass(createCheckpointActivations(

@@ -82,9 +82,24 @@ dsdist.pipeline_schedule "gpipe" stages 4 micro_batches 4 {
 
 // -----
 
+// Interleaved (Megatron's interleaved 1F1B), 2 stages x 2 chunks: stage
+// 1's chunk 0 sends around the ring to stage 0's chunk 1; each instruction
+// names its chunk.
+
+// CHECK-LABEL: dsdist.pipeline_schedule "interleaved" stages 2 micro_batches 2 virtual_stages 2 {
+// CHECK-NEXT: stage 0: load_micro_batch(mb = 0, buf = 0, chunk = 0), forward(mb = 0, buf = 0, chunk = 0)
+// CHECK-NEXT: stage 1:
+// CHECK-NEXT: }
+dsdist.pipeline_schedule "interleaved" stages 2 micro_batches 2 virtual_stages 2 {
+  stage 0: load_micro_batch(mb = 0, buf = 0, chunk = 0), forward(mb = 0, buf = 0, chunk = 0), send_activation(mb = 0, buf = 0, chunk = 0), load_micro_batch(mb = 1, buf = 1, chunk = 0), forward(mb = 1, buf = 1, chunk = 0), send_activation(mb = 1, buf = 1, chunk = 0), recv_activation(mb = 0, buf = 2, chunk = 1), forward(mb = 0, buf = 2, chunk = 1), send_activation(mb = 0, buf = 2, chunk = 1), recv_activation(mb = 1, buf = 3, chunk = 1), forward(mb = 1, buf = 3, chunk = 1), send_activation(mb = 1, buf = 3, chunk = 1), recv_grad(mb = 0, buf = 2, chunk = 1), backward(mb = 0, buf = 2, chunk = 1), send_grad(mb = 0, buf = 2, chunk = 1), recv_grad(mb = 1, buf = 3, chunk = 1), backward(mb = 1, buf = 3, chunk = 1), send_grad(mb = 1, buf = 3, chunk = 1), recv_grad(mb = 0, buf = 0, chunk = 0), backward(mb = 0, buf = 0, chunk = 0), recv_grad(mb = 1, buf = 1, chunk = 0), backward(mb = 1, buf = 1, chunk = 0), reduce_tied_grads, reduce_grads, optimizer_step
+  stage 1: recv_activation(mb = 0, buf = 0, chunk = 0), forward(mb = 0, buf = 0, chunk = 0), recv_activation(mb = 1, buf = 1, chunk = 0), send_activation(mb = 0, buf = 0, chunk = 0), forward(mb = 1, buf = 1, chunk = 0), recv_activation(mb = 0, buf = 2, chunk = 1), send_activation(mb = 1, buf = 1, chunk = 0), load_micro_batch(mb = 0, buf = 2, chunk = 1), forward(mb = 0, buf = 2, chunk = 1), recv_activation(mb = 1, buf = 3, chunk = 1), load_micro_batch(mb = 1, buf = 3, chunk = 1), forward(mb = 1, buf = 3, chunk = 1), backward(mb = 0, buf = 2, chunk = 1), send_grad(mb = 0, buf = 2, chunk = 1), backward(mb = 1, buf = 3, chunk = 1), recv_grad(mb = 0, buf = 0, chunk = 0), send_grad(mb = 1, buf = 3, chunk = 1), backward(mb = 0, buf = 0, chunk = 0), recv_grad(mb = 1, buf = 1, chunk = 0), send_grad(mb = 0, buf = 0, chunk = 0), backward(mb = 1, buf = 1, chunk = 0), send_grad(mb = 1, buf = 1, chunk = 0), reduce_tied_grads, reduce_grads, optimizer_step
+}
+
+// -----
+
 // Invalid schedules: one verifier message each.
 
-// expected-error @+1 {{kind "zb" is unknown; expected "1f1b" or "gpipe"}}
+// expected-error @+1 {{kind "zb" is unknown; expected "1f1b", "gpipe" or "interleaved"}}
 dsdist.pipeline_schedule "zb" stages 1 micro_batches 1 {
   stage 0: forward(mb = 0, buf = 0), backward(mb = 0, buf = 0), optimizer_step
 }
@@ -340,7 +355,7 @@ dsdist.pipeline_schedule "gpipe" stages 1 micro_batches 2 {
 
 // -----
 
-// expected-error @+1 {{stage 0, instruction 1 (send_activation(mb = 0, buf = 0)) pairs with stage 1, instruction 0 (recv_activation(mb = 1, buf = 1)): sends and receives between neighbours must name the same micro-batches in the same order}}
+// expected-error @+1 {{stage 0, instruction 1 (send_activation(mb = 0, buf = 0)) pairs with stage 1, instruction 0 (recv_activation(mb = 1, buf = 1)): sends and receives between neighbours must name the same kind, micro-batches and chunks in the same order}}
 dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
   stage 0: forward(mb = 0, buf = 0), send_activation(mb = 0, buf = 0),
            forward(mb = 1, buf = 1), send_activation(mb = 1, buf = 1),
@@ -354,7 +369,7 @@ dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
 
 // -----
 
-// expected-error @+1 {{stage 0, instruction 4 (recv_grad(mb = 1, buf = 1)) pairs with stage 1, instruction 5 (send_grad(mb = 0, buf = 0)): sends and receives between neighbours must name the same micro-batches in the same order}}
+// expected-error @+1 {{stage 0, instruction 4 (recv_grad(mb = 1, buf = 1)) pairs with stage 1, instruction 5 (send_grad(mb = 0, buf = 0)): sends and receives between neighbours must name the same kind, micro-batches and chunks in the same order}}
 dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
   stage 0: forward(mb = 0, buf = 0), send_activation(mb = 0, buf = 0),
            forward(mb = 1, buf = 1), send_activation(mb = 1, buf = 1),
@@ -399,7 +414,7 @@ dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 2 {
 
 // -----
 
-// expected-error @+2 {{optimizer_step takes no micro-batch or buffer}}
+// expected-error @+2 {{optimizer_step takes no micro-batch, buffer or chunk}}
 dsdist.pipeline_schedule "gpipe" stages 1 micro_batches 1 {
   stage 0: optimizer_step(mb = 0, buf = 0)
 }
@@ -431,4 +446,22 @@ dsdist.pipeline_schedule "gpipe" stages 1 micro_batches 1 {
 dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 1 {
   stage 0: optimizer_step
   stage 2: optimizer_step
+}
+
+// -----
+
+// expected-error @+1 {{virtual_stages 2 with kind "1f1b": only the interleaved schedule holds several model chunks per stage, and it holds at least 2}}
+dsdist.pipeline_schedule "1f1b" stages 1 micro_batches 1 virtual_stages 2 {
+  stage 0: forward(mb = 0, buf = 0), backward(mb = 0, buf = 0), optimizer_step
+}
+
+// -----
+
+// Stage 1 sends chunk 1's input gradient of micro-batch 1 before that of
+// micro-batch 0, which stage 0 receives first (one tag: MPI would hand it
+// the wrong tensor).
+// expected-error @+1 {{stage 0, instruction 12 (recv_grad(mb = 0, buf = 2, chunk = 1)) pairs with stage 1, instruction 14 (send_grad(mb = 1, buf = 3, chunk = 1)): sends and receives between neighbours must name the same kind, micro-batches and chunks in the same order}}
+dsdist.pipeline_schedule "interleaved" stages 2 micro_batches 2 virtual_stages 2 {
+  stage 0: load_micro_batch(mb = 0, buf = 0, chunk = 0), forward(mb = 0, buf = 0, chunk = 0), send_activation(mb = 0, buf = 0, chunk = 0), load_micro_batch(mb = 1, buf = 1, chunk = 0), forward(mb = 1, buf = 1, chunk = 0), send_activation(mb = 1, buf = 1, chunk = 0), recv_activation(mb = 0, buf = 2, chunk = 1), forward(mb = 0, buf = 2, chunk = 1), send_activation(mb = 0, buf = 2, chunk = 1), recv_activation(mb = 1, buf = 3, chunk = 1), forward(mb = 1, buf = 3, chunk = 1), send_activation(mb = 1, buf = 3, chunk = 1), recv_grad(mb = 0, buf = 2, chunk = 1), backward(mb = 0, buf = 2, chunk = 1), send_grad(mb = 0, buf = 2, chunk = 1), recv_grad(mb = 1, buf = 3, chunk = 1), backward(mb = 1, buf = 3, chunk = 1), send_grad(mb = 1, buf = 3, chunk = 1), recv_grad(mb = 0, buf = 0, chunk = 0), backward(mb = 0, buf = 0, chunk = 0), recv_grad(mb = 1, buf = 1, chunk = 0), backward(mb = 1, buf = 1, chunk = 0), reduce_tied_grads, reduce_grads, optimizer_step
+  stage 1: recv_activation(mb = 0, buf = 0, chunk = 0), forward(mb = 0, buf = 0, chunk = 0), recv_activation(mb = 1, buf = 1, chunk = 0), send_activation(mb = 0, buf = 0, chunk = 0), forward(mb = 1, buf = 1, chunk = 0), recv_activation(mb = 0, buf = 2, chunk = 1), send_activation(mb = 1, buf = 1, chunk = 0), load_micro_batch(mb = 0, buf = 2, chunk = 1), forward(mb = 0, buf = 2, chunk = 1), recv_activation(mb = 1, buf = 3, chunk = 1), load_micro_batch(mb = 1, buf = 3, chunk = 1), forward(mb = 1, buf = 3, chunk = 1), backward(mb = 0, buf = 2, chunk = 1), backward(mb = 1, buf = 3, chunk = 1), send_grad(mb = 1, buf = 3, chunk = 1), recv_grad(mb = 0, buf = 0, chunk = 0), send_grad(mb = 0, buf = 2, chunk = 1), backward(mb = 0, buf = 0, chunk = 0), recv_grad(mb = 1, buf = 1, chunk = 0), send_grad(mb = 0, buf = 0, chunk = 0), backward(mb = 1, buf = 1, chunk = 0), send_grad(mb = 1, buf = 1, chunk = 0), reduce_tied_grads, reduce_grads, optimizer_step
 }

@@ -98,7 +98,12 @@ void addToJson(const PipelineReport &report, nlohmann::json &pipe) {
         nlohmann::json buffer = nullptr;
         if (instr.buffer)
           buffer = *instr.buffer;
-        cmds.push_back({pipeline::deepSpeedName(instr.kind).str(), buffer});
+        nlohmann::json cmd = {pipeline::deepSpeedName(instr.kind).str(),
+                              buffer};
+        // DeepSpeed has no interleaved schedule: its chunk comes third.
+        if (instr.chunk)
+          cmd.push_back(*instr.chunk);
+        cmds.push_back(cmd);
       }
       stream.push_back(cmds);
     }
@@ -113,16 +118,23 @@ void addToJson(const PipelineReport &report, nlohmann::json &pipe) {
 std::string summarize(const PipelineReport &report,
                       const ::ds::config::Config &config) {
   std::string s;
-  for (size_t stage = 0; stage + 1 < report.parts.size(); ++stage) {
-    int64_t start = report.parts[stage], stop = report.parts[stage + 1];
+  int64_t numStages = config.pipeline.stages;
+  bool interleaved = report.parts.size() > size_t(numStages) + 1;
+  // Under the interleaved schedule the parts are model chunks, chunk c on
+  // stage c mod stages.
+  for (size_t part = 0; part + 1 < report.parts.size(); ++part) {
+    int64_t start = report.parts[part], stop = report.parts[part + 1];
+    int64_t stage = int64_t(part) % numStages;
     // The stage's data-parallel replicas: ranks stage * dp + d.
-    int64_t first = int64_t(stage) * config.dpSize;
+    int64_t first = stage * config.dpSize;
     std::string ranks = std::to_string(first);
     if (config.dpSize > 1)
       ranks += "-" + std::to_string(first + config.dpSize - 1);
+    if (interleaved)
+      s += "chunk=" + std::to_string(part) + " ";
     s += "stage=" + std::to_string(stage) +
          " layers=" + std::to_string(stop - start) +
-         " params=" + std::to_string(report.stageParams[stage]) +
+         " params=" + std::to_string(report.stageParams[part]) +
          " ranks=" + ranks + "\n";
     for (int64_t l = start; l < stop; ++l) {
       std::string index = std::to_string(l);

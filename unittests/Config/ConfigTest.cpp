@@ -800,10 +800,32 @@ TEST(ConfigPipeline, Schedules) {
   EXPECT_EQ(parseOk(withBatch(R"("pipeline": {"schedule": "gpipe"})"))
                 .pipeline.schedule,
             PipelineSchedule::GPipe);
-  Config interleaved = parseOk(withBatch(
-      R"("pipeline": {"schedule": "interleaved", "virtual_stages": 2})"));
+  // Two stages on two ranks, four micro-batches of two.
+  std::string twoStages =
+      R"({"train_batch_size": 8, "train_micro_batch_size_per_gpu": 2, )"
+      R"("pipeline": {"stages": 2, "schedule": "interleaved", )"
+      R"("virtual_stages": 2}})";
+  Config interleaved = parseOk(twoStages, 2);
   EXPECT_EQ(interleaved.pipeline.schedule, PipelineSchedule::Interleaved);
   EXPECT_EQ(interleaved.pipeline.virtualStages, 2);
+  EXPECT_EQ(interleaved.pipeline.microBatches, 4);
+  EXPECT_EQ(
+      parseError(withBatch(
+          R"("pipeline": {"schedule": "interleaved", "virtual_stages": 2})")),
+      "pipeline.schedule \"interleaved\" with pipeline.stages 1: "
+      "interleaving passes model chunks between stages; use 2 or more "
+      "stages");
+  // Three micro-batches of two do not form groups of one per stage.
+  EXPECT_EQ(
+      parseError(
+          R"({"train_batch_size": 6, "train_micro_batch_size_per_gpu": 2, )"
+          R"("pipeline": {"stages": 2, "schedule": "interleaved", )"
+          R"("virtual_stages": 2}})",
+          2),
+      "pipeline.schedule \"interleaved\": 3 micro-batches "
+      "(gradient_accumulation_steps) is not a multiple of pipeline.stages 2; "
+      "the interleaved schedule runs micro-batches in groups of one per "
+      "stage, so use a multiple of 2");
   EXPECT_EQ(
       parseError(withBatch(R"("pipeline": {"schedule": "zb-h1"})")),
       "pipeline.schedule: must be \"1f1b\", \"gpipe\" or \"interleaved\", "

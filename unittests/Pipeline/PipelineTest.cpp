@@ -164,6 +164,15 @@ protected:
     module = ModuleOp::create(UnknownLoc::get(&ctx));
   }
 
+  /// The verifier's message for the schedule `config` asks for, or "" when
+  /// it verifies.
+  std::string verifyBuilt(const ::ds::config::PipelineConfig &config) {
+    auto stages = buildSchedule(config);
+    if (!stages)
+      return llvm::toString(stages.takeError());
+    return verify(config, *stages);
+  }
+
   /// The verifier's message, or "" when `stages` verifies.
   std::string verify(const ::ds::config::PipelineConfig &config,
                      const std::vector<std::vector<Step>> &stages) {
@@ -194,9 +203,7 @@ TEST_F(ScheduleVerifier, GeneratedSchedulesVerify) {
         config.schedule = kind;
         config.stages = p;
         config.microBatches = m;
-        auto stages = buildSchedule(config);
-        ASSERT_TRUE(bool(stages)) << llvm::toString(stages.takeError());
-        EXPECT_EQ(verify(config, *stages), "")
+        EXPECT_EQ(verifyBuilt(config), "")
             << ::ds::config::stringifyPipelineSchedule(kind).str() << " p=" << p
             << " m=" << m;
       }
@@ -221,17 +228,124 @@ TEST_F(ScheduleVerifier, ReorderedSendsAreRejected) {
   EXPECT_NE(verify(config, *stages), "");
 }
 
-TEST(BuildSchedule, InterleavedIsRefusedForNow) {
+/// A stage's forwards and backwards as "F<chunk>.<mb>" / "B<chunk>.<mb>".
+std::string computes(const std::vector<Step> &steps) {
+  std::string text;
+  for (const Step &step : steps)
+    for (const Instr &instr : step)
+      if (instr.kind == PipeInstrKind::forward ||
+          instr.kind == PipeInstrKind::backward)
+        text += (text.empty() ? "" : " ") +
+                std::string(instr.kind == PipeInstrKind::forward ? "F" : "B") +
+                std::to_string(instr.chunk.value_or(-1)) + "." +
+                std::to_string(*instr.microBatch);
+  return text;
+}
+
+// Megatron's interleaved order for p = 2, v = 2, m = 4, worked out by hand
+// from forward_backward_pipelining_with_interleaving: stage s warms up with
+// (p - s - 1) * 2 + (v - 1) * p forwards; forward k runs chunk
+// (k mod pv) / p on micro-batch (k / pv) * p + k mod p, backward k the
+// chunks in reverse.
+TEST(InterleavedSchedule, MegatronsOrder) {
+  auto stages = interleavedSchedule(4, 2, 2);
+  ASSERT_EQ(stages.size(), 2u);
+  EXPECT_EQ(computes(stages[0]), "F0.0 F0.1 F1.0 F1.1 F0.2 B1.0 F0.3 B1.1 "
+                                 "F1.2 B0.0 F1.3 B0.1 B1.2 B1.3 B0.2 B0.3");
+  EXPECT_EQ(computes(stages[1]), "F0.0 F0.1 F1.0 B1.0 F1.1 B1.1 F0.2 B0.0 "
+                                 "F0.3 B0.1 F1.2 B1.2 F1.3 B1.3 B0.2 B0.3");
+}
+
+// The model's first chunk (stage 0, chunk 0) loads the inputs and the last
+// (stage p - 1, chunk v - 1) the labels; activations of stage p - 1's chunk
+// j go to stage 0's chunk j + 1.
+TEST(InterleavedSchedule, LoadsAndTheWrapAround) {
+  auto stages = interleavedSchedule(2, 2, 2);
+  auto count = [&](int64_t s, PipeInstrKind kind, int64_t chunk) {
+    int64_t n = 0;
+    for (const Step &step : stages[s])
+      for (const Instr &instr : step)
+        n += instr.kind == kind && instr.chunk == chunk;
+    return n;
+  };
+  EXPECT_EQ(count(0, PipeInstrKind::load_micro_batch, 0), 2);
+  EXPECT_EQ(count(0, PipeInstrKind::load_micro_batch, 1), 0);
+  EXPECT_EQ(count(1, PipeInstrKind::load_micro_batch, 0), 0);
+  EXPECT_EQ(count(1, PipeInstrKind::load_micro_batch, 1), 2);
+  EXPECT_EQ(count(1, PipeInstrKind::send_activation, 0), 2);
+  EXPECT_EQ(count(0, PipeInstrKind::recv_activation, 1), 2);
+  EXPECT_EQ(count(0, PipeInstrKind::send_grad, 1), 2);
+  EXPECT_EQ(count(1, PipeInstrKind::recv_grad, 0), 2);
+  EXPECT_EQ(count(0, PipeInstrKind::recv_activation, 0), 0);
+  EXPECT_EQ(count(1, PipeInstrKind::send_activation, 1), 0);
+}
+
+// Every step runs at most one forward or backward per stage, so the steps
+// count the schedule's length in chunk computes: 2mv computes per stage
+// and a bubble of about 2 (p - 1) steps, (p - 1) / (v m) of the work,
+// against 2 (p - 1) whole-stage steps for 1F1B.
+TEST(InterleavedSchedule, BubbleShrinksWithChunks) {
+  for (int64_t p : {2, 4})
+    for (int64_t v : {2, 3})
+      for (int64_t m : {p, 2 * p, 4 * p}) {
+        auto stages = interleavedSchedule(m, p, v);
+        int64_t steps = stages.front().size();
+        EXPECT_GE(steps, 2 * m * v + 2 * (p - 1))
+            << "p=" << p << " v=" << v << " m=" << m;
+        EXPECT_LE(steps, 2 * m * v + 2 * (p - 1) + p)
+            << "p=" << p << " v=" << v << " m=" << m;
+      }
+}
+
+TEST_F(ScheduleVerifier, InterleavedSchedulesVerify) {
+  for (int64_t p : {2, 3, 4})
+    for (int64_t v : {2, 3})
+      for (int64_t m : {p, 2 * p, 4 * p}) {
+        ::ds::config::PipelineConfig config;
+        config.schedule = ::ds::config::PipelineSchedule::Interleaved;
+        config.stages = p;
+        config.virtualStages = v;
+        config.microBatches = m;
+        EXPECT_EQ(verifyBuilt(config), "")
+            << "p=" << p << " v=" << v << " m=" << m;
+      }
+}
+
+// Stage 0's first receive of chunk 1's input claims to be chunk 0's, which
+// the model's first chunk never receives: the pair no longer matches.
+TEST_F(ScheduleVerifier, InterleavedSwappedChunksAreRejected) {
+  ::ds::config::PipelineConfig config;
+  config.schedule = ::ds::config::PipelineSchedule::Interleaved;
+  config.stages = 2;
+  config.virtualStages = 2;
+  config.microBatches = 2;
+  auto stages = buildSchedule(config);
+  ASSERT_TRUE(bool(stages));
+  bool broken = false;
+  for (Step &step : (*stages)[0])
+    for (Instr &instr : step)
+      if (!broken && instr.kind == PipeInstrKind::recv_activation &&
+          instr.chunk == 1) {
+        instr.chunk = 0;
+        broken = true;
+      }
+  ASSERT_TRUE(broken);
+  EXPECT_NE(verify(config, *stages), "");
+}
+
+TEST(BuildSchedule, InterleavedNeedsMicroBatchesInGroupsOfStages) {
   ::ds::config::PipelineConfig config;
   config.stages = 2;
-  config.microBatches = 4;
+  config.microBatches = 3;
   config.schedule = ::ds::config::PipelineSchedule::Interleaved;
   config.virtualStages = 2;
   auto stages = buildSchedule(config);
   ASSERT_FALSE(stages);
   EXPECT_EQ(llvm::toString(stages.takeError()),
-            "pipeline.schedule \"interleaved\": ds does not build the "
-            "interleaved schedule yet; use \"1f1b\" or \"gpipe\"");
+            "pipeline.schedule \"interleaved\": 3 micro-batches "
+            "(gradient_accumulation_steps) is not a multiple of the 2 stages; "
+            "the interleaved schedule runs micro-batches in groups of one per "
+            "stage, so use a multiple of 2");
 }
 
 } // namespace

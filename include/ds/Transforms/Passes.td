@@ -498,6 +498,14 @@ def PipelineSplit : Pass<"ds-pipeline-split", "mlir::ModuleOp"> {
     The module records `dsdist.pipeline = {stage = s, stages = p}`. With
     one stage the pass does nothing.
 
+    With `virtual-stages` v > 1 (the interleaved schedule) the layer list
+    is cut into `stages * v` model chunks instead, chunk `c` belonging to
+    stage `c mod stages` (Megatron's round-robin), and stage s gets one
+    function per chunk it holds, `@forward_chunk0` ... `@forward_chunk<v-1>`
+    (its chunks s, s + p, ...), each cut as above with "chunk" for "stage":
+    activations pass from chunk c to chunk c + 1, so from the last stage
+    around to the first. The module also records `virtual_stages = v`.
+
       func.func @forward(%wte {dsnn.param = ...}, ..., %ids {dsnn.batch = "input_ids"}, ...)
           -> tensor<f32>
     becomes, for stage 0 of 2,
@@ -507,6 +515,8 @@ def PipelineSplit : Pass<"ds-pipeline-split", "mlir::ModuleOp"> {
   let options = [
     Option<"stages", "stages", "int64_t", "1", "pipeline stages">,
     Option<"stage", "stage", "int64_t", "0", "the stage to keep (0-based)">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1",
+           "model chunks per stage (the interleaved schedule)">,
     Option<"partition", "partition", "std::string", "\"parameters\"",
            "partition_method: parameters, uniform, flops or type:REGEX">,
     Option<"entry", "entry", "std::string", "\"forward\"",
@@ -551,6 +561,15 @@ def PipelineSchedule : Pass<"ds-pipeline-schedule", "mlir::ModuleOp"> {
     - `reduce_grads` and `optimizer_step` are left to ds-zero and
       ds-optimizer.
 
+    Under `interleaved` (Megatron's interleaved 1F1B; the module split into
+    `virtual_stages` chunks per stage) each chunk's
+    `@forward_backward_chunk<j>` is cut the same way into
+    `@stage_forward_chunk<j>` / `@stage_backward_chunk<j>`; the step takes
+    the union of the chunks' parameters and batch arguments, instructions
+    call their chunk's functions, and a parameter's gradients are summed
+    over its chunks. Sends and receives use the same offsets on a ring: the
+    last stage's +1 is the first stage, which holds the next chunk.
+
     The last stage's mean loss is broadcast over `"pp"`, so every rank
     reports it. The module's grid becomes `pp = stages, dp = dp-size`
     (rank = stage * dp + d). The stream is checked by the
@@ -562,7 +581,7 @@ def PipelineSchedule : Pass<"ds-pipeline-schedule", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", "\"1f1b\"",
-           "pipeline.schedule: 1f1b or gpipe">,
+           "pipeline.schedule: 1f1b, gpipe or interleaved">,
     Option<"microBatches", "micro-batches", "int64_t", "1",
            "micro-batches per step (gradient_accumulation_steps)">,
     Option<"dpSize", "dp-size", "int64_t", "1",

@@ -127,6 +127,8 @@ partitionLayers(ArrayRef<Layer> layers,
 struct Instr {
   dist::PipeInstrKind kind;
   std::optional<int64_t> microBatch, buffer;
+  /// The stage's model chunk, under the interleaved schedule only.
+  std::optional<int64_t> chunk = std::nullopt;
 };
 
 /// What a stage runs in one schedule step; a barrier may separate steps
@@ -145,12 +147,25 @@ int64_t numBuffers1F1B(int64_t microBatches, int64_t stages, int64_t stage);
 std::vector<Step> gpipeSchedule(int64_t microBatches, int64_t stages,
                                 int64_t stage);
 
+/// Megatron's interleaved 1F1B, every stage's steps: stage s holds the
+/// model chunks j * stages + s (j < virtualStages) and runs its forwards and
+/// backwards in Megatron's order (warm-up (stages - s - 1) * 2 +
+/// (virtualStages - 1) * stages forwards, then one forward and one backward
+/// in turn, then the remaining backwards; micro-batches in groups of
+/// `stages`). Each step does at most one forward or backward per stage and
+/// then the step's sends and receives in one order all stages share, so
+/// blocking sends cannot deadlock. One buffer per chunk and micro-batch.
+/// `microBatches` must be a multiple of `stages`.
+std::vector<std::vector<Step>> interleavedSchedule(int64_t microBatches,
+                                                   int64_t stages,
+                                                   int64_t virtualStages);
+
 /// The activation buffers stage `stage` allocates under `config`'s schedule.
 int64_t numBuffers(const ::ds::config::PipelineConfig &config, int64_t stage);
 
-/// The schedule `config` names, one stream of steps per stage. The
-/// interleaved schedule is an error for now: its chunks need the
-/// stage-split programs to run.
+/// The schedule `config` names, one stream of steps per stage. An error
+/// when the interleaved schedule's micro-batches are not a multiple of the
+/// stages.
 llvm::Expected<std::vector<std::vector<Step>>>
 buildSchedule(const ::ds::config::PipelineConfig &config);
 

@@ -424,9 +424,17 @@ public:
     int64_t inCount = inType.getNumElements();
     int64_t outCount = outType.getNumElements();
     int op32 = op.getKind() ? int(*op.getKind()) : 0;
+    // The axis is a ring (the interleaved schedule's last stage sends on
+    // to the first): (rank + offset + size) mod size, |offset| < size.
     auto peer = [&]() -> Value {
       Value rank = call(b, loc, "dsrt_comm_rank", {comm}, i32);
-      return arith::AddIOp::create(b, loc, rank, i32c(op.getOffset()));
+      std::optional<int64_t> size =
+          dist::getGroupSize(op, op->template getAttrOfType<ArrayAttr>("axes"));
+      if (!size)
+        return arith::AddIOp::create(b, loc, rank, i32c(op.getOffset()));
+      Value shifted =
+          arith::AddIOp::create(b, loc, rank, i32c(op.getOffset() + *size));
+      return arith::RemSIOp::create(b, loc, shifted, i32c(*size));
     };
     // The async forms take one more argument: where to put the request,
     // a stack slot allocated once at function entry.

@@ -77,7 +77,8 @@ func::FuncOp buildPart(OpBuilder &b, func::FuncOp from, StringRef name,
 /// The forward is what the first `numOutputs` results need; the rest is the
 /// backward. Values of the forward the backward reads are the residuals
 /// (constants are copied instead).
-GradientSplit splitGradient(func::FuncOp fb, unsigned numOutputs) {
+GradientSplit splitGradient(func::FuncOp fb, unsigned numOutputs,
+                            StringRef suffix) {
   Block &body = fb.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   llvm::SetVector<Operation *> needed =
@@ -129,13 +130,13 @@ GradientSplit splitGradient(func::FuncOp fb, unsigned numOutputs) {
   OpBuilder b(fb);
   SmallVector<Value> forwardResults(ret.getOperands().take_front(numOutputs));
   llvm::append_range(forwardResults, residuals);
-  split.forward = buildPart(b, fb, "stage_forward", forwardOps,
+  split.forward = buildPart(b, fb, ("stage_forward" + suffix).str(), forwardOps,
                             forwardArgs.getArrayRef(), forwardResults);
   SmallVector<Value> backwardInputs(backwardArgs.begin(), backwardArgs.end());
   llvm::append_range(backwardInputs, residuals);
-  split.backward =
-      buildPart(b, fb, "stage_backward", backwardCopies, backwardInputs,
-                SmallVector<Value>(ret.getOperands().drop_front(numOutputs)));
+  split.backward = buildPart(
+      b, fb, ("stage_backward" + suffix).str(), backwardCopies, backwardInputs,
+      SmallVector<Value>(ret.getOperands().drop_front(numOutputs)));
   for (Value v : forwardArgs)
     split.forwardArgs.push_back({false, cast<BlockArgument>(v).getArgNumber()});
   for (Value v : backwardArgs)
@@ -146,7 +147,24 @@ GradientSplit splitGradient(func::FuncOp fb, unsigned numOutputs) {
   return split;
 }
 
-/// What one micro-batch has in flight on this stage.
+/// One model chunk of the stage (the whole stage unless interleaved): its
+/// gradient function, cut in two, and where @forward_backward's arguments
+/// (params, step state, pipe inputs, batch, output gradients, the dropout
+/// key) come from in @train_step.
+struct Chunk {
+  /// Mutable: FuncOp's accessors are not const.
+  mutable func::FuncOp fb;
+  GradientSplit split;
+  /// The model's first / last chunk: no pipe inputs / the loss.
+  bool first = false, last = false;
+  unsigned numParams = 0, numState = 0, numInputs = 0, numBatch = 0,
+           numOutputGrads = 0;
+  int64_t keyArg = -1;
+  /// @train_step's parameter and batch argument of each of ours.
+  SmallVector<unsigned> stepParam, stepBatch;
+};
+
+/// What one micro-batch has in flight in one chunk of this stage.
 struct MicroBatch {
   SmallVector<Value> batch, inputs, outputs, residuals, outputGrads, inputGrads;
 };
@@ -154,20 +172,15 @@ struct MicroBatch {
 /// Emits @train_step's body, one instruction at a time.
 class StreamEmitter {
 public:
-  StreamEmitter(OpBuilder &b, Location loc, func::FuncOp fb,
-                const GradientSplit &split, int64_t stage, int64_t stages,
-                int64_t microBatches)
-      : b(b), loc(loc), fb(fb), split(split), stage(stage), stages(stages),
-        mbs(microBatches) {}
+  StreamEmitter(OpBuilder &b, Location loc, ArrayRef<Chunk> chunks,
+                int64_t microBatches, unsigned numGrads)
+      : b(b), loc(loc), chunks(chunks), numMicroBatches(microBatches),
+        mbs(chunks.size() * microBatches), gradSums(numGrads) {}
 
   /// The step's arguments: parameters, step state (the fp16 loss scale),
   /// the step counter (dropout), batch.
   ValueRange params, state, batch;
   Value step;
-  /// @forward_backward's argument layout.
-  unsigned numParams = 0, numState = 0, numInputs = 0, numBatch = 0,
-           numGrads = 0;
-  int64_t keyArg = -1;
 
   void emit(const pipeline::Instr &instr);
   /// Sums of the parameter gradients and of the losses, in micro-batch
@@ -177,10 +190,10 @@ public:
 
 private:
   Value key(int64_t mb);
-  SmallVector<Value> operands(ArrayRef<Source> sources, MicroBatch &m,
-                              int64_t mb);
+  SmallVector<Value> operands(const Chunk &c, ArrayRef<Source> sources,
+                              MicroBatch &m, int64_t mb);
   Value add(Value sum, Value v) {
-    if (!sum && mbs.size() == 1)
+    if (!sum && numMicroBatches == 1 && chunks.size() == 1)
       return v;
     if (!sum)
       sum = arith::ConstantOp::create(
@@ -190,18 +203,18 @@ private:
 
   OpBuilder &b;
   Location loc;
-  func::FuncOp fb;
-  const GradientSplit &split;
-  int64_t stage, stages;
+  ArrayRef<Chunk> chunks;
+  int64_t numMicroBatches;
   std::vector<MicroBatch> mbs;
 };
 
 Value StreamEmitter::key(int64_t mb) {
   // What ds-accumulate-grads passes, so dropout draws the same masks.
-  return microBatchKey(b, loc, step, mbs.size(), b.getIndexAttr(mb));
+  return microBatchKey(b, loc, step, numMicroBatches, b.getIndexAttr(mb));
 }
 
-SmallVector<Value> StreamEmitter::operands(ArrayRef<Source> sources,
+SmallVector<Value> StreamEmitter::operands(const Chunk &c,
+                                           ArrayRef<Source> sources,
                                            MicroBatch &m, int64_t mb) {
   SmallVector<Value> values;
   for (Source src : sources) {
@@ -210,22 +223,22 @@ SmallVector<Value> StreamEmitter::operands(ArrayRef<Source> sources,
       continue;
     }
     unsigned i = src.index;
-    if (i < numParams) {
-      values.push_back(params[i]);
+    if (i < c.numParams) {
+      values.push_back(params[c.stepParam[i]]);
       continue;
     }
-    if ((i -= numParams) < numState) {
+    if ((i -= c.numParams) < c.numState) {
       values.push_back(state[i]);
       continue;
     }
-    if ((i -= numState) < numInputs)
+    if ((i -= c.numState) < c.numInputs)
       values.push_back(m.inputs[i]);
-    else if ((i -= numInputs) < numBatch)
+    else if ((i -= c.numInputs) < c.numBatch)
       values.push_back(m.batch[i]);
-    else if (static_cast<int64_t>(src.index) == keyArg)
+    else if (static_cast<int64_t>(src.index) == c.keyArg)
       values.push_back(key(mb));
     else
-      values.push_back(m.outputGrads[i - numBatch]);
+      values.push_back(m.outputGrads[i - c.numBatch]);
   }
   return values;
 }
@@ -233,26 +246,28 @@ SmallVector<Value> StreamEmitter::operands(ArrayRef<Source> sources,
 void StreamEmitter::emit(const pipeline::Instr &instr) {
   if (!instr.microBatch)
     return; // reduce_tied_grads, reduce_grads, optimizer_step: see below
-  int64_t mb = *instr.microBatch;
-  MicroBatch &m = mbs[mb];
+  int64_t mb = *instr.microBatch, j = instr.chunk.value_or(0);
+  const Chunk &c = chunks[j];
+  MicroBatch &m = mbs[j * numMicroBatches + mb];
   switch (instr.kind) {
   case PipeInstrKind::load_micro_batch:
-    for (Value full : batch)
-      m.batch.push_back(microBatchSlice(b, loc, full, b.getIndexAttr(mb)));
+    for (unsigned arg : c.stepBatch)
+      m.batch.push_back(
+          microBatchSlice(b, loc, batch[arg], b.getIndexAttr(mb)));
     break;
   case PipeInstrKind::recv_activation:
-    for (unsigned i = 0; i < numInputs; ++i)
+    for (unsigned i = 0; i < c.numInputs; ++i)
       m.inputs.push_back(dist::RecvOp::create(
-          b, loc, fb.getArgumentTypes()[numParams + numState + i], kPipeAxis,
-          -1));
+          b, loc, c.fb.getArgumentTypes()[c.numParams + c.numState + i],
+          kPipeAxis, -1));
     break;
   case PipeInstrKind::forward: {
-    auto call = func::CallOp::create(b, loc, split.forward,
-                                     operands(split.forwardArgs, m, mb));
+    auto call = func::CallOp::create(b, loc, c.split.forward,
+                                     operands(c, c.split.forwardArgs, m, mb));
     ValueRange results = call.getResults();
-    m.outputs.assign(results.begin(), results.begin() + split.numOutputs);
-    m.residuals.assign(results.begin() + split.numOutputs, results.end());
-    if (stage == stages - 1)
+    m.outputs.assign(results.begin(), results.begin() + c.split.numOutputs);
+    m.residuals.assign(results.begin() + c.split.numOutputs, results.end());
+    if (c.last)
       lossSum = add(lossSum, m.outputs.front());
     break;
   }
@@ -266,14 +281,12 @@ void StreamEmitter::emit(const pipeline::Instr &instr) {
           dist::RecvOp::create(b, loc, v.getType(), kPipeAxis, 1));
     break;
   case PipeInstrKind::backward: {
-    auto call = func::CallOp::create(b, loc, split.backward,
-                                     operands(split.backwardArgs, m, mb));
+    auto call = func::CallOp::create(b, loc, c.split.backward,
+                                     operands(c, c.split.backwardArgs, m, mb));
     ValueRange grads = call.getResults();
-    if (gradSums.empty())
-      gradSums.resize(numGrads);
-    for (unsigned i = 0; i < numGrads; ++i)
-      gradSums[i] = add(gradSums[i], grads[i]);
-    m.inputGrads.assign(grads.begin() + numGrads, grads.end());
+    for (unsigned i = 0; i < c.numParams; ++i)
+      gradSums[c.stepParam[i]] = add(gradSums[c.stepParam[i]], grads[i]);
+    m.inputGrads.assign(grads.begin() + c.numParams, grads.end());
     break;
   }
   case PipeInstrKind::send_grad:
@@ -332,8 +345,11 @@ struct PipelineSchedulePass
     : mlir::ds::impl::PipelineScheduleBase<PipelineSchedulePass> {
   using Base::Base;
   void runOnOperation() override;
-  LogicalResult build(ModuleOp module, func::FuncOp fb, int64_t stage,
-                      int64_t stages, DictionaryAttr shared);
+  /// Reads chunk `j`'s gradient function's layout and cuts it in two.
+  FailureOr<Chunk> prepareChunk(func::FuncOp fb, int64_t j, int64_t stage,
+                                int64_t stages, int64_t numChunks);
+  LogicalResult build(ModuleOp module, ArrayRef<func::FuncOp> fbs,
+                      int64_t stage, int64_t stages, DictionaryAttr shared);
 };
 
 } // namespace
@@ -350,27 +366,94 @@ void PipelineSchedulePass::runOnOperation() {
                        << " = {stage, stages}; run ds-pipeline-split first";
     return signalPassFailure();
   }
-  auto fb = module.lookupSymbol<func::FuncOp>(entry);
-  if (!fb || fb.isExternal()) {
-    module.emitError() << "ds-pipeline-schedule: no func.func @" << entry
-                       << " with a body; run ds-autodiff first";
+  auto chunksAttr = info.getAs<IntegerAttr>("virtual_stages");
+  int64_t numChunks = chunksAttr ? chunksAttr.getInt() : 1;
+  if ((schedule == "interleaved") != (numChunks > 1)) {
+    module.emitError() << "ds-pipeline-schedule: schedule \"" << schedule
+                       << "\" on a module split into " << numChunks
+                       << " model chunk(s) per stage; the interleaved schedule "
+                          "and only it needs ds-pipeline-split with "
+                          "virtual-stages >= 2";
     return signalPassFailure();
   }
+  SmallVector<func::FuncOp> fbs;
+  for (int64_t j = 0; j < numChunks; ++j) {
+    std::string name = entry;
+    if (numChunks > 1)
+      name += "_chunk" + std::to_string(j);
+    auto fb = module.lookupSymbol<func::FuncOp>(name);
+    if (!fb || fb.isExternal()) {
+      module.emitError() << "ds-pipeline-schedule: no func.func @" << name
+                         << " with a body; run ds-autodiff first";
+      return signalPassFailure();
+    }
+    fbs.push_back(fb);
+  }
   if (module.lookupSymbol(result)) {
-    fb.emitError() << "ds-pipeline-schedule: @" << result << " already exists";
+    fbs.front().emitError()
+        << "ds-pipeline-schedule: @" << result << " already exists";
     return signalPassFailure();
   }
   auto shared = info.getAs<DictionaryAttr>("shared");
-  if (failed(build(module, fb, stageAttr.getInt(), stagesAttr.getInt(),
+  if (failed(build(module, fbs, stageAttr.getInt(), stagesAttr.getInt(),
                    shared ? shared : DictionaryAttr::get(&getContext()))))
     return signalPassFailure();
 }
 
-LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
+FailureOr<Chunk> PipelineSchedulePass::prepareChunk(func::FuncOp fb, int64_t j,
+                                                    int64_t stage,
+                                                    int64_t stages,
+                                                    int64_t numChunks) {
+  Chunk c;
+  c.fb = fb;
+  int64_t model = j * stages + stage;
+  c.first = model == 0;
+  c.last = model == stages * numChunks - 1;
+  c.numParams = numLeadingParams(fb);
+  for (unsigned i = c.numParams; i < fb.getNumArguments(); ++i) {
+    if (fb.getArgAttr(i, kStateAttrName))
+      ++c.numState;
+    else if (fb.getArgAttr(i, pipeline::kPipeInputAttrName))
+      ++c.numInputs;
+    else if (fb.getArgAttr(i, pipeline::kPipeGradAttrName))
+      ++c.numOutputGrads;
+    else if (fb.getArgAttr(i, kRngKeyAttrName))
+      c.keyArg = i;
+    else
+      ++c.numBatch;
+  }
+  unsigned numOutputs = c.last ? 1 : c.numOutputGrads;
+  if (fb.getNumResults() != numOutputs + c.numParams + c.numInputs)
+    return fb.emitError() << "ds-pipeline-schedule: @" << fb.getName()
+                          << " must return the stage's outputs, then one "
+                             "gradient per parameter and pipe input "
+                             "(ds-autodiff of a split stage)";
+  c.split = splitGradient(fb, numOutputs,
+                          numChunks > 1 ? "_chunk" + std::to_string(j) : "");
+  numResiduals += c.split.numResiduals;
+  return c;
+}
+
+/// The position of `attrs` in `seen`, appended when new: the step's
+/// arguments are the union of its chunks', each parameter or batch argument
+/// once.
+static unsigned stepArg(SmallVector<DictionaryAttr> &seen, DictionaryAttr attrs,
+                        Type type, SmallVector<Type> &types) {
+  auto *it = llvm::find(seen, attrs);
+  if (it != seen.end())
+    return it - seen.begin();
+  seen.push_back(attrs);
+  types.push_back(type);
+  return seen.size() - 1;
+}
+
+LogicalResult PipelineSchedulePass::build(ModuleOp module,
+                                          ArrayRef<func::FuncOp> fbs,
                                           int64_t stage, int64_t stages,
                                           DictionaryAttr shared) {
   MLIRContext *ctx = module.getContext();
-  Location loc = fb.getLoc();
+  Location loc = func::FuncOp(fbs.front()).getLoc();
+  int64_t numChunks = fbs.size();
   ::ds::config::PipelineConfig config;
   config.stages = stages;
   config.microBatches = microBatches;
@@ -378,9 +461,13 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
     config.schedule = ::ds::config::PipelineSchedule::OneFOneB;
   else if (schedule == "gpipe")
     config.schedule = ::ds::config::PipelineSchedule::GPipe;
+  else if (schedule == "interleaved")
+    config.schedule = ::ds::config::PipelineSchedule::Interleaved;
   else
-    return module.emitError() << "ds-pipeline-schedule: schedule \"" << schedule
-                              << "\" is not built; use 1f1b or gpipe";
+    return module.emitError()
+           << "ds-pipeline-schedule: schedule \"" << schedule
+           << "\" is not built; use 1f1b, gpipe or interleaved";
+  config.virtualStages = numChunks;
   if (microBatches < 1 || dpSize < 1)
     return module.emitError()
            << "ds-pipeline-schedule: micro-batches "
@@ -401,60 +488,54 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
       return failure();
   }
 
-  // @forward_backward's layout: params, step state, pipe inputs, batch,
-  // output gradients, the dropout key; results: outputs, param grads, input
-  // grads.
-  unsigned numParams = numLeadingParams(fb), numState = 0, numInputs = 0,
-           numBatch = 0, numOutputGrads = 0;
-  int64_t keyArg = -1;
-  for (unsigned i = numParams; i < fb.getNumArguments(); ++i) {
-    if (fb.getArgAttr(i, kStateAttrName))
-      ++numState;
-    else if (fb.getArgAttr(i, pipeline::kPipeInputAttrName))
-      ++numInputs;
-    else if (fb.getArgAttr(i, pipeline::kPipeGradAttrName))
-      ++numOutputGrads;
-    else if (fb.getArgAttr(i, kRngKeyAttrName))
-      keyArg = i;
-    else
-      ++numBatch;
+  std::vector<Chunk> chunks;
+  for (auto [j, fb] : llvm::enumerate(fbs)) {
+    FailureOr<Chunk> c = prepareChunk(fb, j, stage, stages, numChunks);
+    if (failed(c))
+      return failure();
+    chunks.push_back(std::move(*c));
   }
-  bool last = stage == stages - 1;
-  unsigned numOutputs = last ? 1 : numOutputGrads;
-  if (fb.getNumResults() != numOutputs + numParams + numInputs)
-    return fb.emitError() << "ds-pipeline-schedule: @" << entry
-                          << " must return the stage's outputs, then one "
-                             "gradient per parameter and pipe input "
-                             "(ds-autodiff of a split stage)";
-  GradientSplit split = splitGradient(fb, numOutputs);
-  numResiduals = split.numResiduals;
 
   // @train_step: (params, step state, [step], batch with a micro-batch
-  // dim) -> (loss, param grads), as ds-accumulate-grads builds it.
+  // dim) -> (loss, param grads), as ds-accumulate-grads builds it; the
+  // parameters and batch arguments of all chunks, each once.
   OpBuilder b(ctx);
-  SmallVector<Type> argTypes;
-  SmallVector<DictionaryAttr> argAttrs;
-  for (unsigned i = 0; i < numParams + numState; ++i) {
-    argTypes.push_back(fb.getArgumentTypes()[i]);
-    argAttrs.push_back(fb.getArgAttrDict(i));
+  SmallVector<DictionaryAttr> paramAttrs, batchAttrs;
+  SmallVector<Type> paramTypes, batchTypes;
+  for (Chunk &c : chunks) {
+    for (unsigned i = 0; i < c.numParams; ++i)
+      c.stepParam.push_back(stepArg(paramAttrs, c.fb.getArgAttrDict(i),
+                                    c.fb.getArgumentTypes()[i], paramTypes));
+    for (unsigned i = 0; i < c.numBatch; ++i) {
+      unsigned arg = c.numParams + c.numState + c.numInputs + i;
+      auto type = cast<RankedTensorType>(c.fb.getArgumentTypes()[arg]);
+      SmallVector<int64_t> shape = {microBatches};
+      llvm::append_range(shape, type.getShape());
+      c.stepBatch.push_back(stepArg(batchAttrs, c.fb.getArgAttrDict(arg),
+                                    type.clone(shape), batchTypes));
+    }
   }
-  if (keyArg >= 0) {
+  const Chunk &front = chunks.front();
+  bool hasKey =
+      llvm::any_of(chunks, [](const Chunk &c) { return c.keyArg >= 0; });
+  SmallVector<Type> argTypes(paramTypes);
+  SmallVector<DictionaryAttr> argAttrs(paramAttrs);
+  for (unsigned i = 0; i < front.numState; ++i) {
+    argTypes.push_back(front.fb.getArgumentTypes()[front.numParams + i]);
+    argAttrs.push_back(front.fb.getArgAttrDict(front.numParams + i));
+  }
+  if (hasKey) {
     argTypes.push_back(RankedTensorType::get({}, b.getI64Type()));
     argAttrs.push_back(
         b.getDictionaryAttr(b.getNamedAttr(kStepAttrName, b.getUnitAttr())));
   }
-  for (unsigned i = 0; i < numBatch; ++i) {
-    unsigned arg = numParams + numState + numInputs + i;
-    auto type = cast<RankedTensorType>(fb.getArgumentTypes()[arg]);
-    SmallVector<int64_t> shape = {microBatches};
-    llvm::append_range(shape, type.getShape());
-    argTypes.push_back(type.clone(shape));
-    argAttrs.push_back(fb.getArgAttrDict(arg));
-  }
+  llvm::append_range(argTypes, batchTypes);
+  llvm::append_range(argAttrs, batchAttrs);
+  unsigned numParams = paramTypes.size();
   auto lossType = RankedTensorType::get({}, b.getF32Type());
   SmallVector<Type> resultTypes = {lossType};
-  llvm::append_range(resultTypes, fb.getArgumentTypes().take_front(numParams));
-  b.setInsertionPointAfter(fb);
+  llvm::append_range(resultTypes, paramTypes);
+  b.setInsertionPointAfter(fbs.back());
   auto step = func::FuncOp::create(
       b, loc, result, FunctionType::get(ctx, argTypes, resultTypes));
   step.setAllArgAttrs(argAttrs);
@@ -462,18 +543,12 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
   Block *body = step.addEntryBlock();
   b.setInsertionPointToStart(body);
 
-  StreamEmitter emitter(b, loc, fb, split, stage, stages, microBatches);
+  StreamEmitter emitter(b, loc, chunks, microBatches, numParams);
   emitter.params = body->getArguments().take_front(numParams);
-  emitter.state = body->getArguments().slice(numParams, numState);
-  if (keyArg >= 0)
-    emitter.step = body->getArgument(numParams + numState);
-  emitter.batch = body->getArguments().take_back(numBatch);
-  emitter.numParams = numParams;
-  emitter.numState = numState;
-  emitter.numInputs = numInputs;
-  emitter.numBatch = numBatch;
-  emitter.numGrads = numParams;
-  emitter.keyArg = keyArg;
+  emitter.state = body->getArguments().slice(numParams, front.numState);
+  if (hasKey)
+    emitter.step = body->getArgument(numParams + front.numState);
+  emitter.batch = body->getArguments().take_back(batchTypes.size());
   for (const pipeline::Step &s : (*streams)[stage])
     for (const pipeline::Instr &instr : s) {
       emitter.emit(instr);
@@ -483,6 +558,7 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
   SmallVector<Value> grads = emitter.gradSums;
   if (failed(reduceSharedGrads(b, loc, step, shared, stage, grads)))
     return failure();
+  bool last = stage == stages - 1;
   Value loss = emitter.lossSum;
   if (!last)
     loss = arith::ConstantOp::create(b, loc,
@@ -503,6 +579,7 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module, func::FuncOp fb,
                                       {StringAttr::get(ctx, kPipeAxis),
                                        StringAttr::get(ctx, "dp")},
                                       {stages, dpSize}));
-  fb.erase();
+  for (func::FuncOp fb : fbs)
+    fb.erase();
   return success();
 }

@@ -38,11 +38,13 @@ struct PipelineSplitPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (stages < 1 || stage < 0 || stage >= stages) {
+    if (stages < 1 || stage < 0 || stage >= stages || virtualStages < 1) {
       module.emitError() << "ds-pipeline-split: stage "
                          << static_cast<int64_t>(stage) << " is not one of the "
                          << static_cast<int64_t>(stages)
-                         << " stages; use 0 <= stage < stages";
+                         << " stages (virtual-stages "
+                         << static_cast<int64_t>(virtualStages)
+                         << "); use 0 <= stage < stages, virtual-stages >= 1";
       return signalPassFailure();
     }
     if (stages == 1)
@@ -58,8 +60,18 @@ struct PipelineSplitPass
   }
 
   LogicalResult split(ModuleOp module, func::FuncOp forward);
-  /// The stage of each top-level op of `forward` (the terminator included).
-  FailureOr<DenseMap<Operation *, int64_t>> assignStages(func::FuncOp forward);
+  /// The model chunk of each top-level op of `forward` (the terminator
+  /// included); a chunk is a stage unless the schedule is interleaved.
+  FailureOr<DenseMap<Operation *, int64_t>> assignChunks(func::FuncOp forward);
+  /// Builds the function of model chunk `chunk` named `name` before
+  /// `forward`.
+  LogicalResult buildChunk(func::FuncOp forward,
+                           DenseMap<Operation *, int64_t> &chunkOf,
+                           int64_t chunk, StringRef name);
+
+  int64_t numChunks() const { return stages * virtualStages; }
+  /// What the diagnostics call a part: a stage, or a chunk when interleaved.
+  StringRef unit() const { return virtualStages > 1 ? "chunk" : "stage"; }
 
   /// The partition, as DeepSpeed's boundary list and each stage's layers.
   std::string partitionText;
@@ -68,9 +80,13 @@ struct PipelineSplitPass
 } // namespace
 
 FailureOr<DenseMap<Operation *, int64_t>>
-PipelineSplitPass::assignStages(func::FuncOp forward) {
+PipelineSplitPass::assignChunks(func::FuncOp forward) {
   ::ds::config::PipelineConfig config;
   config.stages = stages;
+  if (virtualStages > 1) {
+    config.schedule = ::ds::config::PipelineSchedule::Interleaved;
+    config.virtualStages = virtualStages;
+  }
   if (llvm::Error err = ::ds::config::parsePartitionMethod(partition, config))
     return forward.emitError() << "ds-pipeline-split: partition: "
                                << llvm::toString(std::move(err));
@@ -82,24 +98,30 @@ PipelineSplitPass::assignStages(func::FuncOp forward) {
     return forward.emitError() << llvm::toString(parts.takeError());
   llvm::raw_string_ostream text(partitionText);
   text << "ds-pipeline-split: " << static_cast<std::string>(partition)
-       << " over " << static_cast<int64_t>(stages) << " stages, parts ["
+       << " over " << static_cast<int64_t>(stages) << " stages";
+  if (virtualStages > 1)
+    text << " x " << static_cast<int64_t>(virtualStages) << " virtual stages";
+  text << ", parts ["
        << llvm::join(llvm::map_range(
                          *parts, [](int64_t p) { return std::to_string(p); }),
                      ", ")
        << "]";
-  for (int64_t s = 0; s < stages; ++s) {
-    text << "; stage " << s << ":";
-    for (int64_t l = (*parts)[s]; l < (*parts)[s + 1]; ++l)
+  for (int64_t c = 0; c < numChunks(); ++c) {
+    if (virtualStages > 1)
+      text << "; chunk " << c << " (stage " << c % stages << "):";
+    else
+      text << "; stage " << c << ":";
+    for (int64_t l = (*parts)[c]; l < (*parts)[c + 1]; ++l)
       text << " " << (*layers)[l].name;
   }
-  auto stageOfLayer = [&](int64_t index) {
-    int64_t s = 0;
-    while (index >= (*parts)[s + 1])
-      ++s;
-    return s;
+  auto chunkOfLayer = [&](int64_t index) {
+    int64_t c = 0;
+    while (index >= (*parts)[c + 1])
+      ++c;
+    return c;
   };
 
-  DenseMap<Operation *, int64_t> stageOf;
+  DenseMap<Operation *, int64_t> chunkOf;
   SmallVector<Operation *> pending;
   int64_t layerIndex = 0;
   for (Operation &op : forward.getBody().front()) {
@@ -107,28 +129,29 @@ PipelineSplitPass::assignStages(func::FuncOp forward) {
       pending.push_back(&op);
       continue;
     }
-    int64_t s = stageOfLayer(layerIndex++);
+    int64_t c = chunkOfLayer(layerIndex++);
     for (Operation *before : pending)
-      stageOf[before] = s;
+      chunkOf[before] = c;
     pending.clear();
-    stageOf[&op] = s;
-    if (s == stage)
+    chunkOf[&op] = c;
+    if (c % stages == stage)
       ++numLayers;
   }
   // The head (when collectLayers made one) is the last layer: its ops and
-  // the loss run on the last stage.
+  // the loss run in the last chunk.
   for (Operation *after : pending)
-    stageOf[after] = stages - 1;
+    chunkOf[after] = numChunks() - 1;
   if (stage == stages - 1 && layerIndex < static_cast<int64_t>(layers->size()))
     ++numLayers;
-  return stageOf;
+  return chunkOf;
 }
 
 /// Parameters that more than one stage reads (a tied embedding and LM
 /// head), as `{name = array<i64: stages>}`; their gradients are summed
 /// between those stages. More than two is refused for now.
 static FailureOr<DictionaryAttr>
-sharedParams(func::FuncOp forward, DenseMap<Operation *, int64_t> &stageOf) {
+sharedParams(func::FuncOp forward, DenseMap<Operation *, int64_t> &chunkOf,
+             int64_t stages) {
   Block &body = forward.getBody().front();
   Builder b(forward.getContext());
   SmallVector<NamedAttribute> shared;
@@ -139,7 +162,7 @@ sharedParams(func::FuncOp forward, DenseMap<Operation *, int64_t> &stageOf) {
       continue;
     llvm::SmallSetVector<int64_t, 4> readers;
     for (Operation *user : arg.getUsers())
-      readers.insert(stageOf[body.findAncestorOpInBlock(*user)]);
+      readers.insert(chunkOf[body.findAncestorOpInBlock(*user)] % stages);
     if (readers.size() < 2)
       continue;
     SmallVector<int64_t> sorted(readers.begin(), readers.end());
@@ -157,20 +180,47 @@ sharedParams(func::FuncOp forward, DenseMap<Operation *, int64_t> &stageOf) {
 }
 
 LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
-  int64_t stage = this->stage, stages = this->stages;
-  auto stageOf = assignStages(forward);
-  if (failed(stageOf))
+  auto chunkOf = assignChunks(forward);
+  if (failed(chunkOf))
     return failure();
-  Block &body = forward.getBody().front();
-  bool last = stage == stages - 1;
-  FailureOr<DictionaryAttr> shared = sharedParams(forward, *stageOf);
+  FailureOr<DictionaryAttr> shared = sharedParams(forward, *chunkOf, stages);
   if (failed(shared))
     return failure();
+  std::string name = forward.getName().str();
+  for (int64_t j = 0; j < virtualStages; ++j) {
+    std::string chunkName =
+        virtualStages > 1 ? name + "_chunk" + std::to_string(j) : name;
+    if (failed(buildChunk(forward, *chunkOf, j * stages + stage, chunkName)))
+      return failure();
+  }
+  Location loc = forward.getLoc();
+  forward.erase();
 
+  // The partition every stage agrees on, as ds-report prints it.
+  // On the location only: the op would be printed after the remark.
+  mlir::emitRemark(loc, partitionText);
+  Builder b(module.getContext());
+  SmallVector<NamedAttribute> info = {
+      b.getNamedAttr("stage", b.getI64IntegerAttr(stage)),
+      b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
+      b.getNamedAttr("shared", *shared)};
+  if (virtualStages > 1)
+    info.push_back(
+        b.getNamedAttr("virtual_stages", b.getI64IntegerAttr(virtualStages)));
+  module->setAttr(pipeline::kPipelineAttrName, b.getDictionaryAttr(info));
+  return success();
+}
+
+LogicalResult
+PipelineSplitPass::buildChunk(func::FuncOp forward,
+                              DenseMap<Operation *, int64_t> &chunkOf,
+                              int64_t chunk, StringRef name) {
+  Block &body = forward.getBody().front();
+  bool last = chunk == numChunks() - 1;
   // What this stage computes: its own ops and the copyable ones it reads.
   llvm::SetVector<Operation *> kept;
   for (Operation &op : body)
-    if ((*stageOf)[&op] == stage)
+    if (chunkOf[&op] == chunk)
       kept.insert(&op);
   llvm::SetVector<Value> inputs;
   for (Operation &op : body) {
@@ -180,15 +230,16 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
       Operation *def = v.getDefiningOp();
       if (!def)
         continue;
-      int64_t from = (*stageOf)[def];
-      if (from == stage || pipeline::isCopyable(def))
+      int64_t from = chunkOf[def];
+      if (from == chunk || pipeline::isCopyable(def))
         continue;
-      if (from != stage - 1)
+      if (from != chunk - 1)
         return def->emitError()
-               << "ds-pipeline-split: a result of this op (stage " << from
-               << ") is read by stage " << stage
-               << "; activations pass between neighbouring stages only, so "
-                  "keep such values inside one stage's layers";
+               << "ds-pipeline-split: a result of this op (" << unit() << " "
+               << from << ") is read by " << unit() << " " << chunk
+               << "; activations pass between neighbouring " << unit()
+               << "s only, so keep such values inside one " << unit()
+               << "'s layers";
       inputs.insert(v);
     }
   }
@@ -203,26 +254,28 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
   // What the next stage reads of ours.
   SmallVector<Value> outputs;
   for (Operation &op : body) {
-    int64_t to = (*stageOf)[&op];
-    if (to <= stage)
+    int64_t to = chunkOf[&op];
+    if (to <= chunk)
       continue;
     for (Value v : pipeline::usedFromAbove(&op)) {
       Operation *def = v.getDefiningOp();
-      if (!def || (*stageOf)[def] != stage || pipeline::isCopyable(def))
+      if (!def || chunkOf[def] != chunk || pipeline::isCopyable(def))
         continue;
-      if (to != stage + 1)
+      if (to != chunk + 1)
         return def->emitError()
-               << "ds-pipeline-split: a result of this op (stage " << stage
-               << ") is read by stage " << to
-               << "; activations pass between neighbouring stages only, so "
-                  "keep such values inside one stage's layers";
+               << "ds-pipeline-split: a result of this op (" << unit() << " "
+               << chunk << ") is read by " << unit() << " " << to
+               << "; activations pass between neighbouring " << unit()
+               << "s only, so keep such values inside one " << unit()
+               << "'s layers";
       if (!llvm::is_contained(outputs, v))
         outputs.push_back(v);
     }
   }
   if (!last && outputs.empty())
-    return forward.emitError() << "ds-pipeline-split: stage " << stage
-                               << " computes nothing the next stage reads";
+    return forward.emitError()
+           << "ds-pipeline-split: " << unit() << " " << chunk
+           << " computes nothing the next " << unit() << " reads";
 
   // The stage's signature: the parameters it reads, the step's state (the
   // fp16 loss scale, which every stage's scaler keeps, read or not), its
@@ -264,15 +317,15 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
         b.getNamedAttr(pipeline::kPipeInputAttrName, b.getI64IntegerAttr(i))));
     oldArgs.push_back(v);
   }
-  numInputs = inputs.size();
+  numInputs += inputs.size();
   addArgs(Kind::Batch);
 
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   SmallVector<Value> results =
       last ? SmallVector<Value>(ret.getOperands()) : outputs;
-  numOutputs = last ? 0 : outputs.size();
+  numOutputs += last ? 0 : outputs.size();
   auto fn = func::FuncOp::create(
-      b, forward.getLoc(), forward.getName(),
+      b, forward.getLoc(), name,
       b.getFunctionType(argTypes, ValueRange(results).getTypes()));
   fn.setAllArgAttrs(argAttrs);
   if (!last)
@@ -291,15 +344,5 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
   for (Value v : results)
     mapped.push_back(mapping.lookup(v));
   func::ReturnOp::create(b, ret.getLoc(), mapped);
-  forward.erase();
-
-  // The partition every stage agrees on, as ds-report prints it.
-  // On the location only: the op would be printed after the remark.
-  mlir::emitRemark(fn.getLoc(), partitionText);
-  module->setAttr(pipeline::kPipelineAttrName,
-                  b.getDictionaryAttr(
-                      {b.getNamedAttr("stage", b.getI64IntegerAttr(stage)),
-                       b.getNamedAttr("stages", b.getI64IntegerAttr(stages)),
-                       b.getNamedAttr("shared", *shared)}));
   return success();
 }

@@ -129,12 +129,28 @@ mlir::ds::pipeline::numBuffers(const ::ds::config::PipelineConfig &config,
                                int64_t stage) {
   if (config.schedule == ::ds::config::PipelineSchedule::OneFOneB)
     return numBuffers1F1B(config.microBatches, config.stages, stage);
+  if (config.schedule == ::ds::config::PipelineSchedule::Interleaved)
+    return config.microBatches * config.virtualStages;
   return config.microBatches;
 }
 
 llvm::Expected<std::vector<std::vector<Step>>>
 mlir::ds::pipeline::buildSchedule(const ::ds::config::PipelineConfig &config) {
   using ::ds::config::PipelineSchedule;
+  if (config.schedule == PipelineSchedule::Interleaved) {
+    if (config.microBatches % config.stages != 0)
+      return llvm::createStringError(
+          "pipeline.schedule \"interleaved\": " +
+          std::to_string(config.microBatches) +
+          " micro-batches (gradient_accumulation_steps) is not a multiple of "
+          "the " +
+          std::to_string(config.stages) +
+          " stages; the interleaved schedule runs micro-batches in groups of "
+          "one per stage, so use a multiple of " +
+          std::to_string(config.stages));
+    return interleavedSchedule(config.microBatches, config.stages,
+                               config.virtualStages);
+  }
   std::vector<std::vector<Step>> stages;
   for (int64_t s = 0; s < config.stages; ++s) {
     switch (config.schedule) {
@@ -146,9 +162,7 @@ mlir::ds::pipeline::buildSchedule(const ::ds::config::PipelineConfig &config) {
       stages.push_back(gpipeSchedule(config.microBatches, config.stages, s));
       break;
     case PipelineSchedule::Interleaved:
-      return llvm::createStringError(
-          "pipeline.schedule \"interleaved\": ds does not build the "
-          "interleaved schedule yet; use \"1f1b\" or \"gpipe\"");
+      llvm_unreachable("built above");
     }
   }
   return stages;
@@ -165,7 +179,7 @@ mlir::ds::pipeline::buildScheduleOp(OpBuilder &builder, Location loc,
     for (const Step &step : steps)
       for (const Instr &instr : step)
         stream.push_back(dist::PipeInstrAttr::get(
-            ctx, instr.kind, instr.microBatch, instr.buffer));
+            ctx, instr.kind, instr.microBatch, instr.buffer, instr.chunk));
     streams.push_back(builder.getArrayAttr(stream));
   }
   return dist::PipelineScheduleOp::create(
@@ -174,6 +188,8 @@ mlir::ds::pipeline::buildScheduleOp(OpBuilder &builder, Location loc,
           ::ds::config::stringifyPipelineSchedule(config.schedule)),
       builder.getI64IntegerAttr(config.stages),
       builder.getI64IntegerAttr(config.microBatches),
+      config.virtualStages > 1 ? builder.getI64IntegerAttr(config.virtualStages)
+                               : IntegerAttr(),
       builder.getArrayAttr(streams));
 }
 

@@ -25,15 +25,17 @@ module attributes {dsdist.grid = #dsdist.grid<pp = 2, dp = 2>} {
 // -----
 
 // Point to point: the peer is this rank's coordinate on the axis plus the
-// offset; async forms keep the request in a stack slot at function entry,
+// offset, modulo the axis size (a ring: (r + 1 + 2) mod 2); async forms keep the request in a stack slot at function entry,
 // and the wait completes it.
 // CHECK-LABEL: func.func @p2p
 // CHECK: %[[SLOT:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
 // CHECK: %[[PP:.*]] = arith.constant 1 : i64
 // CHECK: %[[G:.*]] = call @dsrt_comm_axes(%[[PP]])
 // CHECK: %[[R:.*]] = call @dsrt_comm_rank(%[[G]])
-// CHECK: %[[ONE:.*]] = arith.constant 1 : i32
-// CHECK: %[[PEER:.*]] = arith.addi %[[R]], %[[ONE]] : i32
+// CHECK: %[[THREE:.*]] = arith.constant 3 : i32
+// CHECK: %[[SUM:.*]] = arith.addi %[[R]], %[[THREE]] : i32
+// CHECK: %[[TWO:.*]] = arith.constant 2 : i32
+// CHECK: %[[PEER:.*]] = arith.remsi %[[SUM]], %[[TWO]] : i32
 // CHECK: call @dsrt_send(%[[G]], %{{.*}}, %{{.*}}, %{{.*}}, %[[PEER]], %{{.*}})
 // CHECK: call @dsrt_recv_start({{.*}}, %[[SLOT]])
 // CHECK: %[[REQ:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
