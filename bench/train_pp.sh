@@ -25,10 +25,16 @@
 # Then, at m = TRAIN_PP_DP_M (8), the same 2 ranks as 2 data-parallel
 # replicas (DP=2, ZeRO-0, the same micro-batches per replica) against PP=2:
 # metric "tokens_per_s@m<m> pp_vs_dp", ratio = PP tokens/s / DP tokens/s.
+# Then, at m = TRAIN_PP_IL_M (8), Megatron's interleaved 1F1B with v = 2
+# model chunks per stage against 1F1B at the same m: metric
+# "tokens_per_s@m<m> interleaved_vs_1f1b", ratio = interleaved / 1F1B
+# tokens/s; and its slowest stage's bubble against the schedule's
+# (p - 1) / (v m) (metric "bubble_fraction@m<m> interleaved").
 # Every run drops TRAIN_PP_SKIP (3) warm-up steps and takes the median of
 # the next TRAIN_PP_STEPS (10).
 # Environment: TRAIN_PP_M ("2 4 8 16"), TRAIN_PP_SKIP, TRAIN_PP_STEPS,
-# TRAIN_PP_DP_M (8; empty skips the DP comparison).
+# TRAIN_PP_DP_M (8; empty skips the DP comparison), TRAIN_PP_IL_M (8;
+# empty skips the interleaved comparison).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -45,16 +51,19 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# config M STAGES OUT: the bench config with m micro-batches of 4.
+# config M STAGES OUT [V]: the bench config with m micro-batches of 4;
+# with V, the interleaved schedule with V chunks per stage.
 config() {
-  "$PYTHON" - "$base_config" "$1" "$2" "$3" <<'PY'
+  "$PYTHON" - "$base_config" "$1" "$2" "$3" "${4:-1}" <<'PY'
 import json, sys
 cfg = json.load(open(sys.argv[1]))
-m, stages = int(sys.argv[2]), int(sys.argv[3])
+m, stages, v = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
 cfg.pop("train_batch_size", None)
 cfg["train_micro_batch_size_per_gpu"] = 4
 cfg["gradient_accumulation_steps"] = m
 cfg["pipeline"] = {"stages": stages, "schedule": "1f1b"}
+if v > 1:
+    cfg["pipeline"].update(schedule="interleaved", virtual_stages=v)
 json.dump(cfg, open(sys.argv[4], "w"), indent=1)
 PY
 }
@@ -122,4 +131,26 @@ if [ -n "$dp_m" ]; then
   echo "m=$dp_m: DP=2 $dp tokens/s, PP=2 $pp tokens/s" >&2
   bench_json train_pp "tokens_per_s@m$dp_m pp_vs_dp" "$pp" "$dp" \
     "DP=2 (ZeRO-0, the same micro-batches per replica), $BENCH_THREADS thread(s) per rank" 1
+fi
+
+il_m=${TRAIN_PP_IL_M-8}
+if [ -n "$il_m" ]; then
+  config "$il_m" "$stages" "$tmp/f1b.json"
+  config "$il_m" "$stages" "$tmp/il.json" 2
+  for run in f1b il; do
+    "$ds_launch" --num_procs "$stages" -- "$ds_train" --model "$spec" \
+      --config "$tmp/$run.json" --synthetic --steps "$steps" --quiet \
+      --metrics "$tmp/$run.jsonl"
+  done
+  f1b=$(median "$tmp/f1b.jsonl")
+  il=$(median "$tmp/il.jsonl")
+  echo "m=$il_m: interleaved (v=2) $il tokens/s, 1F1B $f1b tokens/s" >&2
+  bench_json train_pp "tokens_per_s@m$il_m interleaved_vs_1f1b" "$il" "$f1b" \
+    "1F1B at the same m, p=2, $BENCH_THREADS thread(s) per rank" 1
+  read -r measured per_stage <<<"$(bubble "$tmp/il.jsonl" "$tmp/il.rank1.jsonl")"
+  ideal=$("$PYTHON" -c "print(round(($stages - 1) / (2 * $il_m), 4))")
+  echo "m=$il_m: interleaved bubble $measured of the slowest stage's step" \
+    "(schedule: $ideal; per stage: $per_stage)" >&2
+  bench_json train_pp "bubble_fraction@m$il_m interleaved" "$measured" "$ideal" \
+    "interleaved bubble (p-1)/(v m), p=2, v=2" 0
 fi
