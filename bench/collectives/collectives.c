@@ -6,7 +6,8 @@
  * (slowest rank of each repeat) and prints bus bandwidth as the JSON line
  * of bench/run.sh's convention. Bus bandwidth follows nccl-tests: algbw *
  * 2(n-1)/n for all-reduce, algbw * (n-1)/n for all-gather and
- * reduce-scatter, where algbw = bytes of the full tensor / time.
+ * reduce-scatter and all-to-all, where algbw = bytes of the full tensor /
+ * time. COLLECTIVES_KINDS (e.g. "all_to_all") picks some of them.
  *
  *===-----------------------------------------------------------------------===*/
 #include "dsrt/dsrt.h"
@@ -17,11 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER };
+enum { ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL };
 static const char *const names[] = {"all_reduce", "all_gather",
-                                    "reduce_scatter"};
+                                    "reduce_scatter", "all_to_all"};
 static const char *const baselines[] = {"MPI_Allreduce", "MPI_Allgather",
-                                        "MPI_Reduce_scatter_block"};
+                                        "MPI_Reduce_scatter_block",
+                                        "MPI_Alltoall"};
 
 static void check(int status, const char *what) {
   if (dsrt_check(status, what))
@@ -45,6 +47,13 @@ static double timed(int k, int ds, float *send, float *recv, int count, int n) {
     else
       MPI_Allgather(send, count / n, MPI_FLOAT, recv, count / n, MPI_FLOAT,
                     MPI_COMM_WORLD);
+  } else if (k == ALL_TO_ALL) {
+    if (ds)
+      check(dsrt_all_to_all(w, send, recv, count / n, DSRT_F32),
+            "dsrt_all_to_all");
+    else
+      MPI_Alltoall(send, count / n, MPI_FLOAT, recv, count / n, MPI_FLOAT,
+                   MPI_COMM_WORLD);
   } else {
     if (ds)
       check(dsrt_reduce_scatter(w, send, recv, count, DSRT_F32, DSRT_SUM),
@@ -81,7 +90,10 @@ int main(int argc, char **argv) {
     memset(recv, 0, (size_t)count * 4);
     /* More repeats for small sizes, where noise weighs most. */
     int repeats = mib <= 1 ? 40 : mib <= 4 ? 20 : mib <= 16 ? 10 : 6;
-    for (int k = ALL_REDUCE; k <= REDUCE_SCATTER; ++k) {
+    const char *kinds = getenv("COLLECTIVES_KINDS");
+    for (int k = ALL_REDUCE; k <= ALL_TO_ALL; ++k) {
+      if (kinds && *kinds ? !strstr(kinds, names[k]) : k == ALL_TO_ALL)
+        continue;
       timed(k, 1, send, recv, count, n); /* warm-up: buffers, connections */
       timed(k, 0, send, recv, count, n);
       double best[2] = {1e30, 1e30};

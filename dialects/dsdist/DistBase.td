@@ -35,6 +35,12 @@ def Dist_Dialect : Dialect {
     /// The function-argument attribute that says how it is sharded.
     static constexpr ::llvm::StringLiteral kShardingAttrName =
         "dsdist.sharding";
+    /// The function-argument attribute of an expert parameter that expert
+    /// parallelism cut along its leading (expert) dim: a
+    /// `#dsdist.sharding<axes = ["ep"], shape = [whole]>` whose group rank r
+    /// holds rows [r * E / G, (r + 1) * E / G), in the whole tensor's shape.
+    static constexpr ::llvm::StringLiteral kExpertsAttrName =
+        "dsdist.experts";
     /// The module attribute of one pipeline stage's program:
     /// `{stage = s, stages = p, shared = {name = array<i64: a, b>}}`.
     static constexpr ::llvm::StringLiteral kPipelineAttrName =

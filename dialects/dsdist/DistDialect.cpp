@@ -55,17 +55,19 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (attr.getName() == kPipeInputAttrName ||
       attr.getName() == kPipeGradAttrName)
     return verifyPipeIndex(op, attr, "argument", argIndex);
-  if (attr.getName() != kShardingAttrName)
+  if (attr.getName() != kShardingAttrName &&
+      attr.getName() != kExpertsAttrName)
     return op->emitError() << "unknown argument attribute '"
                            << attr.getName().getValue()
                            << "'; the dsdist dialect defines '"
-                           << kShardingAttrName << "', '" << kPipeInputAttrName
+                           << kShardingAttrName << "', '" << kExpertsAttrName
+                           << "', '" << kPipeInputAttrName
                            << "' and '" << kPipeGradAttrName
                            << "' on arguments";
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
   if (!sharding)
     return op->emitError() << "argument #" << argIndex << ": '"
-                           << kShardingAttrName
+                           << attr.getName().getValue()
                            << "' must be a #dsdist.sharding<...>";
   for (Attribute axis : sharding.getAxes())
     if (!isa<StringAttr>(axis))

@@ -20,7 +20,8 @@ static RankedTensorType typeOf(ArrayRef<int64_t> shape, Type element) {
   return RankedTensorType::get(shape, element);
 }
 
-void MoEOp::expand(RewriterBase &rewriter) {
+void MoEOp::expand(RewriterBase &rewriter,
+                   function_ref<Value(Value)> runExperts) {
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(*this);
   Location loc = getLoc();
@@ -57,12 +58,17 @@ void MoEOp::expand(RewriterBase &rewriter) {
   auto tokensType = cast<RankedTensorType>(body.getArgument(0).getType());
   Value dispatched =
       MoEDispatchOp::create(rewriter, loc, tokensType, x, experts, slots);
-  SmallVector<Value> regionArgs = {dispatched};
-  llvm::append_range(regionArgs, getExpertParams());
-  auto yield = cast<YieldOp>(body.getTerminator());
-  Value expertOut = yield.getValues().front();
-  rewriter.inlineBlockBefore(&body, *this, regionArgs);
-  rewriter.eraseOp(yield);
+  Value expertOut;
+  if (runExperts) {
+    expertOut = runExperts(dispatched);
+  } else {
+    SmallVector<Value> regionArgs = {dispatched};
+    llvm::append_range(regionArgs, getExpertParams());
+    auto yield = cast<YieldOp>(body.getTerminator());
+    expertOut = yield.getValues().front();
+    rewriter.inlineBlockBefore(&body, *this, regionArgs);
+    rewriter.eraseOp(yield);
+  }
   Value gathered = MoEGatherOp::create(rewriter, loc, typeOf({n, k, c}, et),
                                        expertOut, experts, slots);
 

@@ -468,7 +468,12 @@ def NN_MoEOp : NN_Op<"moe", [SingleBlock, RecursiveMemoryEffects]> {
     /// Replaces the op by its routing spelled out (gate linear, softmax,
     /// moe_route, moe_gate, moe_dispatch, the expert region inlined,
     /// moe_gather, the weighted sum over k, the aux loss); see docs/models.md.
-    void expand(::mlir::RewriterBase &rewriter);
+    /// `experts`, when given, builds the experts' output `[E, capacity, C]`
+    /// from the dispatched tokens in place of the inlined region (expert
+    /// parallelism puts its all-to-alls there).
+    void expand(::mlir::RewriterBase &rewriter,
+                ::llvm::function_ref<::mlir::Value(::mlir::Value)> experts =
+                    nullptr);
   }];
 }
 

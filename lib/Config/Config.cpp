@@ -855,7 +855,11 @@ void readMoE(const Section &s, MoEConfig &moe) {
   s.read("ep_size", moe.epSize);
   requireAtLeast<int64_t>(s.pathOf("ep_size"), moe.epSize, 1);
   s.read("k", moe.k);
-  requireInRange<int64_t>(s.pathOf("k"), moe.k, 1, moe.numExperts);
+  requireAtLeast<int64_t>(s.pathOf("k"), moe.k, 1);
+  if (moe.k > moe.numExperts)
+    fail(s.pathOf("k") + ": " + num(moe.k) + " exceeds num_experts " +
+         num(moe.numExperts) +
+         "; a token picks k distinct experts, so lower k or add experts");
   s.read("capacity_factor", moe.capacityFactor);
   requirePositive(s.pathOf("capacity_factor"), moe.capacityFactor);
   s.read("eval_capacity_factor", moe.evalCapacityFactor);
@@ -1288,6 +1292,24 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
     fail("moe.ep_size " + num(c.moe.epSize) +
          " does not divide the data-parallel size " + num(c.dpSize) +
          "; expert-parallel groups are carved out of the data-parallel ranks");
+  if (c.moe.enabled && c.moe.epSize > 1) {
+    // Each of these needs its own layout work for experts held by only a
+    // part of the ranks; until then a clear refusal, never a silent run.
+    if (c.pipeline.stages > 1)
+      fail("moe.ep_size " + num(c.moe.epSize) + " with pipeline.stages " +
+           num(c.pipeline.stages) +
+           ": expert parallelism inside a pipeline is not supported yet; "
+           "use ep_size 1 or one stage");
+    if (c.zero.stage == 3)
+      fail("moe.ep_size " + num(c.moe.epSize) +
+           " with zero_optimization.stage 3: sharding expert parameters over "
+           "the expert-data-parallel group is not supported yet; use stage "
+           "0, 1 or 2, or ep_size 1");
+    if (c.fp16.enabled || c.bf16.enabled)
+      fail("moe.ep_size " + num(c.moe.epSize) +
+           " with fp16/bf16: expert-parallel master weights are not "
+           "supported yet; train in fp32 or use ep_size 1");
+  }
 
   llvm::sort(ignored);
   c.ignoredKeys = std::move(ignored);

@@ -61,6 +61,8 @@ json argJson(const ArgSpec &a) {
             {"shape", a.shape}};
   if (a.fullShape)
     j["full_shape"] = *a.fullShape;
+  if (a.expertShards)
+    j["expert_shards"] = a.expertShards;
   if (a.kind == ArgSpec::Param) {
     j["init"] = kInitKinds[int(a.init)];
     j["init_std"] = a.initStd;
@@ -83,6 +85,7 @@ ArgSpec argOf(const json &j) {
   a.shape = j.at("shape").get<std::vector<int64_t>>();
   if (j.contains("full_shape"))
     a.fullShape = j["full_shape"].get<std::vector<int64_t>>();
+  a.expertShards = j.value("expert_shards", int64_t{0});
   if (a.kind == ArgSpec::Param) {
     a.init = InitKind(indexOf(kInitKinds, j.at("init"), "init"));
     a.initStd = j.at("init_std");

@@ -83,6 +83,12 @@ llvm::Expected<ArgSpec> argSpecOf(func::FuncOp step, unsigned i) {
           i, mlir::ds::dist::DistDialect::kShardingAttrName))
     arg.fullShape.emplace(sharding.getShape().begin(),
                           sharding.getShape().end());
+  if (auto experts = step.getArgAttrOfType<mlir::ds::dist::ShardingAttr>(
+          i, mlir::ds::dist::DistDialect::kExpertsAttrName)) {
+    arg.fullShape.emplace(experts.getShape().begin(),
+                          experts.getShape().end());
+    arg.expertShards = experts.getShape()[0] / type.getDimSize(0);
+  }
   if (auto param =
           step.getArgAttrOfType<nn::ParamAttr>(i, nn::kParamAttrName)) {
     arg.kind = ArgSpec::Param;

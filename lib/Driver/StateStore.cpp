@@ -29,6 +29,8 @@ ChunkRange chunkRange(int64_t numel, int64_t chunk, int rank) {
 /// This rank's elements of argument `arg`: its chunk when sharded.
 ChunkRange localRange(const ArgSpec &arg, int rank) {
   int64_t whole = numElements(arg.wholeShape());
+  if (arg.expertShards)
+    return chunkRange(whole, numElements(arg.shape), rank % arg.expertShards);
   return arg.fullShape ? chunkRange(whole, arg.shape[0], rank)
                        : ChunkRange{0, whole};
 }
@@ -237,8 +239,7 @@ llvm::Error StateStore::loadInitialWeights(llvm::StringRef path) {
     auto data = file->readF32(p.name);
     if (!data)
       return data.takeError();
-    ChunkRange r = p.fullShape ? chunkRange(data->size(), p.shape[0], rank)
-                               : ChunkRange{0, int64_t(data->size())};
+    ChunkRange r = localRange(p, rank);
     storeAs(p.dtype, data->data() + r.first, r.count, currentValues[i].data());
     // A 16-bit parameter's f32 master copy: this rank's chunk.
     if (std::optional<size_t> m = manifest.masterOf(p)) {
@@ -358,7 +359,8 @@ llvm::Error receiveWeights(int peer, std::vector<SafeTensorView> &views,
 llvm::Error StateStore::saveWeights(llvm::StringRef path,
                                     const CkptPlace &place) const {
   // Sharded parameters are gathered over the stage's data-parallel group
-  // (every rank takes part; dp is the grid's fastest axis).
+  // (every rank takes part; dp is the grid's fastest axis), and expert
+  // parameters over their expert-parallel group (ep, then the fastest).
   std::vector<Tensor> gathered;
   std::vector<SafeTensorView> views;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
@@ -420,9 +422,13 @@ int64_t StateStore::residentBytes(int64_t dpSize, int64_t zeroStage) const {
     bytes += localBytes(p);
     if (p.kind != ArgSpec::Param)
       continue;
-    int64_t whole = numElements(p.wholeShape());
-    int64_t chunk = llvm::divideCeil(whole, dpSize);
-    bytes += 4 * (zeroStage >= 2 && dpSize > 1 ? chunk : whole);
+    // An expert parameter's gradient is this rank's experts', reduced over
+    // the ranks holding the same experts.
+    int64_t whole = p.expertShards ? numElements(p.shape)
+                                   : numElements(p.wholeShape());
+    int64_t group = p.expertShards ? dpSize / p.expertShards : dpSize;
+    int64_t chunk = llvm::divideCeil(whole, group);
+    bytes += 4 * (zeroStage >= 2 && group > 1 ? chunk : whole);
   }
   return bytes;
 }

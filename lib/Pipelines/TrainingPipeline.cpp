@@ -35,6 +35,13 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     precision.lossScale = config.fp16.enabled;
     pm.addPass(createMixedPrecision(precision));
   }
+  if (config.moe.enabled && config.moe.epSize > 1) {
+    // On the model contract, so the autodiff mirrors the exchanges.
+    MoEExpertParallelOptions experts;
+    experts.epSize = config.moe.epSize;
+    experts.dpSize = config.dpSize;
+    pm.addPass(createMoEExpertParallel(experts));
+  }
   if (pipelined) {
     // Only this stage's layers from here on: the autodiff, the step and
     // everything below see one stage.

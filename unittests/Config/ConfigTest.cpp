@@ -863,7 +863,8 @@ TEST(ConfigMoE, EpSizeMustDivideDataParallel) {
 
 TEST(ConfigMoE, TopKWithinExperts) {
   EXPECT_EQ(parseError(withBatch(R"("moe": {"num_experts": 2, "k": 3})")),
-            "moe.k: must be in [1, 2], got 3");
+            "moe.k: 3 exceeds num_experts 2; a token picks k distinct "
+            "experts, so lower k or add experts");
 }
 
 TEST(ConfigMoE, NumExpertsRequired) {

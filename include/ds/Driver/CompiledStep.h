@@ -56,6 +56,10 @@ struct ArgSpec {
   /// Param/State split over the dp group: the whole tensor's shape (the
   /// argument itself is this rank's flat, zero-padded chunk).
   std::optional<std::vector<int64_t>> fullShape;
+  /// Param: an expert parameter cut by expert parallelism over this many
+  /// ranks (dsdist.experts): `shape` is the whole tensor's with the leading
+  /// (expert) dim divided, and rank r % expertShards holds slice r.
+  int64_t expertShards = 0;
   /// Param: how its first value is drawn.
   InitKind init = InitKind::Zeros;
   double initStd = 0;

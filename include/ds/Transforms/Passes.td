@@ -602,6 +602,61 @@ def PipelineSchedule : Pass<"ds-pipeline-schedule", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def MoEExpertParallel : Pass<"ds-moe-expert-parallel", "mlir::ModuleOp"> {
+  let summary = "Spreads each MoE layer's experts over an expert-parallel group";
+  let description = [{
+    On the model contract, before ds-autodiff. With `ep-size` G > 1, the
+    `dp-size` data-parallel ranks form DeepSpeed's groups
+    (`_create_expert_and_data_parallel`): expert-parallel groups of G
+    consecutive ranks (grid axis `ep`) hold different experts, and the
+    ranks at the same place in each (axis `dp`, stride G) hold the same
+    experts. The module gets `dsdist.grid = #dsdist.grid<dp = N / G, ep = G>`;
+    the whole data-parallel group is then `["dp", "ep"]`.
+
+    Every expert parameter (a `dsnn.moe` expert operand, leading dim E)
+    becomes this rank's E / G experts: its type's leading dim is E / G and
+    `dsdist.experts = #dsdist.sharding<axes = ["ep"], shape = [E, ...]>` says
+    which slice group rank r holds (rows r·E/G to (r+1)·E/G). Each `dsnn.moe`
+    is spelled out as its routing (as ds-autodiff does), computed from this
+    rank's own tokens exactly as with G = 1, so which tokens are dropped
+    does not depend on G. The dispatched tokens `[E, capacity, C]` go
+    through an all-to-all over `["ep"]`: rank r receives, from each rank s
+    of its group, the rows of its own experts. The local experts run once
+    per source rank (`[E/G, capacity, C]` each, so each expert's gradient
+    adds the source ranks' contributions as a data-parallel all-reduce
+    would), and a second all-to-all returns the outputs to the ranks whose
+    tokens they are. ds-autodiff mirrors both exchanges in the backward
+    (the adjoint of an all-to-all is the all-to-all back).
+
+      %d = dsnn.moe_dispatch %x, %e, %s : ... -> tensor<4x4x8xf32>
+      %r = dsdist.all_to_all %d over ["ep"] split 0 concat 0
+             : tensor<4x4x8xf32> -> tensor<4x4x8xf32>
+      %r0, %r1 = dsnn.split %r dim 0 : ... -> tensor<2x4x8xf32>, tensor<2x4x8xf32>
+      %y0 = dsnn.batch_matmul %r0, %w1 {transpose_b} ...   // %w1: tensor<2x8x8xf32>
+      %y1 = dsnn.batch_matmul %r1, %w1 {transpose_b} ...
+      %y = dsnn.concat %y0, %y1 dim 0 : ... -> tensor<4x4x8xf32>
+      %o = dsdist.all_to_all %y over ["ep"] split 0 concat 0
+             : tensor<4x4x8xf32> -> tensor<4x4x8xf32>
+      %g = dsnn.moe_gather %o, %e, %s : ...
+
+    ds-zero then reduces expert gradients over `["dp"]` only, divided by
+    the whole data-parallel size N (the mean over every rank's tokens, as
+    with G = 1), and the others over `["dp", "ep"]`.
+  }];
+  let options = [
+    Option<"epSize", "ep-size", "int64_t", "1",
+           "ranks an expert-parallel group spreads each layer's experts over">,
+    Option<"dpSize", "dp-size", "int64_t", "0",
+           "the data-parallel size (0: ep-size)">,
+  ];
+  let statistics = [
+    Statistic<"numLayers", "moe-layers", "MoE layers made expert-parallel">,
+    Statistic<"numAllToAlls", "all-to-alls", "all-to-alls inserted">,
+  ];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect",
+                           "::mlir::ds::dist::DistDialect"];
+}
+
 def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
   let summary = "Data parallelism and ZeRO stages 0-3 on the step contract";
   let description = [{

@@ -155,7 +155,8 @@ struct PlanMemoryPass : mlir::ds::impl::PlanMemoryBase<PlanMemoryPass> {
     int64_t n = 1;
     if (auto grid = module->getAttrOfType<dist::GridAttr>(
             dist::DistDialect::kGridAttrName))
-      n = grid.getAxisSize("dp").value_or(1);
+      n = grid.getAxisSize("dp").value_or(1) *
+          grid.getAxisSize("ep").value_or(1);
     int stage = paramsSharded ? 3 : gradsChunked ? 2 : stateSharded ? 1 : 0;
     // The ZeRO paper's fp32 model states, Ψ parameters over N ranks; with
     // 16-bit parameters (mixed precision at ZeRO-1/2) the replicated part

@@ -54,9 +54,10 @@ struct MeanSplit {
 class DpBuilder {
 public:
   DpBuilder(OpBuilder &b, Location loc, int64_t n,
-            std::optional<MeanSplit> split = std::nullopt)
-      : b(b), loc(loc), n(n), axes(b.getStrArrayAttr({kDpAxis})), split(split) {
-  }
+            std::optional<MeanSplit> split = std::nullopt,
+            ArrayAttr axes = nullptr)
+      : b(b), loc(loc), n(n),
+        axes(axes ? axes : b.getStrArrayAttr({kDpAxis})), split(split) {}
 
   static int64_t numel(RankedTensorType t) { return t.getNumElements(); }
   int64_t chunk(RankedTensorType t) const {
@@ -249,6 +250,7 @@ public:
   }
 
   ArrayAttr getAxes() const { return axes; }
+  int64_t size() const { return n; }
 
 private:
   /// `v` times `factor` (v unchanged for 1).
@@ -322,6 +324,50 @@ SmallVector<SmallVector<unsigned>> makeBuckets(ArrayRef<int64_t> sizes,
   }
   return buckets;
 }
+
+/// The entries `members` of `values`.
+SmallVector<int64_t> pick(ArrayRef<int64_t> values,
+                          ArrayRef<unsigned> members) {
+  SmallVector<int64_t> out;
+  for (unsigned i : members)
+    out.push_back(values[i]);
+  return out;
+}
+
+/// The gradient mean over `n` ranks as DeepSpeed splits it around a summing
+/// collective; none when the collective's own `avg` does it.
+std::optional<MeanSplit> meanSplit(double n, bool prescale, double predivide) {
+  if (prescale)
+    return MeanSplit{1 / n, 1};
+  if (predivide != 1.0)
+    return MeanSplit{1 / predivide, predivide / n};
+  return std::nullopt;
+}
+
+/// With expert parallelism (an `ep` axis on the grid), two groups: the
+/// whole data-parallel group ["dp", "ep"] for dense parameters, and the
+/// expert-data-parallel group ["dp"] (the ranks holding the same experts)
+/// for expert parameters. An expert gradient already sums the tokens of
+/// its expert-parallel group (the all-to-all's adjoint brought them), so
+/// summing it over ["dp"] covers every rank's tokens once: its mean divides
+/// by the whole data-parallel size, never by the smaller group's.
+struct Groups {
+  DpBuilder dense;
+  std::optional<DpBuilder> experts;
+  SmallVector<bool> isExpert;
+
+  DpBuilder &of(unsigned p) { return isExpert[p] ? *experts : dense; }
+  /// Indices of the parameters in each group, with their builder.
+  SmallVector<std::pair<DpBuilder *, SmallVector<unsigned>>> partition() {
+    SmallVector<std::pair<DpBuilder *, SmallVector<unsigned>>> out;
+    out.push_back({&dense, {}});
+    if (experts)
+      out.push_back({&*experts, {}});
+    for (unsigned p = 0; p < isExpert.size(); ++p)
+      out[isExpert[p] ? 1 : 0].second.push_back(p);
+    return out;
+  }
+};
 
 struct ZeroPass : mlir::ds::impl::ZeroBase<ZeroPass> {
   using Base::Base;
@@ -537,14 +583,22 @@ void ZeroPass::runOnOperation() {
 
   // The grid: ours, or one already there that agrees.
   auto dpName = StringAttr::get(ctx, kDpAxis);
+  int64_t epSize = 1;
   if (auto grid = module->getAttrOfType<dist::GridAttr>(
           dist::DistDialect::kGridAttrName)) {
     std::optional<int64_t> size = grid.getAxisSize(kDpAxis);
-    if (size.value_or(1) != dpSize) {
+    epSize = grid.getAxisSize("ep").value_or(1);
+    if (size.value_or(1) * epSize != dpSize) {
       module.emitError() << "ds-zero: the module's grid " << grid
-                         << " has dp = " << size.value_or(1)
-                         << " but dp-size is " << dpSize
+                         << " has dp = " << size.value_or(1) << " x ep = "
+                         << epSize << " but dp-size is " << dpSize
                          << "; pass the same data-parallel size";
+      return signalPassFailure();
+    }
+    if (epSize > 1 && stage == 3) {
+      module.emitError()
+          << "ds-zero: stage 3 with expert parallelism (ep = " << epSize
+          << ") is not supported yet; use stage 0, 1 or 2";
       return signalPassFailure();
     }
   } else {
@@ -597,29 +651,61 @@ void ZeroPass::runOnOperation() {
   // DeepSpeed's gradient reduction: with prescaling all of the division
   // comes before the sum; otherwise 1/predivide before and predivide/n
   // after. The default (predivide 1) is the collective's own mean.
-  std::optional<MeanSplit> split;
   double n = static_cast<double>(dpSize);
-  if (prescaleGradients)
-    split = MeanSplit{1 / n, 1};
-  else if (gradientPredivideFactor != 1.0)
-    split = MeanSplit{1 / gradientPredivideFactor, gradientPredivideFactor / n};
-  DpBuilder dp(b, loc, dpSize, split);
+  std::optional<MeanSplit> split =
+      meanSplit(n, prescaleGradients, gradientPredivideFactor);
+  ArrayAttr denseAxes = epSize > 1 ? b.getStrArrayAttr({kDpAxis, "ep"})
+                                   : b.getStrArrayAttr({kDpAxis});
+  Groups groups{DpBuilder(b, loc, dpSize, split, denseAxes), std::nullopt, {}};
+  for (unsigned p = 0; p < numParams; ++p)
+    groups.isExpert.push_back(
+        epSize > 1 && fn.getArgAttr(p, dist::DistDialect::kExpertsAttrName));
+  if (epSize > 1)
+    groups.experts.emplace(
+        b, loc, dpSize / epSize,
+        meanSplit(n, prescaleGradients, gradientPredivideFactor)
+            .value_or(MeanSplit{1, 1 / n}),
+        b.getStrArrayAttr({kDpAxis}));
+  DpBuilder &dp = groups.dense;
   SmallVector<Type> fullTypes(fn.getArgumentTypes().take_front(numParams));
   SmallVector<int64_t> sizes, chunkSizes;
-  for (Type t : fullTypes) {
+  for (auto [p, t] : llvm::enumerate(fullTypes)) {
     sizes.push_back(DpBuilder::numel(cast<RankedTensorType>(t)));
-    chunkSizes.push_back(dp.chunk(cast<RankedTensorType>(t)));
+    chunkSizes.push_back(groups.of(p).chunk(cast<RankedTensorType>(t)));
   }
+  // Runs `f(builder, members, values of the group)` per group and puts its
+  // results back in parameter order.
+  using GroupFn = function_ref<SmallVector<Value>(
+      DpBuilder &, ArrayRef<unsigned>, ValueRange)>;
+  auto perGroup = [&](ValueRange values, GroupFn f) {
+    SmallVector<Value> out(values.size());
+    for (auto &[builder, members] : groups.partition()) {
+      SmallVector<Value> sub;
+      for (unsigned p : members)
+        sub.push_back(values[p]);
+      SmallVector<Value> got = f(*builder, members, sub);
+      for (auto [k, p] : llvm::enumerate(members))
+        out[p] = got[k];
+    }
+    return out;
+  };
 
   // 1. Reduce the gradients at the step boundary.
   SmallVector<Value> reduced, chunks;
   if (stage <= 1) {
-    reduced = dp.allReduceMean(grads, makeBuckets(sizes, reduceBucketSize));
-    for (Value g : reduced)
-      chunks.push_back(dp.shard(g));
+    reduced = perGroup(grads, [&](DpBuilder &g, ArrayRef<unsigned> members,
+                                  ValueRange v) {
+      return g.allReduceMean(
+          v, makeBuckets(pick(sizes, members), reduceBucketSize));
+    });
+    for (auto [p, g] : llvm::enumerate(reduced))
+      chunks.push_back(groups.of(p).shard(g));
   } else {
-    chunks =
-        dp.reduceScatterMean(grads, makeBuckets(chunkSizes, reduceBucketSize));
+    chunks = perGroup(grads, [&](DpBuilder &g, ArrayRef<unsigned> members,
+                                 ValueRange v) {
+      return g.reduceScatterMean(
+          v, makeBuckets(pick(chunkSizes, members), reduceBucketSize));
+    });
   }
 
   // 2. The norm from the chunks, summed over the group; a pipeline stage's
@@ -649,7 +735,7 @@ void ZeroPass::runOnOperation() {
     OpBuilder fb(check->getContext());
     fb.setInsertionPointAfter(check);
     Location at = check.getLoc();
-    DpBuilder dpFlag(fb, at, dpSize);
+    DpBuilder dpFlag(fb, at, dpSize, std::nullopt, denseAxes);
     auto asFloat = arith::UIToFPOp::create(fb, at, scalarF32, check);
     Value any = dpFlag.allReduce(asFloat, dist::ReductionKind::max);
     Value zero = arith::ConstantOp::create(
@@ -671,7 +757,8 @@ void ZeroPass::runOnOperation() {
   } else {
     auto shardingOf = [&](unsigned p) {
       return dist::ShardingAttr::get(
-          ctx, dp.getAxes(), cast<RankedTensorType>(fullTypes[p]).getShape());
+          ctx, groups.of(p).getAxes(),
+          cast<RankedTensorType>(fullTypes[p]).getShape());
     };
     // Mixed precision at stage 1/2 keeps DeepSpeed's layout: every rank
     // holds the parameters in 16 bits (what the forward reads) and its
@@ -681,6 +768,9 @@ void ZeroPass::runOnOperation() {
     auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
     Type narrow =
         stage <= 2 ? castOnlyType(fn, grad, numParams, updates) : Type();
+    if (narrow && epSize > 1)
+      return (void)fail(fn, "16-bit parameters with expert parallelism are "
+                            "not supported yet; train in fp32");
     SmallVector<Value> masters(numParams);
     unsigned masterAt = 0;
     if (narrow) {
@@ -731,7 +821,8 @@ void ZeroPass::runOnOperation() {
     SmallVector<Type> argTypes(body.getArgumentTypes());
     // State (and, at stage 3, parameters) become chunks.
     for (const Update &u : updates) {
-      auto chunkT = dp.chunkType(cast<RankedTensorType>(fullTypes[u.paramArg]));
+      auto chunkT = groups.of(u.paramArg).chunkType(
+          cast<RankedTensorType>(fullTypes[u.paramArg]));
       SmallVector<unsigned> sharded(u.stateArgs);
       if (stage == 3)
         sharded.push_back(u.paramArg);
@@ -749,7 +840,7 @@ void ZeroPass::runOnOperation() {
       Value param = body.getArgument(u.paramArg);
       Value paramChunk = narrow       ? masters[u.paramArg]
                          : stage == 3 ? param
-                                      : dp.shard(param);
+                                      : groups.of(u.paramArg).shard(param);
       SmallVector<Value> operands(op->getOperands());
       operands[0] = paramChunk;
       operands[u.gradOperand] = finalGrads[u.paramArg];
@@ -771,13 +862,20 @@ void ZeroPass::runOnOperation() {
     if (stage <= 2) {
       // Every rank needs the whole updated parameters for the next forward.
       b.setInsertionPoint(ret);
-      DpBuilder dpRet(b, loc, dpSize);
       SmallVector<Type> gatherTypes(fullTypes);
       if (narrow)
         for (Type &t : gatherTypes)
           t = cast<RankedTensorType>(t).clone(narrow);
-      SmallVector<Value> whole = dpRet.allGather(
-          newChunks, gatherTypes, makeBuckets(chunkSizes, allgatherBucketSize));
+      SmallVector<Value> whole =
+          perGroup(newChunks, [&](DpBuilder &g, ArrayRef<unsigned> members,
+                                  ValueRange v) {
+            SmallVector<Type> types;
+            for (unsigned p : members)
+              types.push_back(gatherTypes[p]);
+            return g.allGather(
+                v, types,
+                makeBuckets(pick(chunkSizes, members), allgatherBucketSize));
+          });
       for (unsigned p = 0; p < numParams; ++p)
         ret->setOperand(p, whole[p]);
     }

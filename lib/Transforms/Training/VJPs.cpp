@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "ds/Support/ShapeCheck.h"
 #include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -550,6 +551,22 @@ struct MoEGatherVJP : VJP<MoEGatherVJP, MoEGatherOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// Collectives in the forward (expert parallelism's exchange)
+//===----------------------------------------------------------------------===//
+
+struct AllToAllVJP : VJP<AllToAllVJP, dist::AllToAllOp> {
+  // An all-to-all permutes slices between ranks; its adjoint sends every
+  // slice back: the all-to-all with split and concat dims swapped.
+  LogicalResult vjp(dist::AllToAllOp op, OpBuilder &b, Location loc,
+                    ValueRange dys, SmallVectorImpl<Value> &dxs) const {
+    dxs.push_back(dist::AllToAllOp::create(
+        b, loc, op.getInput().getType(), dys[0], op.getAxes(),
+        op.getConcatDimAttr(), op.getSplitDimAttr()));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
@@ -590,5 +607,8 @@ void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
     MoEGateOp::attachInterface<MoEGateVJP>(*ctx);
     MoEDispatchOp::attachInterface<MoEDispatchVJP>(*ctx);
     MoEGatherOp::attachInterface<MoEGatherVJP>(*ctx);
+  });
+  registry.addExtension(+[](MLIRContext *ctx, dist::DistDialect *) {
+    dist::AllToAllOp::attachInterface<AllToAllVJP>(*ctx);
   });
 }
