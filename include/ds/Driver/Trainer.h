@@ -33,6 +33,9 @@ struct TrainOptions {
   std::string metricsPath;      ///< JSONL, one line per step
   std::optional<uint64_t> seed; ///< overrides the model's init seed
   std::string initFrom;         ///< safetensors with initial parameters
+  /// Draw the parameters from the model's init attributes even when the
+  /// model file holds values (a .pt starts from its own weights otherwise).
+  bool freshInit = false;
   DataOrder order = DataOrder::Shuffled;
   std::string saveWeights; ///< safetensors of the final parameters
   std::string dumpIRDir;   ///< writes each phase's IR here
@@ -62,6 +65,10 @@ struct TrainOptions {
 struct StepSource {
   StepProvider provide;
   std::function<llvm::Error(int64_t worldSize)> checkWorldSize;
+  /// Writes the weights held by `path` (a .pt model or state_dict) as
+  /// safetensors into `out`; unset where PyTorch files cannot be read.
+  std::function<llvm::Error(llvm::StringRef path, llvm::StringRef out)>
+      exportTorchWeights;
 };
 
 /// Runs the whole job; progress goes to `log`. Any problem with the inputs
