@@ -41,6 +41,11 @@ static cl::opt<std::string> initFrom("init-from", cl::cat(category),
                                               ".safetensors file, a .pt "
                                               "model or a torch.save'd "
                                               "state_dict"));
+static cl::list<std::string>
+    batchBinding("batch", cl::cat(category),
+                 cl::desc("NAME=tokens|targets: feed forward's batch "
+                          "argument NAME the token windows' inputs or "
+                          "their next-token targets (repeatable)"));
 static cl::opt<bool> freshInit(
     "fresh-init", cl::cat(category),
     cl::desc("draw the parameters from the model's init attributes instead "
@@ -100,6 +105,15 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
     options.seed = static_cast<uint64_t>(seed);
   options.initFrom = initFrom;
   options.freshInit = freshInit;
+  for (const std::string &binding : batchBinding) {
+    auto [name, role] = llvm::StringRef(binding).split('=');
+    if (name.empty() || (role != "tokens" && role != "targets"))
+      return createStringError("--batch %s: expected NAME=tokens or "
+                               "NAME=targets (e.g. --batch x=tokens "
+                               "--batch y=targets)",
+                               binding.c_str());
+    options.batchRoles[name.str()] = role.str();
+  }
   if (freshInit && !initFrom.empty())
     return createStringError("--fresh-init and --init-from contradict each "
                              "other; pass one");

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,9 @@ struct TrainOptions {
   /// model file holds values (a .pt starts from its own weights otherwise).
   bool freshInit = false;
   DataOrder order = DataOrder::Shuffled;
+  /// --batch NAME=tokens|targets: what token data feeds each named batch
+  /// argument (docs/data.md lists the names bound without it).
+  std::map<std::string, std::string> batchRoles;
   std::string saveWeights; ///< safetensors of the final parameters
   std::string dumpIRDir;   ///< writes each phase's IR here
   bool quiet = false;      ///< no progress lines

@@ -8,6 +8,13 @@ loop from the same weights on the same batches; their losses must agree.
                               and DIR/reference.json (PyTorch's losses over
                               STEPS steps of AdamW)
   byom.py check DIR           compares DIR/ds.jsonl with DIR/reference.json
+  byom.py state-dict DIR MODEL  writes DIR/other.pth, a state_dict (saved
+                              with torch.save) of MODEL.pt's weights times
+                              0.9, and DIR/other.json, PyTorch's step-1
+                              loss from those weights
+  byom.py first DIR JSONL REF   compares the step-1 loss of JSONL with REF's
+                              (DIR/reference.json or DIR/other.json); with
+                              --differs, checks they differ instead
 
 MODEL is one of:
   llama         a Llama-style decoder in plain PyTorch: RMSNorm (pow, mean,
@@ -16,6 +23,8 @@ MODEL is one of:
                 attention (k/v heads repeated by expand + reshape), untied head
   llama-interleaved  the same with Meta's original rotary pairing: even and
                 odd features (x[..., ::2], x[..., 1::2]) rotated together
+  llama-xy      the same with forward(x, y)
+  llama-src-tgt the same with forward(src, tgt)
   encoder-causal      nn.TransformerEncoder (post-LN, GELU) with a float
                 causal mask
   encoder-causal-bool the same with a bool causal mask, pre-LN
@@ -156,6 +165,21 @@ class Llama(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+class LlamaXY(Llama):
+    """Batch arguments named as in much PyTorch code."""
+
+    def forward(self, x, y):
+        return super().forward(x, y)
+
+
+class LlamaSrcTgt(Llama):
+    """Batch arguments no default binds: ds-train --batch src=tokens
+    --batch tgt=targets."""
+
+    def forward(self, src, tgt):
+        return super().forward(src, tgt)
+
+
 class Encoder(nn.Module):
     """An encoder-only language model around nn.TransformerEncoder."""
 
@@ -191,6 +215,8 @@ class Encoder(nn.Module):
 MODELS = {
     "llama": lambda: Llama(),
     "llama-interleaved": lambda: Llama(interleaved=True),
+    "llama-xy": lambda: LlamaXY(),
+    "llama-src-tgt": lambda: LlamaSrcTgt(),
     "encoder-causal": lambda: Encoder("float", norm_first=False),
     "encoder-causal-bool": lambda: Encoder("bool", norm_first=True),
     "encoder-padding": lambda: Encoder("padding", norm_first=False),
@@ -267,8 +293,34 @@ def check(out):
     sys.exit(0 if ok else 1)
 
 
+def state_dict(out, name):
+    module = torch.jit.load(f"{out}/{name}.pt")
+    weights = {n: p.detach() * 0.9 for n, p in module.named_parameters()}
+    torch.save(weights, f"{out}/other.pth")
+    with torch.no_grad():
+        for n, p in module.named_parameters():
+            p.copy_(weights[n])
+        loss = module(*batch(make_tokens(), 0)).item()
+    with open(f"{out}/other.json", "w") as f:
+        json.dump({"losses": [loss]}, f)
+
+
+def first(out, jsonl, ref, differs):
+    want = json.load(open(ref))["losses"][0]
+    got = json.loads(open(jsonl).readline())["loss"]
+    err = abs(got - want) / abs(want)
+    ok = err > 1e-3 if differs else err <= TOLERANCE
+    print(f"step-1 loss {got:.6f} vs torch {want:.6f}: rel err {err:.1e} "
+          f"{'ok' if ok else 'FAIL'}")
+    sys.exit(0 if ok else 1)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "prepare":
         prepare(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "state-dict":
+        state_dict(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "first":
+        first(sys.argv[2], sys.argv[3], sys.argv[4], "--differs" in sys.argv)
     else:
         check(sys.argv[2])
