@@ -23,7 +23,10 @@ MODEL is one of:
                 attention (k/v heads repeated by expand + reshape), untied head
   llama-interleaved  the same with Meta's original rotary pairing: even and
                 odd features (x[..., ::2], x[..., 1::2]) rotated together
-  llama-xy      the same with forward(x, y)
+  neox          GPT-NeoX / Pythia: parallel attention and MLP, fused qkv
+                with biases, rotary on part of each head, forward(input_ids,
+                labels)
+  llama-xy      the same Llama with forward(x, y)
   llama-src-tgt the same with forward(src, tgt)
   encoder-causal      nn.TransformerEncoder (post-LN, GELU) with a float
                 causal mask
@@ -165,6 +168,65 @@ class Llama(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+class NeoXLayer(nn.Module):
+    """GPT-NeoX / Pythia: attention and MLP in parallel on the same input,
+    a fused query_key_value with biases, rotary on the first quarter of each
+    head's features."""
+
+    def __init__(self, dim, n_heads, rotary_dims):
+        super().__init__()
+        self.n_heads, self.head_dim, self.rot = n_heads, dim // n_heads, rotary_dims
+        self.input_layernorm = nn.LayerNorm(dim)
+        self.post_attention_layernorm = nn.LayerNorm(dim)
+        self.query_key_value = nn.Linear(dim, 3 * dim)
+        self.dense = nn.Linear(dim, dim)
+        self.dense_h_to_4h = nn.Linear(dim, 4 * dim)
+        self.dense_4h_to_h = nn.Linear(4 * dim, dim)
+
+    def attention(self, x, cos, sin, mask):
+        B, T, C = x.shape
+        qkv = self.query_key_value(x).view(B, T, self.n_heads, 3 * self.head_dim)
+        q = qkv[..., :self.head_dim].permute(0, 2, 1, 3)
+        k = qkv[..., self.head_dim:2 * self.head_dim].permute(0, 2, 1, 3)
+        v = qkv[..., 2 * self.head_dim:].permute(0, 2, 1, 3)
+        q = torch.cat((q[..., :self.rot] * cos + rotate_half(q[..., :self.rot]) * sin,
+                       q[..., self.rot:]), dim=-1)
+        k = torch.cat((k[..., :self.rot] * cos + rotate_half(k[..., :self.rot]) * sin,
+                       k[..., self.rot:]), dim=-1)
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        att = att.masked_fill(mask == 0, torch.finfo(att.dtype).min)
+        y = torch.matmul(F.softmax(att, dim=-1), v)
+        return self.dense(y.permute(0, 2, 1, 3).reshape(B, T, C))
+
+    def forward(self, x, cos, sin, mask):
+        mlp = self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(self.post_attention_layernorm(x))))
+        return x + self.attention(self.input_layernorm(x), cos, sin, mask) + mlp
+
+
+class NeoX(nn.Module):
+    def __init__(self, vocab=VOCAB, dim=32, n_heads=4, n_layers=2, max_seq=SEQ):
+        super().__init__()
+        rot = (dim // n_heads) // 4 * 2
+        self.embed_in = nn.Embedding(vocab, dim)
+        self.layers = nn.ModuleList(NeoXLayer(dim, n_heads, rot) for _ in range(n_layers))
+        self.final_layer_norm = nn.LayerNorm(dim)
+        self.embed_out = nn.Linear(dim, vocab, bias=False)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, rot, 2).float() / rot))
+        angles = torch.outer(torch.arange(max_seq).float(), inv_freq)
+        angles = torch.cat((angles, angles), dim=-1)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
+        self.register_buffer("mask", torch.ones(max_seq, max_seq).tril(), persistent=False)
+
+    def forward(self, input_ids, labels):
+        T = input_ids.shape[1]
+        h = self.embed_in(input_ids)
+        for layer in self.layers:
+            h = layer(h, self.cos[:T], self.sin[:T], self.mask[:T, :T])
+        logits = self.embed_out(self.final_layer_norm(h))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))
+
+
 class LlamaXY(Llama):
     """Batch arguments named as in much PyTorch code."""
 
@@ -215,6 +277,7 @@ class Encoder(nn.Module):
 MODELS = {
     "llama": lambda: Llama(),
     "llama-interleaved": lambda: Llama(interleaved=True),
+    "neox": lambda: NeoX(),
     "llama-xy": lambda: LlamaXY(),
     "llama-src-tgt": lambda: LlamaSrcTgt(),
     "encoder-causal": lambda: Encoder("float", norm_first=False),
