@@ -147,6 +147,14 @@ def NN_SiluOp : NN_UnaryOp<"silu", "x·sigmoid(x)">;
 def NN_TanhOp : NN_UnaryOp<"tanh", "Hyperbolic tangent">;
 def NN_ExpOp : NN_UnaryOp<"exp", "Natural exponential">;
 def NN_NegOp : NN_UnaryOp<"neg", "Negation">;
+def NN_RsqrtOp : NN_UnaryOp<"rsqrt", "Reciprocal square root, 1/√x"> {
+  let description = [{
+    What PyTorch's `torch.rsqrt` computes; RMSNorm written out by hand
+    (`x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)`) imports to it.
+
+      %y = dsnn.rsqrt %x : tensor<8x1xf32>
+  }];
+}
 
 class NN_SoftmaxLike<string mnemonic, string sum>
     : NN_Op<mnemonic, [Pure, SameOperandsAndResultType]> {

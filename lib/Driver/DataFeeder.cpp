@@ -16,6 +16,7 @@ llvm::Expected<DataFeeder> DataFeeder::open(const TrainOptions &options) {
   feeder.dataPath = options.dataPath;
   feeder.synthetic = options.synthetic;
   feeder.order = options.order;
+  feeder.roles = options.batchRoles;
   if (options.synthetic)
     return feeder;
   if (options.dataPath.empty())
@@ -28,13 +29,39 @@ llvm::Expected<DataFeeder> DataFeeder::open(const TrainOptions &options) {
   return feeder;
 }
 
+std::string DataFeeder::roleOf(const ArgSpec &p) const {
+  auto it = roles.find(p.name);
+  if (it != roles.end())
+    return it->second == "tokens" ? "input_ids" : "targets";
+  // The common names of PyTorch code, when they hold token ids.
+  if (p.dtype == DType::I64 &&
+      llvm::is_contained({"x", "ids", "tokens", "idx"}, p.name))
+    return "input_ids";
+  if (p.dtype == DType::I64 && llvm::is_contained({"y", "labels"}, p.name))
+    return "targets";
+  return p.name;
+}
+
+std::optional<size_t> DataFeeder::findRole(const StepManifest &m,
+                                           llvm::StringRef role) const {
+  for (size_t i : m.batchArgs)
+    if (roleOf(m.args[i]) == role)
+      return i;
+  return std::nullopt;
+}
+
 llvm::Error DataFeeder::plan(const StepManifest &manifest,
                              const cfg::Config &config,
                              std::optional<uint64_t> seedOption) {
   gas = manifest.gradientAccumulationSteps;
   micro = config.trainMicroBatchSizePerGpu;
   globalBatch = config.trainBatchSize;
-  bool hasInputIds = manifest.find(ArgSpec::Batch, "input_ids").has_value();
+  for (const auto &[name, role] : roles)
+    if (!manifest.find(ArgSpec::Batch, name))
+      return createStringError("--batch %s=%s: the model has no batch "
+                               "argument \"%s\"",
+                               name.c_str(), role.c_str(), name.c_str());
+  bool hasInputIds = findRole(manifest, "input_ids").has_value();
   for (size_t i : manifest.batchArgs) {
     const ArgSpec &p = manifest.args[i];
     if (p.shape.size() < 2 || p.shape[0] != gas || p.shape[1] != micro)
@@ -44,19 +71,27 @@ llvm::Error DataFeeder::plan(const StepManifest &manifest,
           "%lld leading dims; import the model with the same micro-batch",
           p.name.c_str(), mlir::ds::exec::typeString(p.dtype, p.shape).c_str(),
           (long long)gas, (long long)micro);
-    if (!synthetic && p.name != "input_ids" && p.name != "targets")
+    std::string role = roleOf(p);
+    if (!synthetic && role != "input_ids" && role != "targets" &&
+        p.dtype != DType::I64)
       return createStringError(
           "batch argument \"%s\": token data feeds only input_ids and "
           "targets; use --synthetic for this model",
           p.name.c_str());
+    if (!synthetic && role != "input_ids" && role != "targets")
+      return createStringError(
+          "batch argument \"%s\": token data feeds only input_ids and "
+          "targets; bind it with --batch %s=tokens (or =targets), or use "
+          "--synthetic for this model",
+          p.name.c_str(), p.name.c_str());
     // A classifier's targets: one class per sample, [micro-batches, batch].
-    bool classTargets = p.name == "targets" && p.dtype == DType::I64 &&
+    bool classTargets = role == "targets" && p.dtype == DType::I64 &&
                         p.shape.size() == 2 && !hasInputIds;
     if (classTargets && !synthetic)
       return createStringError(
           "batch argument \"targets\" holds one class per sample, which "
           "token data does not give; train this model with --synthetic");
-    if ((p.name == "input_ids" || p.name == "targets") && !classTargets) {
+    if ((role == "input_ids" || role == "targets") && !classTargets) {
       if (p.dtype != DType::I64 || p.shape.size() != 3)
         return createStringError("batch argument \"%s\" must be i64 "
                                  "[micro-batches, batch, seq]",
@@ -132,11 +167,11 @@ void DataFeeder::fill(int64_t step) {
     }
     // Token data fills input_ids and targets together; a pipeline's first
     // stage takes only the inputs and its last only the targets.
-    std::optional<size_t> ids = manifest->find(ArgSpec::Batch, "input_ids");
-    std::optional<size_t> tgt = manifest->find(ArgSpec::Batch, "targets");
+    std::optional<size_t> ids = findRole(*manifest, "input_ids");
+    std::optional<size_t> tgt = findRole(*manifest, "targets");
     if (p.kind != ArgSpec::Batch ||
-        (ids ? p.name != "input_ids"
-             : p.name != "targets" || p.shape.size() != 3))
+        (ids ? roleOf(p) != "input_ids"
+             : roleOf(p) != "targets" || p.shape.size() != 3))
       continue;
     scratch.resize(numElements(p.shape));
     int64_t *in = ids ? buffers[*ids].data<int64_t>() : scratch.data();

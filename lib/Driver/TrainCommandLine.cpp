@@ -38,7 +38,18 @@ static cl::opt<int64_t> seed("seed", cl::init(-1), cl::cat(category),
                                       "model's init_seed)"));
 static cl::opt<std::string> initFrom("init-from", cl::cat(category),
                                      cl::desc("initial parameters from a "
-                                              ".safetensors file"));
+                                              ".safetensors file, a .pt "
+                                              "model or a torch.save'd "
+                                              "state_dict"));
+static cl::list<std::string>
+    batchBinding("batch", cl::cat(category),
+                 cl::desc("NAME=tokens|targets: feed forward's batch "
+                          "argument NAME the token windows' inputs or "
+                          "their next-token targets (repeatable)"));
+static cl::opt<bool> freshInit(
+    "fresh-init", cl::cat(category),
+    cl::desc("draw the parameters from the model's init attributes instead "
+             "of starting from the weights a .pt model holds"));
 static cl::opt<std::string>
     dataOrder("data-order", cl::init("shuffled"), cl::cat(category),
               cl::desc("shuffled (default, as DeepSpeed's data loader) | "
@@ -93,6 +104,19 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
   if (seed >= 0)
     options.seed = static_cast<uint64_t>(seed);
   options.initFrom = initFrom;
+  options.freshInit = freshInit;
+  for (const std::string &binding : batchBinding) {
+    auto [name, role] = llvm::StringRef(binding).split('=');
+    if (name.empty() || (role != "tokens" && role != "targets"))
+      return createStringError("--batch %s: expected NAME=tokens or "
+                               "NAME=targets (e.g. --batch x=tokens "
+                               "--batch y=targets)",
+                               binding.c_str());
+    options.batchRoles[name.str()] = role.str();
+  }
+  if (freshInit && !initFrom.empty())
+    return createStringError("--fresh-init and --init-from contradict each "
+                             "other; pass one");
   options.saveWeights = saveWeights;
   options.dumpIRDir = dumpIR;
   options.quiet = quiet;

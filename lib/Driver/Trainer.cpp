@@ -14,6 +14,9 @@
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
 #include <chrono>
@@ -45,6 +48,37 @@ llvm::Error startCommunication(const TrainOptions &options) {
         dsrt_threads_set(std::max(1, int(cores) / ranksHere));
     }
   return llvm::Error::success();
+}
+
+bool isTorchFile(llvm::StringRef path) {
+  llvm::StringRef ext = llvm::sys::path::extension(path);
+  return ext == ".pt" || ext == ".pth";
+}
+
+/// The safetensors file the parameters start from: --init-from, or the
+/// weights a PyTorch file holds (the .pt model itself unless --fresh-init),
+/// exported into `temporary`, which the caller removes.
+llvm::Expected<std::string> initialWeights(const TrainOptions &options,
+                                           const StepSource &source,
+                                           llvm::SmallString<128> &temporary) {
+  std::string from = options.initFrom;
+  if (from.empty() && !options.freshInit && options.loadDir.empty() &&
+      options.compiledDir.empty() && isTorchFile(options.modelPath))
+    from = options.modelPath;
+  if (!isTorchFile(from))
+    return from;
+  if (!source.exportTorchWeights)
+    return createStringError("%s: this program cannot read PyTorch files; "
+                             "pass the weights as .safetensors",
+                             from.c_str());
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "ds-weights", "safetensors", temporary))
+    return createStringError("cannot create a temporary file for the "
+                             "weights of %s: %s",
+                             from.c_str(), ec.message().c_str());
+  if (llvm::Error err = source.exportTorchWeights(from, temporary))
+    return std::move(err);
+  return temporary.str().str();
 }
 
 /// Every rank of a pipeline stage (every rank, without a pipeline) must run
@@ -126,6 +160,15 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   if (!feeder)
     return feeder.takeError();
 
+  llvm::SmallString<128> temporaryWeights;
+  llvm::scope_exit removeWeights([&] {
+    if (!temporaryWeights.empty())
+      llvm::sys::fs::remove(temporaryWeights);
+  });
+  auto initFrom = initialWeights(options, source, temporaryWeights);
+  if (!initFrom)
+    return initFrom.takeError();
+
   // What the manifest alone refuses is refused before the slow codegen; a
   // resumed state is read there too, so ranks agree before the JIT.
   uint64_t seed = 0;
@@ -161,7 +204,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
       std::chrono::duration<double>(Clock::now() - compileStart).count();
 
   StateStore store(manifest, place.programRank);
-  if (llvm::Error err = store.initialize(seed, options.initFrom))
+  if (llvm::Error err = store.initialize(seed, *initFrom))
     return err;
   if (llvm::Error err = feeder->initialize(manifest, seed, place.programRank))
     return err;

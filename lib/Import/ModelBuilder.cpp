@@ -124,6 +124,9 @@ Value ModelBuilder::exp(Value x) {
 Value ModelBuilder::neg(Value x) {
   return nn::NegOp::create(b, currentLoc, x.getType(), x);
 }
+Value ModelBuilder::rsqrt(Value x) {
+  return nn::RsqrtOp::create(b, currentLoc, x.getType(), x);
+}
 
 Value ModelBuilder::softmax(Value x, int64_t dim) {
   return nn::SoftmaxOp::create(b, currentLoc, x.getType(), x,

@@ -66,6 +66,7 @@ public:
   Value tanh(Value x);
   Value exp(Value x);
   Value neg(Value x);
+  Value rsqrt(Value x);
   Value softmax(Value x, int64_t dim);
   Value logSoftmax(Value x, int64_t dim);
   Value attention(Value q, Value k, Value v, bool causal,

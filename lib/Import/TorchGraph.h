@@ -106,6 +106,17 @@ llvm::Expected<Graph> loadTorchScript(const std::string &path,
                                       std::vector<InputType> inputTypes,
                                       std::optional<int64_t> microBatch);
 
+/// One floating tensor of a weights file, as f32.
+struct Weights {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+/// The parameters of a TorchScript module, or the floating tensors of a
+/// state_dict saved with torch.save, in file order.
+llvm::Expected<std::vector<Weights>> loadTorchWeights(const std::string &path);
+
 } // namespace mlir::ds::importer::ts
 
 #endif // DS_LIB_IMPORT_TORCHGRAPH_H

@@ -41,6 +41,7 @@ const llvm::StringSet<> &supportedOps() {
                                         "aten::mm",
                                         "aten::bmm",
                                         "aten::addmm",
+                                        "aten::baddbmm",
                                         "aten::embedding",
                                         "aten::layer_norm",
                                         "aten::gelu",
@@ -49,6 +50,7 @@ const llvm::StringSet<> &supportedOps() {
                                         "aten::tanh",
                                         "aten::exp",
                                         "aten::neg",
+                                        "aten::rsqrt",
                                         "aten::softmax",
                                         "aten::_softmax",
                                         "aten::log_softmax",
@@ -176,6 +178,10 @@ private:
   Value constantTensor(ArrayRef<int64_t> shape, Type elt,
                        ArrayRef<double> data);
 
+  /// Elements [start, end) of `x` along `d`: dsnn has no slice, a split
+  /// into before/piece/after is one.
+  Value range(Value x, int64_t d, int64_t start, int64_t end);
+
   llvm::Error set(const ts::Node &n, unsigned i, Value v);
   int64_t dim(int64_t d, int64_t rank) const { return d < 0 ? d + rank : d; }
 
@@ -234,6 +240,19 @@ Value Mapper::scalarLike(int id, Value like) {
   return mb.scalarConstant(numArg(id), elt);
 }
 
+Value Mapper::range(Value x, int64_t d, int64_t start, int64_t end) {
+  int64_t size = shapeOf(x)[d];
+  if (start == 0 && end == size)
+    return x;
+  SmallVector<int64_t> sizes;
+  if (start > 0)
+    sizes.push_back(start);
+  sizes.push_back(end - start);
+  if (end < size)
+    sizes.push_back(size - end);
+  return mb.split(x, d, sizes)[start > 0 ? 1 : 0];
+}
+
 llvm::Error Mapper::set(const ts::Node &n, unsigned i, Value v) {
   const ts::Value &expected = val(n.outputs[i]);
   ArrayRef<int64_t> got = shapeOf(v);
@@ -282,6 +301,18 @@ llvm::Error Mapper::map(const ts::Node &n) {
       return fail(n, "beta and alpha other than 1 are not supported");
     return out(mb.add(mb.matmul(in(1), in(2)), in(0)));
   }
+  if (k == "aten::baddbmm") {
+    // beta·input + alpha·(b1 @ b2): nn.MultiheadAttention adds its mask so.
+    Value prod = mb.batchMatmul(in(1), in(2));
+    if (numArg(n.inputs[4]) != 1)
+      prod = mb.mul(prod, scalarLike(n.inputs[4], prod));
+    Value bias = operand(n.inputs[0], prod);
+    if (numArg(n.inputs[3]) == 0)
+      return out(prod);
+    if (numArg(n.inputs[3]) != 1)
+      bias = mb.mul(bias, scalarLike(n.inputs[3], prod));
+    return out(mb.add(prod, bias));
+  }
   if (k == "aten::embedding") {
     if (intArg(n.inputs[2]) != -1)
       return fail(n, "padding_idx is not supported (its row must get no "
@@ -318,6 +349,8 @@ llvm::Error Mapper::map(const ts::Node &n) {
     return out(mb.exp(in(0)));
   if (k == "aten::neg")
     return out(mb.neg(in(0)));
+  if (k == "aten::rsqrt")
+    return out(mb.rsqrt(in(0)));
   if (k == "aten::softmax" || k == "aten::_softmax" ||
       k == "aten::log_softmax") {
     Value x = in(0);
@@ -413,36 +446,37 @@ llvm::Error Mapper::map(const ts::Node &n) {
     Value x = in(0);
     auto shape = shapeOf(x);
     int64_t d = dim(intArg(n.inputs[1]), shape.size()), size = shape[d];
-    int64_t start, end;
     if (k == "aten::select") {
-      start = dim(intArg(n.inputs[2]), size);
-      end = start + 1;
-    } else {
-      if (n.inputs.size() > 4 && intArg(n.inputs[4]) != 1)
-        return fail(n, "slices with a step other than 1 are not supported");
-      auto clampIndex = [&](int id, int64_t dflt) {
-        if (isNone(id))
-          return dflt;
-        int64_t v = intArg(id);
-        if (v < 0)
-          v += size;
-        return std::clamp<int64_t>(v, 0, size);
-      };
-      start = clampIndex(n.inputs[2], 0);
-      end = std::max(start, clampIndex(n.inputs[3], size));
+      int64_t start = dim(intArg(n.inputs[2]), size);
+      return out(mb.reshape(range(x, d, start, start + 1), result.shape));
     }
-    Value piece = x;
-    if (end - start != size) {
-      // dsnn has no slice; a split into before/piece/after is one.
-      SmallVector<int64_t> sizes;
-      if (start > 0)
-        sizes.push_back(start);
-      sizes.push_back(end - start);
-      if (end < size)
-        sizes.push_back(size - end);
-      piece = mb.split(x, d, sizes)[start > 0 ? 1 : 0];
-    }
-    return out(mb.reshape(piece, result.shape));
+    auto clampIndex = [&](int id, int64_t dflt) {
+      if (isNone(id))
+        return dflt;
+      int64_t v = intArg(id);
+      if (v < 0)
+        v += size;
+      return std::clamp<int64_t>(v, 0, size);
+    };
+    int64_t start = clampIndex(n.inputs[2], 0);
+    int64_t end = std::max(start, clampIndex(n.inputs[3], size));
+    int64_t step = n.inputs.size() > 4 ? intArg(n.inputs[4]) : 1;
+    if (step == 1)
+      return out(mb.reshape(range(x, d, start, end), result.shape));
+    // x[a:b:s] (rotary embeddings' even/odd features): a window of
+    // count·s elements viewed as [count, s], of which one column is taken.
+    // The window starts `offset` before `a` when it would run past the end.
+    int64_t count = (end - start + step - 1) / step;
+    int64_t offset = std::max<int64_t>(0, start + step * count - size);
+    if (count == 0 || offset > start)
+      return fail(n, "this strided slice is not supported");
+    Value window = range(x, d, start - offset, start - offset + step * count);
+    SmallVector<int64_t> grouped(shapeOf(window));
+    grouped[d] = count;
+    grouped.insert(grouped.begin() + d + 1, step);
+    Value column =
+        range(mb.reshape(window, grouped), d + 1, offset, offset + 1);
+    return out(mb.reshape(column, result.shape));
   }
   if (k == "aten::split" || k == "aten::split_with_sizes" ||
       k == "aten::unsafe_split" || k == "aten::chunk" ||
@@ -771,6 +805,20 @@ llvm::Expected<ts::InputType> parseInputType(StringRef text) {
 } // namespace
 
 bool mlir::ds::importer::haveTorchScriptImport() { return true; }
+
+llvm::Expected<std::vector<NamedWeights>>
+mlir::ds::importer::readTorchWeights(StringRef path) {
+  if (!llvm::sys::fs::exists(path))
+    return makeError("cannot read weights file \"" + path +
+                     "\": No such file or directory");
+  auto weights = ts::loadTorchWeights(path.str());
+  if (!weights)
+    return makeError(path + ": " + llvm::toString(weights.takeError()));
+  std::vector<NamedWeights> out;
+  for (ts::Weights &w : *weights)
+    out.push_back({std::move(w.name), std::move(w.shape), std::move(w.values)});
+  return out;
+}
 
 llvm::Expected<OwningOpRef<ModuleOp>>
 mlir::ds::importer::importTorchScriptFile(MLIRContext &context, StringRef path,

@@ -13,11 +13,15 @@
 #include <torch/csrc/jit/ir/scope.h>
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
+#include <torch/serialize.h>
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <unordered_map>
+#include <unordered_set>
 
 using namespace mlir::ds::importer;
 using ts::DType;
@@ -482,5 +486,64 @@ ts::loadTorchScript(const std::string &path, std::vector<InputType> inputTypes,
   } catch (const std::exception &e) {
     std::string what = e.what();
     return error(what.substr(0, what.find('\n')));
+  }
+}
+
+namespace {
+
+ts::Weights toWeights(const std::string &name, const at::Tensor &tensor) {
+  at::Tensor t = tensor.detach().to(c10::kFloat).contiguous();
+  ts::Weights w;
+  w.name = name;
+  w.shape.assign(t.sizes().begin(), t.sizes().end());
+  w.values.assign(t.data_ptr<float>(), t.data_ptr<float>() + t.numel());
+  return w;
+}
+
+/// A torch.save'd state_dict: {name: tensor}.
+llvm::Expected<std::vector<ts::Weights>>
+loadStateDict(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  c10::IValue value = torch::pickle_load(bytes);
+  if (!value.isGenericDict())
+    return error("neither a TorchScript module nor a state_dict (a dict of "
+                 "tensors saved with torch.save)");
+  std::vector<ts::Weights> out;
+  for (const auto &entry : value.toGenericDict()) {
+    if (!entry.key().isString() || !entry.value().isTensor())
+      continue;
+    const at::Tensor &t = entry.value().toTensor();
+    if (at::isFloatingType(t.scalar_type()))
+      out.push_back(toWeights(entry.key().toStringRef(), t));
+  }
+  return out;
+}
+
+} // namespace
+
+llvm::Expected<std::vector<ts::Weights>>
+ts::loadTorchWeights(const std::string &path) {
+  std::optional<torch::jit::Module> module;
+  try {
+    module = torch::jit::load(path);
+  } catch (const std::exception &) {
+    // Not a TorchScript archive: a state_dict, or no weights file at all.
+  }
+  try {
+    if (!module)
+      return loadStateDict(path);
+    std::vector<ts::Weights> out;
+    std::unordered_set<const c10::TensorImpl *> seen;
+    for (const auto &named : module->named_parameters(/*recurse=*/true))
+      if (seen.insert(named.value.unsafeGetTensorImpl()).second)
+        out.push_back(toWeights(named.name, named.value));
+    return out;
+  } catch (const std::exception &e) {
+    std::string what = e.what();
+    return error("neither a TorchScript module nor a state_dict saved with "
+                 "torch.save (" +
+                 what.substr(0, what.find('\n')) + ")");
   }
 }

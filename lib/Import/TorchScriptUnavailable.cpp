@@ -20,3 +20,10 @@ mlir::ds::importer::importTorchScriptFile(MLIRContext &, llvm::StringRef path,
                    "\": this ds was built without LibTorch (install "
                    "libtorch-dev and reconfigure)");
 }
+
+llvm::Expected<std::vector<NamedWeights>>
+mlir::ds::importer::readTorchWeights(llvm::StringRef path) {
+  return makeError("cannot read weights from \"" + path +
+                   "\": this ds was built without LibTorch (install "
+                   "libtorch-dev and reconfigure)");
+}

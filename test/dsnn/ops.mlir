@@ -45,6 +45,8 @@ func.func @embedding_norms_activations(%ids: tensor<2x8xi64>, %wte: tensor<50x16
   %7 = dsnn.exp %0 : tensor<2x8x16xf32>
   // CHECK: dsnn.neg
   %8 = dsnn.neg %0 : tensor<2x8x16xf32>
+  // CHECK: dsnn.rsqrt
+  %rs = dsnn.rsqrt %0 : tensor<2x8x16xf32>
   // CHECK: dsnn.softmax %{{.*}} dim -1 : tensor<2x8x16xf32>
   %9 = dsnn.softmax %0 dim -1 : tensor<2x8x16xf32>
   // CHECK: dsnn.log_softmax %{{.*}} dim 2 : tensor<2x8x16xf32>

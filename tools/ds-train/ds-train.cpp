@@ -1,6 +1,8 @@
 //===- ds-train.cpp - Compile a model + ds_config.json, then train --------===//
 #include "ds/Driver/CompileCache.h"
+#include "ds/Driver/SafeTensors.h"
 #include "ds/Driver/Trainer.h"
+#include "ds/Import/Import.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/WithColor.h"
@@ -45,6 +47,18 @@ int execRunner(char **argv) {
   return 1;
 }
 
+/// A PyTorch file's weights as safetensors, for --init-from and for a .pt
+/// model's own starting values.
+llvm::Error exportTorchWeights(StringRef path, StringRef out) {
+  auto weights = mlir::ds::importer::readTorchWeights(path);
+  if (!weights)
+    return weights.takeError();
+  std::vector<ds::driver::SafeTensorView> views;
+  for (const auto &w : *weights)
+    views.push_back({w.name, "F32", w.shape, w.values.data()});
+  return ds::driver::writeSafeTensors(out, views);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -56,6 +70,7 @@ int main(int argc, char **argv) {
       "then run it\n",
       [](const ds::driver::TrainOptions &options) {
         ds::driver::StepSource source;
+        source.exportTorchWeights = exportTorchWeights;
         bool quiet = options.quiet;
         source.provide = [quiet](const ds::driver::StepRequest &request) {
           return ds::driver::compileCached(request, quiet);

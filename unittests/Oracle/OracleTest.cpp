@@ -130,6 +130,12 @@ const std::vector<OracleCase> &cases() {
        "tensor<4x8xf32>",
        "dsnn.exp %a : tensor<4x8xf32>",
        [](In x) { return torch::exp(x[0]); }},
+      {"rsqrt",
+       {"tensor<4x8xf32>"},
+       "tensor<4x8xf32>",
+       "%e = dsnn.exp %a : tensor<4x8xf32>\n"
+       "%r = dsnn.rsqrt %e : tensor<4x8xf32>",
+       [](In x) { return torch::rsqrt(torch::exp(x[0])); }},
       {"softmax",
        {"tensor<3x4x10xf32>"},
        "tensor<3x4x10xf32>",

@@ -14,6 +14,7 @@
 #include "ds/Driver/Data.h"
 #include "ds/Driver/Trainer.h"
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -45,6 +46,13 @@ public:
 
 private:
   DataFeeder() = default;
+  /// What token data feeds batch argument `p`: "input_ids", "targets", or
+  /// its own name (nothing).
+  std::string roleOf(const ArgSpec &p) const;
+  std::optional<size_t> findRole(const StepManifest &m,
+                                 llvm::StringRef role) const;
+
+  std::map<std::string, std::string> roles; ///< --batch
 
   const StepManifest *manifest = nullptr;
   std::optional<TokenData> data;

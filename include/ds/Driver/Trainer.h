@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -33,7 +34,13 @@ struct TrainOptions {
   std::string metricsPath;      ///< JSONL, one line per step
   std::optional<uint64_t> seed; ///< overrides the model's init seed
   std::string initFrom;         ///< safetensors with initial parameters
+  /// Draw the parameters from the model's init attributes even when the
+  /// model file holds values (a .pt starts from its own weights otherwise).
+  bool freshInit = false;
   DataOrder order = DataOrder::Shuffled;
+  /// --batch NAME=tokens|targets: what token data feeds each named batch
+  /// argument (docs/data.md lists the names bound without it).
+  std::map<std::string, std::string> batchRoles;
   std::string saveWeights; ///< safetensors of the final parameters
   std::string dumpIRDir;   ///< writes each phase's IR here
   bool quiet = false;      ///< no progress lines
@@ -62,6 +69,10 @@ struct TrainOptions {
 struct StepSource {
   StepProvider provide;
   std::function<llvm::Error(int64_t worldSize)> checkWorldSize;
+  /// Writes the weights held by `path` (a .pt model or state_dict) as
+  /// safetensors into `out`; unset where PyTorch files cannot be read.
+  std::function<llvm::Error(llvm::StringRef path, llvm::StringRef out)>
+      exportTorchWeights;
 };
 
 /// Runs the whole job; progress goes to `log`. Any problem with the inputs

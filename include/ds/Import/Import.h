@@ -74,6 +74,19 @@ llvm::Expected<OwningOpRef<ModuleOp>>
 importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
                       const ImportOptions &options);
 
+/// One parameter's values, in f32.
+struct NamedWeights {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+/// The parameter values of a TorchScript module (named as the importer names
+/// its parameters: the first of named_parameters() per tensor) or of a
+/// state_dict saved with torch.save (floating tensors, by key).
+llvm::Expected<std::vector<NamedWeights>>
+readTorchWeights(llvm::StringRef path);
+
 /// Registers the dialects an imported module uses.
 void registerImportDialects(DialectRegistry &registry);
 

@@ -88,6 +88,9 @@ Value scalarFor(nn::ExpOp, Scalar s, ValueRange a) { return s.exp(a[0]); }
 Value scalarFor(nn::NegOp, Scalar s, ValueRange a) {
   return arith::NegFOp::create(s.b, s.loc, a[0]);
 }
+Value scalarFor(nn::RsqrtOp, Scalar s, ValueRange a) {
+  return math::RsqrtOp::create(s.b, s.loc, a[0]);
+}
 Value scalarFor(nn::AddOp, Scalar s, ValueRange a) { return s.add(a[0], a[1]); }
 Value scalarFor(nn::SubOp, Scalar s, ValueRange a) { return s.sub(a[0], a[1]); }
 Value scalarFor(nn::MulOp, Scalar s, ValueRange a) { return s.mul(a[0], a[1]); }
@@ -158,9 +161,9 @@ void mlir::ds::nntolinalg::populateElementwisePatterns(
       ElementwiseLowering<nn::GeluOp>, ElementwiseLowering<nn::ReluOp>,
       ElementwiseLowering<nn::SiluOp>, ElementwiseLowering<nn::TanhOp>,
       ElementwiseLowering<nn::ExpOp>, ElementwiseLowering<nn::NegOp>,
-      ElementwiseLowering<nn::AddOp>, ElementwiseLowering<nn::SubOp>,
-      ElementwiseLowering<nn::MulOp>, ElementwiseLowering<nn::DivOp>,
-      ElementwiseLowering<nn::GeluGradOp>, ElementwiseLowering<nn::ReluGradOp>,
-      ElementwiseLowering<nn::SiluGradOp>, CastLowering, GradScaleLowering>(
-      patterns.getContext());
+      ElementwiseLowering<nn::RsqrtOp>, ElementwiseLowering<nn::AddOp>,
+      ElementwiseLowering<nn::SubOp>, ElementwiseLowering<nn::MulOp>,
+      ElementwiseLowering<nn::DivOp>, ElementwiseLowering<nn::GeluGradOp>,
+      ElementwiseLowering<nn::ReluGradOp>, ElementwiseLowering<nn::SiluGradOp>,
+      CastLowering, GradScaleLowering>(patterns.getContext());
 }

@@ -268,6 +268,21 @@ struct NegVJP : VJP<NegVJP, NegOp> {
   }
 };
 
+struct RsqrtVJP : VJP<RsqrtVJP, RsqrtOp> {
+  // From the output: d(x^-½)/dx = -½·x^-3/2, so dx = -½·dy·y³.
+  LogicalResult vjp(RsqrtOp op, OpBuilder &b, Location loc, ValueRange dys,
+                    SmallVectorImpl<Value> &dxs) const {
+    Type type = op.getType();
+    Value y = op.getResult();
+    Value y3 =
+        MulOp::create(b, loc, type, MulOp::create(b, loc, type, y, y), y);
+    Value half = scalarConstant(b, loc, op.getType().getElementType(), -0.5);
+    Value d = MulOp::create(b, loc, type, dys[0], y3);
+    dxs.push_back(MulOp::create(b, loc, type, d, half));
+    return success();
+  }
+};
+
 /// softmax and log_softmax: fused grad ops from the forward output.
 template <typename OpTy, typename GradOpTy>
 struct SoftmaxVJP : VJP<SoftmaxVJP<OpTy, GradOpTy>, OpTy> {
@@ -584,6 +599,7 @@ void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
     TanhOp::attachInterface<TanhVJP>(*ctx);
     ExpOp::attachInterface<ExpVJP>(*ctx);
     NegOp::attachInterface<NegVJP>(*ctx);
+    RsqrtOp::attachInterface<RsqrtVJP>(*ctx);
     SoftmaxOp::attachInterface<SoftmaxVJP<SoftmaxOp, SoftmaxGradOp>>(*ctx);
     LogSoftmaxOp::attachInterface<SoftmaxVJP<LogSoftmaxOp, LogSoftmaxGradOp>>(
         *ctx);

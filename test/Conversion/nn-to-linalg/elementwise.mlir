@@ -26,6 +26,7 @@ func.func @add_broadcast(%a: tensor<2x1x8xf32>, %b: tensor<3x1xf32>) -> tensor<2
 // CHECK:         math.exp
 // CHECK:         math.tanh
 // CHECK:         arith.maximumf
+// CHECK:         math.rsqrt
 func.func @arith(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
   %0 = dsnn.sub %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   %1 = dsnn.mul %0, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
@@ -34,7 +35,8 @@ func.func @arith(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
   %4 = dsnn.exp %3 : tensor<4xf32>
   %5 = dsnn.tanh %4 : tensor<4xf32>
   %6 = dsnn.relu %5 : tensor<4xf32>
-  return %6 : tensor<4xf32>
+  %7 = dsnn.rsqrt %6 : tensor<4xf32>
+  return %7 : tensor<4xf32>
 }
 
 // -----

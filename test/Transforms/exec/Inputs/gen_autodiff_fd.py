@@ -181,6 +181,9 @@ for name, k in (("moe2", 2), ("moe1", 1)):
     probe_sum(res + "#0", [6, 4])
     probe_sum(res + "#1", [])
 
+# rsqrt (hand-written RMSNorm) on positive inputs.
+x = param("rsqrt_x", [2, 5], 0.5, 2)
+op(f"dsnn.rsqrt {x} : {T([2,5])}", [2, 5])
 # The loss: the sum of every contribution.
 loss = scalars[0]
 for s in scalars[1:]:
