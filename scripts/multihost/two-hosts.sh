@@ -120,7 +120,7 @@ UsePAM no
 StrictModes no
 X11Forwarding no
 PrintMotd no
-ClientAliveInterval 2
+ClientAliveInterval 4
 ClientAliveCountMax 3
 EOF
     # sshd needs its privilege-separation directory, /run/sshd; a private
@@ -142,7 +142,7 @@ Host *
   StrictHostKeyChecking yes
   BatchMode yes
   ConnectTimeout 5
-  ServerAliveInterval 2
+  ServerAliveInterval 4
   ServerAliveCountMax 3
   LogLevel ERROR
 EOF
