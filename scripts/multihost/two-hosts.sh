@@ -59,6 +59,7 @@ dir=$(mktemp -d /tmp/ds-two-hosts.XXXXXX)
 cleanup() {
   local rc=$?
   set +e
+  exec 2> /dev/null # bash would note each process ended below
   # Every process still inside either namespace (sshd, orted, ranks) was
   # started by this run.
   for ns in $ns_a $ns_b; do
@@ -96,7 +97,7 @@ printf '%s slots=%s\n%s slots=%s\n' $addr_a "$slots" $addr_b "$slots" \
 on_host() {
   local ns=ns_$1 name=name_$1
   shift
-  ip netns exec ${!ns} unshare --uts -- sh -c 'hostname "$0"; exec "$@"' \
+  exec ip netns exec ${!ns} unshare --uts -- sh -c 'hostname "$0"; exec "$@"' \
     ${!name} "$@"
 }
 
@@ -182,5 +183,9 @@ export OMPI_MCA_plm_rsh_agent=$rsh_agent
 export OMPI_MCA_btl_tcp_if_include=$subnet.0/24
 export OMPI_MCA_oob_tcp_if_include=$subnet.0/24
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# In the background, so that INT and TERM reach the trap (and the cleanup
+# ends CMD) at once, not when CMD is done; stdin stays CMD's.
+exec 3<&0
+on_host a "$@" 0<&3 &
 set +e
-on_host a "$@"
+wait $!

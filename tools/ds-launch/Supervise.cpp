@@ -8,14 +8,13 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <thread>
 #include <vector>
@@ -30,6 +29,21 @@ pid_t child = 0;
 void forwardSignal(int sig) {
   if (child > 0)
     kill(child, sig);
+}
+
+/// The whole of a /proc file; "" once the process is gone. (/proc files
+/// report size 0, and a stream's read of a vanished one throws.)
+std::string readProcFile(const std::string &path) {
+  std::string text;
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof buffer)) > 0)
+    text.append(buffer, size_t(n));
+  close(fd);
+  return text;
 }
 
 struct Process {
@@ -47,17 +61,14 @@ std::vector<Process> childrenOf(pid_t parent) {
     pid_t pid = atoi(entry->d_name);
     if (pid <= 0)
       continue;
-    // /proc files report size 0, so read them as streams.
     std::string dir = "/proc/" + std::string(entry->d_name);
-    std::ifstream statFile(dir + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(statFile)), {});
+    std::string stat = readProcFile(dir + "/stat");
     // "pid (comm) state ppid ...": comm may hold spaces, so split after ')'.
     SmallVector<StringRef> fields;
     StringRef(stat).rsplit(')').second.split(fields, ' ', -1, false);
     if (fields.size() < 2 || atoi(fields[1].str().c_str()) != parent)
       continue;
-    std::ifstream cmdlineFile(dir + "/cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(cmdlineFile)), {});
+    std::string cmdline = readProcFile(dir + "/cmdline");
     Process process{pid, {}};
     SmallVector<StringRef> words;
     StringRef(cmdline).split(words, '\0', -1, false);
