@@ -74,6 +74,10 @@ def main():
     t0 = time.time()
     if a.fault.startswith("kill:"):
         victim = int(a.fault.split(":")[1])
+        if not alive(pids[victim]):
+            print(f"rank {victim} ended before the fault")
+            sys.stdout.write(open(log.name).read())
+            return 1
         os.kill(pids[victim], signal.SIGKILL)
         print(f"fault: SIGKILL rank {victim} after step {a.after_step}")
     elif a.fault == "cut":
