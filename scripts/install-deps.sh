@@ -7,7 +7,8 @@ pkgs=(cmake ninja-build ccache g++ make lld-22 python3
       llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
       nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
       libopenblas-dev libopenmpi-dev openmpi-bin
-      libtorch-dev python3-torch)
+      libtorch-dev python3-torch
+      openssh-server openssh-client iproute2 util-linux)
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -26,4 +27,13 @@ echo "installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # A fresh machine may have empty or stale package lists.
 apt-get update -q
+# openssh-server's scripts would start the machine's own sshd, listening on
+# every address; the multi-host tests run private ones inside network
+# namespaces only (scripts/multihost/two-hosts.sh). Debian's policy-rc.d
+# keeps package scripts from starting services during the install.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e $policy ]; then
+  printf '#!/bin/sh\nexit 101\n' > $policy && chmod +x $policy
+  trap 'rm -f $policy' EXIT
+fi
 apt-get install -y -q --no-install-recommends "${missing[@]}"

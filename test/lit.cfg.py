@@ -113,3 +113,32 @@ for core in blas_cores():
 for name in ("OPENBLAS_CORETYPE", "DS_JIT_CPU"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
+
+# Two hosts on this machine (scripts/multihost/two-hosts.sh): root, network
+# namespaces that can really be made here, tc, unshare, Debian's sshd and
+# MPI. Tests in test/integration/multihost/ say REQUIRES: multihost and are
+# reported unsupported where any is missing.
+def multihost_available():
+    import shutil
+    import subprocess
+    if not config.ds_have_mpi or os.geteuid() != 0:
+        return False
+    if not all(shutil.which(t) for t in ("ip", "tc", "unshare", "ssh",
+                                         "ssh-keygen")):
+        return False
+    if not os.access("/usr/sbin/sshd", os.X_OK):
+        return False
+    probe = "ds-lit-probe-%d" % os.getpid()
+    try:
+        made = subprocess.run(["ip", "netns", "add", probe],
+                              capture_output=True, timeout=30).returncode == 0
+        if made:
+            subprocess.run(["ip", "netns", "del", probe], capture_output=True,
+                           timeout=30)
+        return made
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+if multihost_available():
+    config.available_features.add("multihost")

@@ -71,6 +71,13 @@ typedef struct dsrt_backend {
   void (*abandon)(dsrt_request *req);
   /* Ends every rank of the job (NULL: exit this process). */
   void (*abort_job)(int code);
+  /* Optional (NULL: not offered). Answers the liveness pings of peers whose
+   * waits timed out; called while waiting. */
+  void (*answer_peers)(void);
+  /* Optional. Pings every other rank for up to window seconds; writes the
+   * silent ones ("world rank R on HOST, ...") into out and returns how
+   * many there are, or -1 when it cannot tell. */
+  int (*unanswered_peers)(double window, char *out, size_t n);
 } dsrt_backend;
 
 extern const dsrt_backend dsrt_comm_self_backend;

@@ -73,6 +73,27 @@ static double parse_timeout(void) {
   return (end == env || *end || v < 0) ? -1 : v;
 }
 
+/* After a timeout: which ranks no longer answer (a cut link, a dead host),
+ * as "; world rank 2 on node-b did not answer within 3 s" for the error. The
+ * window is short and also bounded by the limit, so a timeout still ends
+ * the rank promptly. */
+static void name_silent_peers(const dsrt_backend *b, double limit, char *out,
+                              size_t n) {
+  out[0] = '\0';
+  if (!b->unanswered_peers)
+    return;
+  double window = limit < 3.0 ? limit : 3.0;
+  char list[896];
+  int silent = b->unanswered_peers(window, list, sizeof list);
+  if (silent > 0)
+    snprintf(out, n,
+             ": %s did not answer within %g s (dead, cut off or "
+             "stuck outside communication)",
+             list, window);
+  else if (silent == 0)
+    snprintf(out, n, ": every other rank still answers, so one is stuck");
+}
+
 int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req) {
   /* test() frees req when it completes, so keep what the message needs. */
   const char *what = req->what;
@@ -99,18 +120,22 @@ int dsrt_comm_wait_on(const dsrt_backend *b, dsrt_request *req) {
     }
     if (limit > 0 && waited > limit) {
       b->abandon(req);
+      char who[1024];
+      name_silent_peers(b, limit, who, sizeof who);
       return dsrt_fail(
           DSRT_ERR_INTERNAL,
           "%s: no completion after %.3g s on a group of %d ranks (this is "
-          "rank %d of it); a peer rank is likely dead or stuck "
+          "rank %d of it); a peer rank is likely dead or stuck%s "
           "(DSRT_COMM_TIMEOUT_S=%g sets the limit)",
-          what, waited, size, rank, limit);
+          what, waited, size, rank, who, limit);
     }
     /* Then yield, and past 20 ms sleep briefly: a wait that long is a slow
      * peer, and the core is better left to ranks that still compute. */
     if (waited < 0.02) {
       sched_yield();
     } else {
+      if (b->answer_peers)
+        b->answer_peers();
       struct timespec pause = {0, 50 * 1000};
       nanosleep(&pause, NULL);
     }

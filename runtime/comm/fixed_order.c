@@ -116,8 +116,12 @@ int dsrt_fixed_order_reduce(const dsrt_backend *b, dsrt_comm *comm,
     memcpy(padded, send, (size_t)count * es);
     status = b->all_to_all(comm, padded, blocks, c, dt, &req);
   }
-  if (status == DSRT_OK)
+  if (status == DSRT_OK) {
+    /* Named as the caller's call in a timeout error. */
+    req->what = scatter ? "dsrt_reduce_scatter" : "dsrt_all_reduce";
+    req->comm = comm;
     status = dsrt_comm_wait_on(b, req);
+  }
   if (status == DSRT_OK)
     reduce_blocks(blocks, n, c, c, dt, op, recv);
   free(padded);

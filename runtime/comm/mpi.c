@@ -11,6 +11,7 @@
  *===-----------------------------------------------------------------------===*/
 #include "comm/backend.h"
 #include "comm/half.h"
+#include "comm/mpi_liveness.h"
 #include "core/error.h"
 
 #include <mpi.h>
@@ -344,10 +345,12 @@ static int mpi_init(dsrt_comm *world) {
   int *tag_ub, found = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
   gather_tag_ok = found && *tag_ub >= DSRT_GATHER_TAG;
+  dsrt_mpi_liveness_start();
   return DSRT_OK;
 }
 
 static int mpi_finalize(void) {
+  dsrt_mpi_liveness_stop();
   free_half_ops();
   close_algorithm_cvar();
   if (!we_initialized)
@@ -616,4 +619,6 @@ const dsrt_backend dsrt_comm_mpi_backend = {
     .test = mpi_test,
     .abandon = mpi_abandon,
     .abort_job = mpi_abort_job,
+    .answer_peers = dsrt_mpi_answer_peers,
+    .unanswered_peers = dsrt_mpi_unanswered_peers,
 };

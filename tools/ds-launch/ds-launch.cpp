@@ -14,6 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Supervise.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -108,6 +110,9 @@ namespace {
 
 constexpr const char *kDefaultHostfile = "/job/hostfile";
 constexpr const char *kLocalHost = "localhost";
+/// How long mpirun may outlive its session to a host before ds-launch
+/// calls the host lost: far more than mpirun needs to finish a job.
+constexpr double kLostHostGraceSeconds = 5;
 
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
@@ -650,6 +655,15 @@ int main(int argc, char **argv) {
   execArgv.push_back(nullptr);
   outs().flush();
   errs().flush();
+  // Remote hosts: stay mpirun's parent, to end a job stuck on a lost host
+  // (Supervise.h). One host: become mpirun.
+  if (!local) {
+    std::vector<std::string> hosts;
+    for (const Resource &resource : resources)
+      hosts.push_back(resource.host);
+    return ds::launch::superviseMpirun(mpirun, execArgv.data(), hosts,
+                                       kLostHostGraceSeconds);
+  }
   execv(mpirun.c_str(), execArgv.data());
   int error = errno;
   exitOnError(fail("cannot run " + mpirun + ": " + std::strerror(error) +
