@@ -155,7 +155,12 @@ int ds::driver::trainMain(
   InitLLVM init(argc, argv);
   auto fail = [](Error err) {
     outs().flush();
-    WithColor::error(errs(), "ds-train") << toString(std::move(err)) << "\n";
+    // One write: the ranks of a job share one stderr, and a line written
+    // in pieces interleaves with another rank's.
+    std::string line;
+    raw_string_ostream os(line);
+    WithColor::error(os, "ds-train") << toString(std::move(err)) << "\n";
+    errs() << line;
     return 1;
   };
   auto options = parseTrainCommandLine(argc, argv, overview);
