@@ -463,6 +463,34 @@ def PromoteAccumulators : Pass<"ds-promote-accumulators", "mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def CopyRepeatedResults
+    : Pass<"ds-copy-repeated-results", "mlir::func::FuncOp"> {
+  let summary = "Return a fresh copy for each repeat of a returned buffer";
+  let description = [{
+    After CSE a function can return one value twice: in a parallel
+    attention + MLP layer the output gradient reaches both branches' last
+    bias unchanged, so both bias gradients are the same reduce_sum.
+    Upstream `buffer-results-to-out-params` assumes distinct result buffers
+    and rewrites the one allocation twice (a use after free). Each repeat of
+    a ranked, identity-layout memref operand of `func.return` after its
+    first becomes a new allocation holding a copy; a function whose return
+    operands are distinct is left as it is. Runs after bufferization,
+    before `buffer-results-to-out-params`.
+
+      return %g, %g : memref<32xf32>, memref<32xf32>
+
+    becomes
+
+      %copy = memref.alloc() : memref<32xf32>
+      memref.copy %g, %copy : memref<32xf32> to memref<32xf32>
+      return %g, %copy : memref<32xf32>, memref<32xf32>
+  }];
+  let statistics = [
+    Statistic<"numCopies", "copies", "repeated results copied">,
+  ];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def PlanBuffers : Pass<"ds-plan-buffers", "mlir::ModuleOp"> {
   let summary = "Place each function's static buffers in one arena, reused by liveness";
   let description = [{

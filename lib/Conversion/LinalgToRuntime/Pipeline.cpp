@@ -2,10 +2,11 @@
 //------------------------===//
 //
 // tensors ─ fuse elementwise ─ one-shot bufferize (function boundaries,
-// identity layouts) ─ results to out-params ─ ds-plan-buffers ─ ownership-
-// based deallocation for what is left ─ ds-lower-to-runtime (BLAS),
-// ds-lower-optimizer-to-runtime, ds-lower-comm-to-runtime ─ linalg to
-// (parallel) loops ─ math to LLVM / libm ─ LLVM dialect.
+// identity layouts) ─ repeated results copied ─ results to out-params ─
+// ds-plan-buffers ─ ownership-based deallocation for what is left ─
+// ds-lower-to-runtime (BLAS), ds-lower-optimizer-to-runtime,
+// ds-lower-comm-to-runtime ─ linalg to (parallel) loops ─ math to LLVM / libm ─
+// LLVM dialect.
 //
 // The BLAS rewrite runs after deallocation placement on purpose: it turns a
 // memref use into a raw pointer the deallocation analysis cannot see, so a
@@ -85,6 +86,9 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   if (options.outParams) {
+    // A buffer returned twice would be hoisted into two out-params (and
+    // erased twice): after CSE a layer can return one gradient twice.
+    pm.addNestedPass<func::FuncOp>(ds::createCopyRepeatedResults());
     bufferization::BufferResultsToOutParamsPassOptions outParams;
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
