@@ -294,6 +294,19 @@ int64_t mulChecked(int64_t a, int64_t b) {
 // Sections
 //===----------------------------------------------------------------------===//
 
+void readCsvMonitor(const Section &s, CsvMonitorConfig &csv) {
+  static const KeySet keys = {{"enabled", "output_path", "job_name"}, {}, {}};
+  s.checkKeys(keys);
+  s.read("enabled", csv.enabled);
+  if (auto v = s.getString("output_path"))
+    csv.outputPath = *v;
+  if (auto v = s.getString("job_name"))
+    csv.jobName = *v;
+  if (csv.jobName.empty())
+    fail(s.pathOf("job_name") + ": must not be empty (it names the folder "
+                                "under output_path that holds the files)");
+}
+
 const KeySet &topLevelKeys() {
   static const KeySet keys = {
       {"train_batch_size", "train_micro_batch_size_per_gpu",
@@ -301,17 +314,24 @@ const KeySet &topLevelKeys() {
        "wall_clock_breakdown", "zero_optimization", "fp16", "bf16", "bfloat16",
        "optimizer", "scheduler", "pipeline", "moe", "tensor_parallel",
        "prescale_gradients", "gradient_predivide_factor",
-       "gradient_allreduce_op", "allgather_size",
+       "gradient_allreduce_op", "allgather_size", "csv_monitor",
        // Read only to check its keys (readActivationCheckpointing).
        "activation_checkpointing"},
       // Monitoring, profiling, logging and checkpoint-file options: they
       // change what is reported or how files are written, never the math.
-      {"tensorboard", "wandb", "csv_monitor", "comet", "monitor_config",
-       "comms_logger", "flops_profiler", "zero_allow_untested_optimizer",
-       "zero_force_ds_cpu_optimizer", "memory_breakdown", "dump_state",
-       "timers", "autotuning", "checkpoint", "aio", "dataloader_drop_last",
-       "vocabulary_size", "use_node_local_storage"},
+      {"monitor_config", "comms_logger", "flops_profiler",
+       "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
+       "memory_breakdown", "dump_state", "timers", "autotuning", "checkpoint",
+       "aio", "dataloader_drop_last", "vocabulary_size",
+       "use_node_local_storage"},
       {{"amp", "Apex AMP (use fp16 or bf16)"},
+       // Off ({"enabled": false}) they are ignored like the rest.
+       {"tensorboard", "the TensorBoard monitor; use csv_monitor (DeepSpeed's "
+                       "CSV files) or --metrics (JSONL) instead"},
+       {"wandb", "the Weights & Biases monitor; use csv_monitor (DeepSpeed's "
+                 "CSV files) or --metrics (JSONL) instead"},
+       {"comet", "the Comet monitor; use csv_monitor (DeepSpeed's CSV files) "
+                 "or --metrics (JSONL) instead"},
        {"sparse_gradients", "sparse (CSR) gradients"},
        {"disable_allgather", "disable_allgather"},
        // ds reduces gradients in fp32 (they are f32 by then, even in mixed
@@ -1177,6 +1197,8 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
     c.stepsPerPrint = *v;
   }
   top.read("wall_clock_breakdown", c.wallClockBreakdown);
+  if (auto s = top.section("csv_monitor"))
+    readCsvMonitor(*s, c.csvMonitor);
 
   bool zeroShorthand =
       top.has("zero_optimization") && top.at("zero_optimization").is_boolean();

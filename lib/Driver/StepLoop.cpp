@@ -27,13 +27,19 @@ llvm::Expected<StepLoop> StepLoop::create(const StepManifest &manifest,
   auto metrics = MetricsWriter::open(metricsPath);
   if (!metrics)
     return metrics.takeError();
-  return StepLoop(manifest, options, config, rank, std::move(*metrics));
+  auto csv = CsvMonitor::open(config.csvMonitor, rank);
+  if (!csv)
+    return csv.takeError();
+  return StepLoop(manifest, options, config, rank, std::move(*metrics),
+                  std::move(*csv));
 }
 
 StepLoop::StepLoop(const StepManifest &manifest, const TrainOptions &options,
-                   const cfg::Config &config, int rank, MetricsWriter metrics)
+                   const cfg::Config &config, int rank, MetricsWriter metrics,
+                   CsvMonitor csv)
     : manifest(&manifest), options(&options), config(&config), rank(rank),
-      talk(rank == 0 && !options.quiet), metrics(std::move(metrics)) {
+      talk(rank == 0 && !options.quiet), metrics(std::move(metrics)),
+      csv(std::move(csv)) {
   if (config.pipeline.stages > 1)
     stage = rank / config.dpSize;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
@@ -101,9 +107,16 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     float scaleBefore = scaleArg ? *store.current(*scaleArg).data<float>() : 0;
     int64_t hysteresisBefore = stateI64(hysteresisArg);
     dsrt_comm_seconds_reset();
+    dsrt_phase_reset();
     if (llvm::Error err = step.run(args, results))
       return err;
     StepReport r;
+    if (timesPhases()) {
+      r.forwardMs = dsrt_phase_seconds(DSRT_PHASE_FORWARD) * 1000.0;
+      r.backwardMs = dsrt_phase_seconds(DSRT_PHASE_BACKWARD) * 1000.0;
+      r.reductionMs = dsrt_phase_seconds(DSRT_PHASE_REDUCTION) * 1000.0;
+      r.optimizerMs = dsrt_phase_seconds(DSRT_PHASE_OPTIMIZER) * 1000.0;
+    }
     r.commMs = dsrt_comm_seconds() * 1000.0;
     r.bubbleMs = dsrt_p2p_seconds() * 1000.0;
     // The new parameters and state become the next step's inputs.
@@ -123,9 +136,37 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
       return err;
     if (llvm::Error err = checkpointer.afterStep(s + 1, seed, store, metrics))
       return err;
-    report(s, r, store, modelStateBytes, log);
+    if (llvm::Error err = report(s, r, store, modelStateBytes, log))
+      return err;
   }
   return llvm::Error::success();
+}
+
+bool StepLoop::timesPhases() const {
+  return config->wallClockBreakdown && !stage;
+}
+
+llvm::Error StepLoop::writeCsv(int64_t s, const StepReport &r,
+                               const StateStore &store) {
+  if (!csv.enabled())
+    return llvm::Error::success();
+  std::vector<std::pair<std::string, double>> events = {
+      {"Train/Samples/train_loss", r.loss}, {"Train/Samples/lr", r.lr}};
+  if (scaleArg)
+    events.push_back(
+        {"Train/Samples/loss_scale", *store.current(*scaleArg).data<float>()});
+  if (timesPhases()) {
+    // DeepSpeed's backward timer holds its gradient all-reduce.
+    events.push_back({"Train/Samples/elapsed_time_ms_forward", r.forwardMs});
+    events.push_back({"Train/Samples/elapsed_time_ms_backward",
+                      r.backwardMs + r.reductionMs});
+    events.push_back(
+        {"Train/Samples/elapsed_time_ms_backward_inner", r.backwardMs});
+    events.push_back(
+        {"Train/Samples/elapsed_time_ms_backward_allreduce", r.reductionMs});
+    events.push_back({"Train/Samples/elapsed_time_ms_step", r.optimizerMs});
+  }
+  return csv.write((s + 1) * config->trainBatchSize, events);
 }
 
 llvm::Error StepLoop::checkStep(int64_t step, const StepReport &r,
@@ -150,8 +191,9 @@ llvm::Error StepLoop::checkStep(int64_t step, const StepReport &r,
   return llvm::Error::success();
 }
 
-void StepLoop::report(int64_t s, const StepReport &r, const StateStore &store,
-                      int64_t modelStateBytes, llvm::raw_ostream &log) {
+llvm::Error StepLoop::report(int64_t s, const StepReport &r,
+                             const StateStore &store, int64_t modelStateBytes,
+                             llvm::raw_ostream &log) {
   std::vector<std::pair<std::string, MetricsWriter::Value>> fields = {
       {"step", s + 1},
       {"loss", double(r.loss)},
@@ -173,11 +215,19 @@ void StepLoop::report(int64_t s, const StepReport &r, const StateStore &store,
         {"loss_scale", double(*store.current(*scaleArg).data<float>())});
     fields.push_back({"skipped", r.skipped});
   }
+  if (timesPhases()) {
+    fields.push_back({"forward_ms", r.forwardMs});
+    fields.push_back({"backward_ms", r.backwardMs});
+    fields.push_back({"reduction_ms", r.reductionMs});
+    fields.push_back({"optimizer_ms", r.optimizerMs});
+  }
   metrics.write(fields);
+  if (llvm::Error err = writeCsv(s, r, store))
+    return err;
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
   if (!talk ||
       !((s + 1) % printEvery == 0 || s == 0 || s + 1 == options->steps))
-    return;
+    return llvm::Error::success();
   log << llvm::formatv("step {0,5}/{1}  loss {2:f4}  lr {3:e2}  "
                        "grad_norm {4:f3}  tokens/s {5,8:f0}  step {6:f1} "
                        "ms",
@@ -188,4 +238,11 @@ void StepLoop::report(int64_t s, const StepReport &r, const StateStore &store,
                          *store.current(*scaleArg).data<float>(),
                          r.skipped ? "  (skipped: overflow)" : "");
   log << "\n";
+  if (timesPhases())
+    // DeepSpeed's timer names: bwd = bwd_inner + bwd_allreduce.
+    log << llvm::formatv("time (ms) | fwd: {0:f2} | bwd: {1:f2} | bwd_inner: "
+                         "{2:f2} | bwd_allreduce: {3:f2} | step: {4:f2}\n",
+                         r.forwardMs, r.backwardMs + r.reductionMs,
+                         r.backwardMs, r.reductionMs, r.optimizerMs);
+  return llvm::Error::success();
 }

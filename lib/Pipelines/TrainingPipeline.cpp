@@ -141,6 +141,8 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   zero.gradientPredivideFactor = config.gradientPredivideFactor;
   pm.addPass(createZero(zero));
   pm.addPass(createVerifyStepContract());
+  if (config.wallClockBreakdown)
+    pm.addPass(createPhaseTimers());
   return llvm::Error::success();
 }
 

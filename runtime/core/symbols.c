@@ -65,6 +65,9 @@ static const dsrt_symbol symbols[] = {
     DSRT_SYMBOL(dsrt_comm_seconds),
     DSRT_SYMBOL(dsrt_p2p_seconds),
     DSRT_SYMBOL(dsrt_comm_seconds_reset),
+    DSRT_SYMBOL(dsrt_phase_begin),
+    DSRT_SYMBOL(dsrt_phase_seconds),
+    DSRT_SYMBOL(dsrt_phase_reset),
     DSRT_SYMBOL(dsrt_symbol_table),
 };
 

@@ -57,6 +57,13 @@ struct Fp16Config {
   double minLossScale = 1;
 };
 
+/// csv_monitor: one CSV file per metric under output_path/job_name.
+struct CsvMonitorConfig {
+  bool enabled = false;
+  std::string outputPath;
+  std::string jobName = "DeepSpeedJobName";
+};
+
 struct Bf16Config {
   bool enabled = false;
 };
@@ -184,6 +191,9 @@ struct Config {
   double gradientPredivideFactor = 1.0;
   int64_t stepsPerPrint = 10;
   bool wallClockBreakdown = false;
+  /// csv_monitor: DeepSpeed's CSV files. Not in toJson: where metrics go
+  /// does not change the compiled step.
+  CsvMonitorConfig csvMonitor;
 
   ZeroConfig zero;
   Fp16Config fp16;

@@ -13,6 +13,7 @@
 #include "ds/Config/Config.h"
 #include "ds/Driver/Checkpointer.h"
 #include "ds/Driver/CompiledStep.h"
+#include "ds/Driver/CsvMonitor.h"
 #include "ds/Driver/DataFeeder.h"
 #include "ds/Driver/Metrics.h"
 #include "ds/Driver/StateStore.h"
@@ -51,14 +52,23 @@ private:
   struct StepReport {
     float loss = 0, lr = 0, gradNorm = 0;
     double stepMs = 0, commMs = 0, bubbleMs = 0, tokensPerS = 0;
+    /// wall_clock_breakdown: the phases libdsrt timed (ds-phase-timers).
+    double forwardMs = 0, backwardMs = 0, reductionMs = 0, optimizerMs = 0;
     bool skipped = false;
   };
   StepLoop(const StepManifest &manifest, const TrainOptions &options,
-           const ::ds::config::Config &config, int rank, MetricsWriter metrics);
+           const ::ds::config::Config &config, int rank, MetricsWriter metrics,
+           CsvMonitor csv);
   llvm::Error checkStep(int64_t step, const StepReport &report,
                         float scaleBefore, int64_t hysteresisBefore) const;
-  void report(int64_t s, const StepReport &report, const StateStore &store,
-              int64_t modelStateBytes, llvm::raw_ostream &log);
+  llvm::Error report(int64_t s, const StepReport &report,
+                     const StateStore &store, int64_t modelStateBytes,
+                     llvm::raw_ostream &log);
+  /// DeepSpeed's monitor events of the step, in csv_monitor's names.
+  llvm::Error writeCsv(int64_t s, const StepReport &report,
+                       const StateStore &store);
+  /// Whether the step times its phases (wall_clock_breakdown, no pipeline).
+  bool timesPhases() const;
 
   const StepManifest *manifest;
   const TrainOptions *options;
@@ -66,6 +76,7 @@ private:
   int rank;
   bool talk;
   MetricsWriter metrics;
+  CsvMonitor csv;
   /// The fp16 loss scaler's state, when the step has one: reported, and a
   /// skipped step's non-finite loss is the overflow it skipped, not
   /// divergence.

@@ -468,6 +468,49 @@ def VerifyStepContract : Pass<"ds-verify-step-contract", "mlir::ModuleOp"> {
                            "::mlir::ds::train::TrainDialect"];
 }
 
+def PhaseTimers : Pass<"ds-phase-timers", "mlir::ModuleOp"> {
+  let summary = "Time the forward, backward, reduction and optimizer phases of the step";
+  let description = [{
+    ds_config `wall_clock_breakdown: true`. The step is one compiled
+    function, so its phases are timed from inside: this pass calls libdsrt's
+    `dsrt_phase_begin(phase)` where each phase starts, and the runtime
+    charges the wall-clock time until the next call to that phase
+    (`dsrt_phase_seconds`, read by ds-train after each step):
+
+    - `@forward_backward`: forward (1) at its entry, backward (2) right
+      after the op that defines the loss it returns (the reverse sweep
+      follows it);
+    - `@train_step`: reduction (3) after the last top-level op that calls
+      `@forward_backward` (the micro-batch loop or the one call), optimizer
+      (4) before the first later top-level op of the dstrain dialect
+      (clipping, loss scaling, the update), none (0) before the return.
+
+    What a phase holds is what runs between its marks in the compiled code:
+    the gradient accumulation between micro-batches counts as backward,
+    ZeRO-3's all-gathers as forward or backward, ZeRO-1/2's parameter
+    all-gather after the update as optimizer. Elementwise fusion can move a
+    small amount of work across a mark (it fuses producers into consumers),
+    never the matmuls or collectives. A pipeline stage's step
+    (`dsdist.pipeline`) is left unmarked.
+
+      func.func @forward_backward(...) {
+        %c1 = arith.constant 1 : i32
+        func.call @dsrt_phase_begin(%c1) : (i32) -> ()
+        ...
+        %loss = dsnn.cross_entropy ...
+        %c2 = arith.constant 2 : i32
+        func.call @dsrt_phase_begin(%c2) : (i32) -> ()
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+    Option<"gradientEntry", "gradient-entry", "std::string",
+           "\"forward_backward\"", "the gradient function">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Distribution phase
 //===----------------------------------------------------------------------===//

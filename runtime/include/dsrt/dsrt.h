@@ -312,6 +312,24 @@ DSRT_API double dsrt_comm_seconds(void);
 DSRT_API double dsrt_p2p_seconds(void);
 DSRT_API void dsrt_comm_seconds_reset(void);
 
+/*--- Phase timers (core/phases.c) ----------------------------------------*/
+
+/* wall_clock_breakdown: a step compiled with it calls dsrt_phase_begin where
+ * each phase of the step starts; the wall-clock time until the next call is
+ * that phase's. DSRT_PHASE_NONE starts time charged to no phase. */
+typedef enum dsrt_phase {
+  DSRT_PHASE_NONE = 0,
+  DSRT_PHASE_FORWARD = 1,
+  DSRT_PHASE_BACKWARD = 2,   /* includes accumulating micro-batch gradients */
+  DSRT_PHASE_REDUCTION = 3,  /* gradient all-reduce / reduce-scatter */
+  DSRT_PHASE_OPTIMIZER = 4,  /* clip, loss scale, update, ZeRO all-gathers */
+  DSRT_PHASE_COUNT = 5,
+} dsrt_phase;
+DSRT_API void dsrt_phase_begin(int32_t phase);
+/* Seconds charged to `phase` since the last reset (0 for an unknown one). */
+DSRT_API double dsrt_phase_seconds(int32_t phase);
+DSRT_API void dsrt_phase_reset(void);
+
 /*--- Optimizers (kernels/cpu/optim.c) -----------------------------------*/
 
 /* One fused pass per step over flat fp32 buffers updated in place: params,
