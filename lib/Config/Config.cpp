@@ -307,6 +307,22 @@ void readCsvMonitor(const Section &s, CsvMonitorConfig &csv) {
                                 "under output_path that holds the files)");
 }
 
+/// DeepSpeed's other monitors are off unless "enabled" is true; ds writes
+/// only csv_monitor's files.
+void refuseOtherMonitors(const Section &top) {
+  static const std::pair<StringRef, StringRef> monitors[] = {
+      {"tensorboard", "TensorBoard"},
+      {"wandb", "Weights & Biases"},
+      {"comet", "Comet"}};
+  for (auto [key, name] : monitors)
+    if (top.has(key) && top.at(key).is_object())
+      if (top.section(key)->getBool("enabled").value_or(false))
+        fail(key.str() + ": ds does not support the " + name.str() +
+             " monitor; use csv_monitor (DeepSpeed's CSV files) or --metrics "
+             "(JSONL) instead, or set " +
+             key.str() + ".enabled to false");
+}
+
 const KeySet &topLevelKeys() {
   static const KeySet keys = {
       {"train_batch_size", "train_micro_batch_size_per_gpu",
@@ -319,19 +335,14 @@ const KeySet &topLevelKeys() {
        "activation_checkpointing"},
       // Monitoring, profiling, logging and checkpoint-file options: they
       // change what is reported or how files are written, never the math.
-      {"monitor_config", "comms_logger", "flops_profiler",
-       "zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
-       "memory_breakdown", "dump_state", "timers", "autotuning", "checkpoint",
-       "aio", "dataloader_drop_last", "vocabulary_size",
-       "use_node_local_storage"},
+      // tensorboard, wandb and comet only while not enabled
+      // (refuseOtherMonitors).
+      {"tensorboard", "wandb", "comet", "monitor_config", "comms_logger",
+       "flops_profiler", "zero_allow_untested_optimizer",
+       "zero_force_ds_cpu_optimizer", "memory_breakdown", "dump_state",
+       "timers", "autotuning", "checkpoint", "aio", "dataloader_drop_last",
+       "vocabulary_size", "use_node_local_storage"},
       {{"amp", "Apex AMP (use fp16 or bf16)"},
-       // Off ({"enabled": false}) they are ignored like the rest.
-       {"tensorboard", "the TensorBoard monitor; use csv_monitor (DeepSpeed's "
-                       "CSV files) or --metrics (JSONL) instead"},
-       {"wandb", "the Weights & Biases monitor; use csv_monitor (DeepSpeed's "
-                 "CSV files) or --metrics (JSONL) instead"},
-       {"comet", "the Comet monitor; use csv_monitor (DeepSpeed's CSV files) "
-                 "or --metrics (JSONL) instead"},
        {"sparse_gradients", "sparse (CSR) gradients"},
        {"disable_allgather", "disable_allgather"},
        // ds reduces gradients in fp32 (they are f32 by then, even in mixed
@@ -1199,6 +1210,7 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
   top.read("wall_clock_breakdown", c.wallClockBreakdown);
   if (auto s = top.section("csv_monitor"))
     readCsvMonitor(*s, c.csvMonitor);
+  refuseOtherMonitors(top);
 
   bool zeroShorthand =
       top.has("zero_optimization") && top.at("zero_optimization").is_boolean();
