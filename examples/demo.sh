@@ -202,5 +202,11 @@ cat <<'MSG'
   of every MoE layer, ds-moe-expert-parallel put an all-to-all before and
   after them, and the run matched ep_size 1 bit for bit with fewer
   model-state bytes per rank. Per-expert token counts are not reported yet.
+- ds-plot (below): the metrics of two runs as one figure of training curves.
 Not shown yet: pipeline x data parallelism — that lands in the next issues.
 MSG
+
+step "12. Curves: ds-plot draws the loss, learning rate, gradient norm and tokens/s of step 6's run (one rank) and step 7's (ZeRO-3, two ranks)"
+plot=$(cd "$build" && pwd)/demo-curves.png
+"$bin/ds-plot" "$work/metrics.jsonl" "$work/zero3.jsonl" -o "$plot" >/dev/null
+echo "wrote $plot"

@@ -31,7 +31,7 @@ llvm_config.with_environment("PATH", config.ds_tools_dir, append_path=True)
 config.environment["DS_COMPILE_CACHE"] = os.path.join(config.ds_obj_root,
                                                       "test", "compile-cache")
 tools = ["ds-opt", "ds-report", "ds-import", "ds-run", "ds-train", "ds-launch",
-         "ds-ckpt", "ds-compile", "ds-runner"]
+         "ds-ckpt", "ds-compile", "ds-runner", "ds-plot"]
 llvm_config.add_tool_substitutions(tools, [config.ds_tools_dir])
 
 # Integration tests say REQUIRES: mpi | cuda | torch.
