@@ -33,6 +33,9 @@ MODEL is one of:
   encoder-causal-bool the same with a bool causal mask, pre-LN
   encoder-padding     the same with a src_key_padding_mask that masks the
                 last key positions of every sample
+  decoder       nn.TransformerDecoder (post-LN, GELU): causal float
+                tgt_mask on the self-attention, cross-attention to the
+                embeddings as memory with a memory_key_padding_mask
 
 The batches follow the sequential order of docs/data.md. Run with Debian's
 /usr/bin/python3 (python3-torch).
@@ -274,6 +277,30 @@ class Encoder(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+class Decoder(nn.Module):
+    """A language model around nn.TransformerDecoder, its memory the token
+    embeddings (an encoder's output in a translation model)."""
+
+    def __init__(self, vocab=VOCAB, dim=32, n_heads=4, n_layers=2, max_seq=SEQ):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(max_seq, dim)
+        layer = nn.TransformerDecoderLayer(dim, n_heads, dim_feedforward=64, dropout=0.0,
+                                           activation="gelu", batch_first=True)
+        self.dec = nn.TransformerDecoder(layer, n_layers)
+        self.head = nn.Linear(dim, vocab)
+
+    def forward(self, input_ids, targets):
+        B, T = input_ids.shape
+        memory = self.tok(input_ids)
+        h = memory + self.pos(torch.arange(T))
+        causal = torch.triu(torch.full((T, T), float("-inf")), diagonal=1)
+        padding = torch.arange(T).expand(B, T) >= T - T // 4
+        h = self.dec(h, memory, tgt_mask=causal, memory_key_padding_mask=padding)
+        logits = self.head(h)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
 MODELS = {
     "llama": lambda: Llama(),
     "llama-interleaved": lambda: Llama(interleaved=True),
@@ -283,6 +310,7 @@ MODELS = {
     "encoder-causal": lambda: Encoder("float", norm_first=False),
     "encoder-causal-bool": lambda: Encoder("bool", norm_first=True),
     "encoder-padding": lambda: Encoder("padding", norm_first=False),
+    "decoder": lambda: Decoder(),
 }
 
 
