@@ -20,6 +20,7 @@ for t in "${targets[@]}"; do
   dict=()
   [ -f "$src/dicts/$t.dict" ] && dict=(-dict="$src/dicts/$t.dict")
   log=$work/fuzz.log
+  touch "$work/.started" # crashing inputs of this run are newer
   # The corpus grows in $work/corpus; seeds and regressions are read only.
   "$build/bin/ds-fuzz-$t" "$work/corpus" "$src/corpus/$t" \
     "$src/regressions/$t" "${dict[@]}" -max_total_time="$seconds" \
@@ -28,7 +29,9 @@ for t in "${targets[@]}"; do
   rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" |
     grep -o '[0-9]*$' | tail -1)
-  found=$(ls "$work" | grep -cE '^(crash|leak|oom|timeout|slow-unit)-')
+  found=$(find "$work" -maxdepth 1 -newer "$work/.started" \
+    \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' \
+    -o -name 'timeout-*' -o -name 'slow-unit-*' \) | wc -l)
   line="$t: ${execs:-?} executions, exit $rc, $found crashing inputs in $work"
   echo "$line"
   summary+="$line"$'\n'
