@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps configure build test demo docs format clean
+.PHONY: all deps configure build test demo docs format clean fuzz test-sanitize
 
 all: build
 
@@ -31,6 +31,30 @@ demo: build
 docs: build
 	ninja -C $(BUILD) ds-docs
 	rm -rf docs/generated && cp -r $(BUILD)/docs/generated docs/generated
+
+# Sanitizers and fuzzing (docs/fuzzing.md): clang with ASan + UBSan in a
+# build of its own; not part of `make test`. -O1 (NDEBUG as libMLIR's):
+# the usual level under ASan, and the full build compiles much faster.
+SAN_BUILD ?= build-sanitize
+FUZZ_SECONDS ?= 60
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+  -fno-omit-frame-pointer -gline-tables-only -fsanitize=fuzzer-no-link
+
+$(SAN_BUILD)/build.ninja:
+	@scripts/install-deps.sh sanitize
+	CC=clang-22 CXX=clang++-22 cmake -G Ninja -S . -B $(SAN_BUILD) -DDS_FUZZ=ON \
+	  -DCMAKE_C_FLAGS="$(SAN_FLAGS)" -DCMAKE_CXX_FLAGS="$(SAN_FLAGS)" \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" \
+	  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG"
+
+test-sanitize: $(SAN_BUILD)/build.ninja
+	ninja -C $(SAN_BUILD) -j $(JOBS)
+	@scripts/run-tests.sh $(SAN_BUILD) sanitize
+
+fuzz: $(SAN_BUILD)/build.ninja
+	ninja -C $(SAN_BUILD) -j $(JOBS) ds-fuzzers
+	@scripts/run-fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
 
 format:
 	git ls-files '*.cpp' '*.h' '*.c' | xargs clang-format -i

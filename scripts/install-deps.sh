@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ds needs, skipping those already present, so a
-# repeat run costs one dpkg query. Usage: scripts/install-deps.sh [build|test|demo]
+# repeat run costs one dpkg query. Usage: scripts/install-deps.sh [sanitize]
 set -euo pipefail
 
 pkgs=(cmake ninja-build ccache g++ make lld-22 python3
@@ -9,6 +9,11 @@ pkgs=(cmake ninja-build ccache g++ make lld-22 python3
       libopenblas-dev libopenmpi-dev openmpi-bin
       libtorch-dev python3-torch python3-matplotlib
       openssh-server openssh-client iproute2 util-linux)
+# `make fuzz` and `make test-sanitize`: clang and its sanitizer and
+# libFuzzer runtimes.
+if [ "${1:-}" = sanitize ]; then
+  pkgs+=(clang-22 libclang-rt-22-dev)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

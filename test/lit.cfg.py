@@ -110,7 +110,8 @@ def blas_cores():
 
 for core in blas_cores():
     config.available_features.add("blas-core-" + core)
-for name in ("OPENBLAS_CORETYPE", "DS_JIT_CPU"):
+for name in ("OPENBLAS_CORETYPE", "DS_JIT_CPU", "ASAN_OPTIONS",
+             "UBSAN_OPTIONS", "LSAN_OPTIONS"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 
@@ -142,3 +143,25 @@ def multihost_available():
 
 if multihost_available():
     config.available_features.add("multihost")
+
+# Filesystems a test mounts itself (a small tmpfs that fills up, or is
+# remounted read-only): root and a private mount namespace (unshare -m), so
+# the mount goes away with the test's process even when it fails. Tests say
+# REQUIRES: tmpfs-mount and are reported unsupported elsewhere.
+def tmpfs_mount_available():
+    import subprocess
+    import tempfile
+    if os.geteuid() != 0:
+        return False
+    with tempfile.TemporaryDirectory() as d:
+        try:
+            return subprocess.run(
+                ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                 "mount -t tmpfs -o size=64k tmpfs " + d],
+                capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
+
+
+if tmpfs_mount_available():
+    config.available_features.add("tmpfs-mount")

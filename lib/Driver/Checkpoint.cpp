@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -94,18 +95,51 @@ static llvm::Error sysError(const Twine &what, const Twine &file) {
   return createStringError(file + ": " + what + ": " + strerror(errno));
 }
 
-static llvm::Error writeAll(int fd, const void *data, size_t bytes,
-                            llvm::StringRef file) {
+/// A write into `file` of `needed` bytes failed with errno `err`. A full
+/// or read-only filesystem is named with the bytes the save needs and what
+/// is free there, so the fix is clear.
+static llvm::Error writeError(int err, const Twine &what, llvm::StringRef file,
+                              uint64_t needed) {
+  if (err != ENOSPC && err != EDQUOT && err != EROFS) {
+    errno = err;
+    return sysError(what, file);
+  }
+  std::string free = "unknown";
+  struct statvfs st;
+  if (::statvfs(path::parent_path(file).str().c_str(), &st) == 0)
+    free = std::to_string(uint64_t(st.f_bavail) * st.f_frsize);
+  if (err == EROFS)
+    return createStringError(
+        file + ": " + what + ": the filesystem is read-only; the save needs " +
+        Twine(needed) +
+        " bytes there. Remount it read-write or --save to another directory");
+  return createStringError(
+      file + ": " + what + ": " + strerror(err) + "; the save needs " +
+      Twine(needed) + " bytes, " + free +
+      " are free there. Free space or --save to another directory");
+}
+
+/// Writes every byte; 0 or the errno of the failed write.
+static int writeAllBytes(int fd, const void *data, size_t bytes) {
   const char *p = static_cast<const char *>(data);
   while (bytes > 0) {
     ssize_t n = ::write(fd, p, std::min<size_t>(bytes, size_t(1) << 30));
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      return sysError("write failed", file);
+      return errno;
     }
     p += n;
     bytes -= size_t(n);
+  }
+  return 0;
+}
+
+static llvm::Error writeAll(int fd, const void *data, size_t bytes,
+                            llvm::StringRef file) {
+  if (int err = writeAllBytes(fd, data, bytes)) {
+    errno = err;
+    return sysError("write failed", file);
   }
   return llvm::Error::success();
 }
@@ -151,18 +185,28 @@ writeFileAtomically(llvm::StringRef file,
                     const std::function<void(size_t)> &afterPiece = {},
                     const std::function<void()> &afterWrites = {}) {
   std::string tmp = (file + ".tmp").str();
+  uint64_t needed = 0;
+  for (auto piece : pieces)
+    needed += piece.second;
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return sysError("cannot create", tmp);
+    return writeError(errno, "cannot create", tmp, needed);
+  // A failed write leaves no partial file to fill the disk further.
+  auto fail = [&](const char *what) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return writeError(err, what, tmp, needed);
+  };
   // Start the device on each 8 MiB as soon as it is written, so it works
   // while the rest is copied in and the final fsync has little left.
   const uint64_t kFlushChunk = 8 << 20;
   uint64_t written = 0, flushed = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
     auto [data, bytes] = pieces[i];
-    if (llvm::Error err = writeAll(fd, data, bytes, tmp)) {
-      ::close(fd);
-      return err;
+    if (int err = writeAllBytes(fd, data, bytes)) {
+      errno = err;
+      return fail("write failed");
     }
     written += bytes;
     if (written - flushed >= kFlushChunk) {
@@ -175,11 +219,8 @@ writeFileAtomically(llvm::StringRef file,
   }
   if (afterWrites)
     afterWrites();
-  int rc = ::fsync(fd);
-  if (rc != 0) {
-    ::close(fd);
-    return sysError("fsync failed", tmp);
-  }
+  if (::fsync(fd) != 0)
+    return fail("fsync failed");
   // The pages are clean now and nobody reads them soon: hand them back.
   // Measured here: once written checkpoints fill the page cache, every new
   // page costs a reclaim and writes drop from ~2 GB/s to ~0.3-0.5 GB/s.
@@ -187,8 +228,11 @@ writeFileAtomically(llvm::StringRef file,
   ::close(fd);
   if (!crashPointBeforeRename.empty())
     ckptCrashPoint(crashPointBeforeRename);
-  if (::rename(tmp.c_str(), file.str().c_str()) != 0)
-    return sysError("cannot rename " + tmp + " to", file);
+  if (::rename(tmp.c_str(), file.str().c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return writeError(err, "cannot rename " + tmp + " to", file, needed);
+  }
   return syncDirectory ? syncDir(path::parent_path(file))
                        : llvm::Error::success();
 }
@@ -326,9 +370,16 @@ static void writeShard(CheckpointSaver::Pending &p, int rank, bool async) {
   llvm::Error err = writeFileAtomically(
       file, pieces, "shard-written", /*syncDirectory=*/rank != 0, hashPiece,
       async ? std::function<void()>(release) : std::function<void()>());
-  if (async && !released)
+  if (async && !released) {
     p.copiedPromise.set_value();
-  if (!err)
+    // The previous save is complete whatever became of this one: commit it
+    // (its files are small, and a failed shard left no partial file).
+    if (p.previousCommit)
+      commitErr = writeCommitFiles(*p.previousCommit);
+  }
+  if (err && commitErr)
+    err = llvm::joinErrors(std::move(err), std::move(commitErr));
+  else if (!err)
     err = std::move(commitErr);
   else
     llvm::consumeError(std::move(commitErr));
@@ -365,9 +416,8 @@ CheckpointSaver::~CheckpointSaver() {
 llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
                                   llvm::ArrayRef<CkptTensor> tensors) {
   auto start = std::chrono::steady_clock::now();
-  if (pending)
-    if (llvm::Error err = commit(/*deferWrite=*/async))
-      return err;
+  if (llvm::Error err = commitPrevious())
+    return err;
   const int rank = place.rank, worldSize = place.worldSize;
 
   auto p = std::make_unique<Pending>();
@@ -376,7 +426,37 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
   p->shardName = shardFileName(rank);
   p->run = run;
   p->tensors.assign(tensors.begin(), tensors.end());
-  p->previousCommit = std::move(deferred);
+  // This rank's slices: its chunk of every sharded tensor; whole tensors
+  // (identical on every rank of the program) are spread round-robin so each
+  // rank writes a similar share.
+  auto planSlices = [&]() -> llvm::Error {
+    uint64_t total = 0;
+    for (size_t i = 0; i < p->tensors.size(); ++i) {
+      const CkptTensor &t = p->tensors[i];
+      unsigned elt = safeTensorsDTypeSize(t.dtype);
+      if (!elt)
+        return createStringError("checkpoint: tensor \"%s\" has dtype %s, "
+                                 "which safetensors cannot hold",
+                                 t.name.c_str(), t.dtype.c_str());
+      ShardSlice s;
+      s.tensor = i;
+      int64_t numel = t.numElements();
+      if (t.chunk) {
+        s.first = std::min<int64_t>(numel, place.programRank * *t.chunk);
+        s.count = std::min<int64_t>(*t.chunk, numel - s.first);
+      } else if (int(i % place.programSize) == place.programRank) {
+        s.count = numel;
+      }
+      if (s.count == 0)
+        continue;
+      s.bytes = uint64_t(s.count) * elt;
+      s.data = static_cast<const char *>(t.data); // the rank's buffer start
+      total += s.bytes;
+      p->slices.push_back(s);
+    }
+    bytes = total;
+    return llvm::Error::success();
+  };
   std::string manifest = p->tagDir + "/" + kManifest;
   auto prepare = [&]() -> llvm::Error {
     // A committed checkpoint is never overwritten in place: a crash half
@@ -396,11 +476,13 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
             dir.c_str(), p->tagDir.c_str(), (long long)run.step);
     }
     if (std::error_code ec = fs::create_directories(p->tagDir))
-      return createStringError("%s: cannot create the directory: %s",
-                               p->tagDir.c_str(), ec.message().c_str());
+      return writeError(ec.value(), "cannot create the directory", p->tagDir,
+                        bytes);
     return llvm::Error::success();
   };
-  llvm::Error prepared = prepare();
+  llvm::Error prepared = planSlices();
+  if (!prepared)
+    prepared = prepare();
   // Every rank has checked the old manifest before rank 0 drops it, and no
   // rank starts a save another could not (it would wait for it forever).
   if (worldSize > 1) {
@@ -411,46 +493,22 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
       return createStringError("checkpoint %s: %s", p->tag.c_str(),
                                dsrt_last_error());
     }
-    if (prepared)
-      return prepared;
-    if (failed)
-      return createStringError("checkpoint %s: another rank could not start "
-                               "the save (its error says why)",
-                               p->tag.c_str());
-  } else if (prepared) {
+    if (!prepared && failed)
+      prepared = createStringError("checkpoint %s: another rank could not "
+                                   "start the save (its error says why)",
+                                   p->tag.c_str());
+  }
+  if (prepared) {
+    // The previous save is complete: its commit does not wait for this one.
+    if (deferred)
+      prepared =
+          llvm::joinErrors(std::move(prepared), writeCommitFiles(*deferred));
+    deferred.reset();
     return prepared;
   }
+  p->previousCommit = std::move(deferred);
   if (rank == 0)
     fs::remove(manifest);
-
-  // This rank's slices: its chunk of every sharded tensor; whole tensors
-  // (identical on every rank of the program) are spread round-robin so each
-  // rank writes a similar share.
-  uint64_t total = 0;
-  for (size_t i = 0; i < p->tensors.size(); ++i) {
-    const CkptTensor &t = p->tensors[i];
-    unsigned elt = safeTensorsDTypeSize(t.dtype);
-    if (!elt)
-      return createStringError("checkpoint: tensor \"%s\" has dtype %s, "
-                               "which safetensors cannot hold",
-                               t.name.c_str(), t.dtype.c_str());
-    ShardSlice s;
-    s.tensor = i;
-    int64_t numel = t.numElements();
-    if (t.chunk) {
-      s.first = std::min<int64_t>(numel, place.programRank * *t.chunk);
-      s.count = std::min<int64_t>(*t.chunk, numel - s.first);
-    } else if (int(i % place.programSize) == place.programRank) {
-      s.count = numel;
-    }
-    if (s.count == 0)
-      continue;
-    s.bytes = uint64_t(s.count) * elt;
-    s.data = static_cast<const char *>(t.data); // the rank's buffer start
-    total += s.bytes;
-    p->slices.push_back(s);
-  }
-  bytes = total;
 
   if (async) {
     p->overwriteStep = run.step + 2;
@@ -471,10 +529,22 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
     if (llvm::Error err = commit(/*deferWrite=*/false))
       return err;
   }
-  stallS =
+  stallS = commitS + std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  commitS = 0;
+  return llvm::Error::success();
+}
+
+llvm::Error CheckpointSaver::commitPrevious() {
+  if (!pending)
+    return llvm::Error::success();
+  auto start = std::chrono::steady_clock::now();
+  llvm::Error err = commit(/*deferWrite=*/async);
+  commitS +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  return llvm::Error::success();
+  return err;
 }
 
 llvm::Error CheckpointSaver::checkPlannedSaves(int64_t firstStep,
@@ -584,15 +654,25 @@ llvm::Error CheckpointSaver::commit(bool deferWrite) {
   std::vector<nlohmann::ordered_json> rows;
   for (const std::string &text : *gathered)
     rows.push_back(nlohmann::ordered_json::parse(text));
-  if (!p->result.ok)
-    return createStringError("checkpoint %s: %s", p->tag.c_str(),
-                             p->result.error.c_str());
+  // A save that cannot complete leaves no shard behind to fill the disk.
+  auto drop = [&] {
+    fs::remove(p->tagDir + "/" + p->shardName);
+    fs::remove(p->tagDir); // only once it is empty
+  };
+  if (!p->result.ok) {
+    drop();
+    return createStringError("checkpoint %s: %s; `latest` still names the "
+                             "last complete checkpoint",
+                             p->tag.c_str(), p->result.error.c_str());
+  }
   for (int r = 0; r < worldSize; ++r)
-    if (!rows[r].at("ok").get<bool>())
+    if (!rows[r].at("ok").get<bool>()) {
+      drop();
       return createStringError(
           "checkpoint %s: rank %d could not write its part (its own error "
           "says why); `latest` still names the last complete checkpoint",
           p->tag.c_str(), r);
+    }
 
   // Every rank merges the index, so all agree on a refusal. A tensor is
   // listed where its lowest stage lists it; a later stage's slices of it
@@ -806,6 +886,15 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
       if (!info.elementBytes())
         throw std::runtime_error("tensor \"" + info.name +
                                  "\": unknown dtype " + info.dtype);
+      // Readers size buffers from the shape: it must be one a file can hold.
+      uint64_t tensorBytes = info.elementBytes();
+      for (int64_t d : info.shape)
+        if (d < 0 ||
+            __builtin_mul_overflow(tensorBytes, uint64_t(d), &tensorBytes) ||
+            tensorBytes > uint64_t(INT64_MAX))
+          throw std::runtime_error("tensor \"" + info.name + "\": shape " +
+                                   t.at("shape").dump() +
+                                   " is negative or larger than a file");
       auto parseSlice = [&](const nlohmann::json &s) {
         CkptSlice slice;
         slice.rank = s.at("rank").get<int>();
@@ -821,8 +910,12 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
         if (file == ckpt.fileInfos.end())
           throw std::runtime_error("tensor \"" + info.name +
                                    "\": slice in unlisted file " + slice.file);
-        if (slice.length != uint64_t(slice.count) * info.elementBytes() ||
-            slice.offset + slice.length > file->size)
+        uint64_t bytes = 0;
+        if (slice.count < 0 || slice.first < 0 ||
+            __builtin_mul_overflow(uint64_t(slice.count), info.elementBytes(),
+                                   &bytes) ||
+            slice.length != bytes || slice.offset > file->size ||
+            slice.length > file->size - slice.offset)
           throw std::runtime_error(
               "tensor \"" + info.name + "\": slice of rank " +
               std::to_string(slice.rank) + " has inconsistent bounds");
@@ -831,7 +924,10 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
       int64_t covered = 0;
       for (auto &s : t.at("slices")) {
         info.slices.push_back(parseSlice(s));
-        covered += info.slices.back().count;
+        if (__builtin_add_overflow(covered, info.slices.back().count, &covered))
+          throw std::runtime_error("tensor \"" + info.name +
+                                   "\": slices hold more elements than a "
+                                   "file can");
       }
       if (t.contains("copies"))
         for (auto &s : t.at("copies"))
@@ -846,7 +942,7 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
                                    "\": slices leave a gap or overlap at "
                                    "element " +
                                    std::to_string(expect));
-        expect += s.count;
+        expect += s.count; // no overflow: bounded by `covered`
       }
       if (covered != info.numElements())
         throw std::runtime_error("tensor \"" + info.name + "\": slices hold " +

@@ -149,7 +149,10 @@ llvm::Error Checkpointer::afterStep(int64_t step, uint64_t runSeed,
   run.configJson = cfg::toJson(*config).dump();
   run.modelPath = options->modelPath;
   run.modelHash = modelHash(options->modelPath);
-  if (llvm::Error err = saver->save(run, store.checkpointTensors()))
+  if (llvm::Error err = tolerate(saver->commitPrevious(), /*last=*/false))
+    return err;
+  if (llvm::Error err = tolerate(saver->save(run, store.checkpointTensors()),
+                                 /*last=*/step == options->steps))
     return err;
   metrics.addToNextLine("checkpoint_stall_ms",
                         saver->lastStallSeconds() * 1000.0);
@@ -159,11 +162,24 @@ llvm::Error Checkpointer::afterStep(int64_t step, uint64_t runSeed,
   return llvm::Error::success();
 }
 
+llvm::Error Checkpointer::tolerate(llvm::Error err, bool last) {
+  if (!err || !options->continueOnSaveError || last)
+    return err;
+  ++failedSaves;
+  llvm::errs() << "ds-train: warning: " << llvm::toString(std::move(err))
+               << "; training continues (--on-save-error continue)\n";
+  return llvm::Error::success();
+}
+
 llvm::Error Checkpointer::finish(bool talk, llvm::raw_ostream &log) {
   if (!saver)
     return llvm::Error::success();
   if (llvm::Error err = saver->finish())
     return err;
+  if (failedSaves)
+    llvm::errs() << llvm::formatv("ds-train: warning: {0} checkpoint save(s) "
+                                  "failed during the run (see above)\n",
+                                  failedSaves);
   if (talk)
     log << llvm::formatv("ds-train: checkpoint {0}/{1}: {2:f1} MB per rank "
                          "written in {3:f3} s\n",

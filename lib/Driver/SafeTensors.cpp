@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 using namespace ds::driver;
@@ -128,10 +129,18 @@ llvm::Expected<SafeTensorsFile> SafeTensorsFile::open(llvm::StringRef path) {
     unsigned elt = safeTensorsDTypeSize(info.dtype);
     if (!elt)
       return bad("unknown dtype " + info.dtype);
+    // A header may claim any shape: its byte count is checked against the
+    // file before anything is allocated from it.
+    uint64_t shapeBytes = elt;
     for (auto &d : entry["shape"]) {
       if (!d.is_number_unsigned())
         return bad("shape entries must be non-negative integers");
-      info.shape.push_back(d.get<int64_t>());
+      uint64_t dim = d.get<uint64_t>();
+      if (__builtin_mul_overflow(shapeBytes, dim, &shapeBytes) ||
+          shapeBytes > uint64_t(INT64_MAX))
+        return bad("shape " + llvm::Twine(entry["shape"].dump()) +
+                   " holds more bytes than a file can");
+      info.shape.push_back(int64_t(dim));
     }
     for (auto &o : entry["data_offsets"])
       if (!o.is_number_unsigned())
@@ -143,10 +152,10 @@ llvm::Expected<SafeTensorsFile> SafeTensorsFile::open(llvm::StringRef path) {
                  llvm::Twine(info.end) + "] lie outside the " +
                  llvm::Twine(dataSize) +
                  "-byte data section; is it truncated?");
-    if (info.end - info.begin != uint64_t(info.numElements()) * elt)
+    if (info.end - info.begin != shapeBytes)
       return bad("holds " + llvm::Twine(info.end - info.begin) +
                  " bytes but its shape and dtype need " +
-                 llvm::Twine(uint64_t(info.numElements()) * elt));
+                 llvm::Twine(shapeBytes));
     file.infos.push_back(std::move(info));
   }
   // Keep file order, so tools list tensors the way they were written.
@@ -182,7 +191,8 @@ SafeTensorsFile::readF32(llvm::StringRef name) const {
   llvm::StringRef bytes = raw(*info);
   std::vector<float> out(info->numElements());
   if (info->dtype == "F32") {
-    std::memcpy(out.data(), bytes.data(), bytes.size());
+    if (!out.empty()) // an empty vector's data() may be null
+      std::memcpy(out.data(), bytes.data(), bytes.size());
   } else if (info->dtype == "BF16" || info->dtype == "F16") {
     bool bf = info->dtype == "BF16";
     for (size_t i = 0; i < out.size(); ++i) {

@@ -81,6 +81,15 @@ static cl::opt<bool>
     saveSync("save-sync", cl::cat(category),
              cl::desc("write checkpoints before training continues (default: "
                       "a background thread writes a copy)"));
+enum class OnSaveError { Stop, Continue };
+static cl::opt<OnSaveError> onSaveError(
+    "on-save-error", cl::init(OnSaveError::Stop), cl::cat(category),
+    cl::desc("when a checkpoint save fails (full disk, read-only "
+             "filesystem): stop training, or report it and continue (the "
+             "last committed checkpoint stays `latest`)"),
+    cl::values(clEnumValN(OnSaveError::Stop, "stop", "end the run (default)"),
+               clEnumValN(OnSaveError::Continue, "continue",
+                          "warn and keep training")));
 static cl::opt<std::string>
     loadDir("load", cl::cat(category),
             cl::desc("resume from the checkpoint DIR/latest names"));
@@ -124,6 +133,7 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
   options.saveDir = saveDir;
   options.saveInterval = saveInterval;
   options.saveSync = saveSync;
+  options.continueOnSaveError = onSaveError == OnSaveError::Continue;
   options.loadDir = loadDir;
   options.loadTag = loadTag;
   options.compiledDir = compiled;

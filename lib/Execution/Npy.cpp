@@ -118,14 +118,24 @@ llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
       return bad(what, "bad shape " + *shapeText);
     shape.push_back(v);
   }
-  Tensor t = Tensor::zeros(*dtype, shape);
+  // The header may claim any shape: the bytes must be there before
+  // anything is allocated.
+  uint64_t expected = dtypeBytes(*dtype);
+  for (int64_t v : shape)
+    if (__builtin_mul_overflow(expected, uint64_t(v), &expected))
+      return bad(what, "shape " + *shapeText +
+                           " holds more bytes than a "
+                           "file can");
   size_t dataStart = headerStart + headerLen;
-  if (bytes.size() - dataStart != static_cast<size_t>(t.byteSize()))
+  if (bytes.size() - dataStart != expected)
     return bad(what, llvm::Twine(bytes.size() - dataStart) +
-                         " data bytes for " + t.typeString() + " (" +
-                         llvm::Twine(t.byteSize()) + " expected)");
-  std::memcpy(t.data(), bytes.data() + dataStart,
-              static_cast<size_t>(t.byteSize()));
+                         " data bytes for " +
+                         Tensor::borrow(*dtype, shape, nullptr).typeString() +
+                         " (" + llvm::Twine(expected) + " expected)");
+  Tensor t = Tensor::zeros(*dtype, shape);
+  if (expected) // an empty tensor may have no buffer
+    std::memcpy(t.data(), bytes.data() + dataStart,
+                static_cast<size_t>(t.byteSize()));
   return t;
 }
 

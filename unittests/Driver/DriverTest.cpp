@@ -244,6 +244,34 @@ TEST(SafeTensors, ParsesHandWrittenFile) {
             std::string::npos);
 }
 
+TEST(SafeTensors, ClaimedSizesAreCheckedBeforeAnyAllocation) {
+  // 2^31 x 2^31 x 4 bytes overflows 63 bits; 2^30 elements claim 4 GiB of
+  // an 8-byte data section.
+  auto headerOnly = [](const std::string &header) {
+    std::string padded = header + std::string((8 - header.size() % 8) % 8, ' ');
+    std::string bytes;
+    for (int i = 0; i < 8; ++i)
+      bytes += char((padded.size() >> (8 * i)) & 0xff);
+    return bytes + padded + std::string(8, '\0');
+  };
+  TempFile f(".safetensors");
+  f.write(headerOnly(R"({"w":{"dtype":"F32","shape":[2147483648,2147483648],)"
+                     R"("data_offsets":[0,8]}})"));
+  auto file = SafeTensorsFile::open(f.path);
+  ASSERT_FALSE(bool(file));
+  EXPECT_NE(errorText(file.takeError())
+                .find("tensor \"w\": shape [2147483648,2147483648] holds "
+                      "more bytes than a file can"),
+            std::string::npos);
+  f.write(headerOnly(R"({"w":{"dtype":"F32","shape":[1073741824],)"
+                     R"("data_offsets":[0,8]}})"));
+  file = SafeTensorsFile::open(f.path);
+  ASSERT_FALSE(bool(file));
+  EXPECT_NE(errorText(file.takeError())
+                .find("holds 8 bytes but its shape and dtype need 4294967296"),
+            std::string::npos);
+}
+
 TEST(SafeTensors, WriteThenRead) {
   TempFile f(".safetensors");
   std::vector<float> w = {1, 2, 3, 4, 5, 6};

@@ -49,6 +49,28 @@ TEST(Npy, MalformedFilesSayWhy) {
   EXPECT_EQ(llvm::toString(truncated.takeError()),
             "t.npy: 12 data bytes for tensor<4xf32> (16 expected)");
 
+  // A header claiming 2^60 elements is an error, not an allocation.
+  auto npyWithShape = [](const std::string &shape) {
+    std::string dict =
+        "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
+    dict.append((64 - (10 + dict.size() + 1) % 64) % 64, ' ');
+    dict += '\n';
+    std::string bytes("\x93NUMPY\x01\x00", 8);
+    bytes += char(dict.size() & 0xff);
+    bytes += char(dict.size() >> 8);
+    return bytes + dict + std::string(16, '\0');
+  };
+  auto h = parseNpy(npyWithShape("(1152921504606846976,)"), "h.npy");
+  ASSERT_FALSE(bool(h));
+  EXPECT_EQ(llvm::toString(h.takeError()),
+            "h.npy: 16 data bytes for tensor<1152921504606846976xf32> "
+            "(4611686018427387904 expected)");
+  auto o = parseNpy(npyWithShape("(4611686018427387904,8)"), "o.npy");
+  ASSERT_FALSE(bool(o));
+  EXPECT_EQ(llvm::toString(o.takeError()),
+            "o.npy: shape (4611686018427387904,8) holds more bytes than a "
+            "file can");
+
   std::string fortran = bytes;
   fortran.replace(fortran.find("False"), 5, "True ");
   auto f = parseNpy(fortran, "f.npy");

@@ -95,7 +95,12 @@ public:
   llvm::Error checkPlannedSaves(int64_t firstStep, int64_t lastStep,
                                 int64_t interval) const;
 
+  /// Starts a save (async) or writes and commits it; commits the previous
+  /// one first if commitPrevious() has not.
   llvm::Error save(const CkptRunInfo &run, llvm::ArrayRef<CkptTensor> tensors);
+  /// Waits for the previous save's write and commits it (collective). Its
+  /// failure leaves the saver ready for the next save.
+  llvm::Error commitPrevious();
   /// Waits for the save in flight and commits it.
   llvm::Error finish();
 
@@ -128,6 +133,7 @@ private:
   CkptPlace place;
   std::unique_ptr<Pending> pending;
   std::unique_ptr<CommitFiles> deferred;
+  double commitS = 0; // commitPrevious() time, counted in the next stall
   double stallS = 0, writeS = 0;
   int64_t bytes = 0;
 };

@@ -62,6 +62,9 @@ private:
                const CkptPlace &place)
       : options(&options), config(&config), place(place), seed(options.seed) {}
   llvm::Error openLoad();
+  /// A failed save: returned under --on-save-error stop (or when `last`),
+  /// reported and dropped under continue.
+  llvm::Error tolerate(llvm::Error err, bool last);
 
   const TrainOptions *options;
   const ::ds::config::Config *config;
@@ -69,6 +72,7 @@ private:
   std::optional<uint64_t> seed;
   std::optional<CheckpointReader> resumed;
   std::unique_ptr<CheckpointSaver> saver;
+  int failedSaves = 0;
 };
 
 } // namespace ds::driver

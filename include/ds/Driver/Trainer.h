@@ -55,6 +55,10 @@ struct TrainOptions {
   std::string saveDir;
   int64_t saveInterval = 0;
   bool saveSync = false;
+  /// --on-save-error: a failed save (full disk, read-only filesystem) ends
+  /// the run, or is reported and training goes on. The save at the last
+  /// step always fails the run: nothing comes after it.
+  bool continueOnSaveError = false;
   /// Resume from loadDir's `latest` (or loadTag): --steps is the step the
   /// continued run ends at.
   std::string loadDir;
