@@ -33,7 +33,8 @@ llvm::Expected<StepLoop> StepLoop::create(const StepManifest &manifest,
 StepLoop::StepLoop(const StepManifest &manifest, const TrainOptions &options,
                    const cfg::Config &config, int rank, MetricsWriter metrics)
     : manifest(&manifest), options(&options), config(&config), rank(rank),
-      talk(rank == 0 && !options.quiet), metrics(std::move(metrics)) {
+      talk(rank == 0 && !options.quiet), metrics(std::move(metrics)),
+      routing(manifest) {
   if (config.pipeline.stages > 1)
     stage = rank / config.dpSize;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
@@ -79,7 +80,8 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     if (r.updates >= 0)
       continue;
     results[k] = Tensor::zeros(r.dtype, r.shape);
-    (r.name == "loss" ? lossAt : r.name == "lr" ? lrAt : normAt) = k;
+    if (r.name == "loss" || r.name == "lr" || r.name == "grad_norm")
+      (r.name == "loss" ? lossAt : r.name == "lr" ? lrAt : normAt) = k;
   }
   store.bind(args, results);
   feeder.bind(args);
@@ -115,6 +117,7 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     r.loss = *results[*lossAt].data<float>();
     r.lr = *results[*lrAt].data<float>();
     r.gradNorm = *results[*normAt].data<float>();
+    routing.observe(results);
     // Samples, for a model without a sequence dim.
     r.tokensPerS = config->trainBatchSize *
                    std::max<int64_t>(feeder.seqLen(), 1) / (r.stepMs / 1000.0);
@@ -173,6 +176,7 @@ void StepLoop::report(int64_t s, const StepReport &r, const StateStore &store,
         {"loss_scale", double(*store.current(*scaleArg).data<float>())});
     fields.push_back({"skipped", r.skipped});
   }
+  routing.addFields(fields);
   metrics.write(fields);
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
   if (!talk ||
@@ -187,5 +191,5 @@ void StepLoop::report(int64_t s, const StepReport &r, const StateStore &store,
     log << llvm::formatv("  loss_scale {0}{1}",
                          *store.current(*scaleArg).data<float>(),
                          r.skipped ? "  (skipped: overflow)" : "");
-  log << "\n";
+  log << routing.collapseWarning(printEvery) << "\n";
 }
