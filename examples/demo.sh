@@ -169,6 +169,17 @@ print(f"model-state bytes per rank: ep_size 1 {one[-1]['model_state_bytes']}, "
       f"ep_size 2 {two[-1]['model_state_bytes']}")
 if [r["loss"] for r in one] != [r["loss"] for r in two]:
     sys.exit("demo: expert parallelism changed the numbers")
+# The routing of each MoE layer, over both ranks' tokens (top-2: each token
+# counts once for each of its two experts, before capacity drops).
+for step in (two[0], two[-1]):
+    for key in sorted(k for k in step if k.endswith("/exp_counts")):
+        layer = key[len("moe/"):-len("/exp_counts")]
+        print(f"ep_size 2 step {step['step']:2} {layer}: tokens per expert "
+              f"{step[key]}, dropped {step[f'moe/{layer}/dropped_fraction']:.1%}, "
+              f"aux loss {step[f'moe/{layer}/aux_loss']:.4f}")
+if any(r[k] != two[i][k] for i, r in enumerate(one) for k in r
+       if k.endswith("/exp_counts")):
+    sys.exit("demo: expert parallelism changed the routing")
 PY
 
 cat <<'MSG'
@@ -201,7 +212,8 @@ cat <<'MSG'
 - MoE expert parallelism: with ep_size 2 each rank held 4 of the 8 experts
   of every MoE layer, ds-moe-expert-parallel put an all-to-all before and
   after them, and the run matched ep_size 1 bit for bit with fewer
-  model-state bytes per rank. Per-expert token counts are not reported yet.
+  model-state bytes per rank; the step returned each MoE layer's tokens per
+  expert, dropped fraction and aux loss, summed over both ranks.
 - ds-plot (below): the metrics of two runs as one figure of training curves.
 Not shown yet: pipeline x data parallelism — that lands in the next issues.
 MSG

@@ -134,6 +134,19 @@ llvm::Expected<StepManifest> manifestOf(ModuleOp module, func::FuncOp step,
   }
   for (const char *name : {"loss", "lr", "grad_norm"})
     manifest.results.push_back({name, -1, DType::F32, {}});
+  // Reports after grad_norm (ds-moe-routing-metrics): f32, named.
+  for (unsigned r = manifest.results.size(); r < step.getNumResults(); ++r) {
+    auto name =
+        step.getResultAttrOfType<StringAttr>(r, mlir::ds::kMetricAttrName);
+    if (!name)
+      return llvm::createStringError(
+          "@train_step result #%u follows grad_norm but has no %s name", r,
+          mlir::ds::kMetricAttrName.data());
+    auto type = cast<RankedTensorType>(step.getResultTypes()[r]);
+    manifest.results.push_back(
+        {name.str(), -1, DType::F32,
+         std::vector<int64_t>(type.getShape().begin(), type.getShape().end())});
+  }
   manifest.gradientAccumulationSteps = config.gradientAccumulationSteps;
   if (auto attr = module->getAttrOfType<IntegerAttr>(
           mlir::ds::importer::kInitSeedAttrName))

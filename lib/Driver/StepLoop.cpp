@@ -39,7 +39,7 @@ StepLoop::StepLoop(const StepManifest &manifest, const TrainOptions &options,
                    CsvMonitor csv)
     : manifest(&manifest), options(&options), config(&config), rank(rank),
       talk(rank == 0 && !options.quiet), metrics(std::move(metrics)),
-      csv(std::move(csv)) {
+      csv(std::move(csv)), routing(manifest) {
   if (config.pipeline.stages > 1)
     stage = rank / config.dpSize;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
@@ -85,7 +85,8 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     if (r.updates >= 0)
       continue;
     results[k] = Tensor::zeros(r.dtype, r.shape);
-    (r.name == "loss" ? lossAt : r.name == "lr" ? lrAt : normAt) = k;
+    if (r.name == "loss" || r.name == "lr" || r.name == "grad_norm")
+      (r.name == "loss" ? lossAt : r.name == "lr" ? lrAt : normAt) = k;
   }
   store.bind(args, results);
   feeder.bind(args);
@@ -128,6 +129,7 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     r.loss = *results[*lossAt].data<float>();
     r.lr = *results[*lrAt].data<float>();
     r.gradNorm = *results[*normAt].data<float>();
+    routing.observe(results);
     // Samples, for a model without a sequence dim.
     r.tokensPerS = config->trainBatchSize *
                    std::max<int64_t>(feeder.seqLen(), 1) / (r.stepMs / 1000.0);
@@ -221,6 +223,7 @@ llvm::Error StepLoop::report(int64_t s, const StepReport &r,
     fields.push_back({"reduction_ms", r.reductionMs});
     fields.push_back({"optimizer_ms", r.optimizerMs});
   }
+  routing.addFields(fields);
   metrics.write(fields);
   if (llvm::Error err = writeCsv(s, r, store))
     return err;
@@ -237,7 +240,7 @@ llvm::Error StepLoop::report(int64_t s, const StepReport &r,
     log << llvm::formatv("  loss_scale {0}{1}",
                          *store.current(*scaleArg).data<float>(),
                          r.skipped ? "  (skipped: overflow)" : "");
-  log << "\n";
+  log << routing.collapseWarning(printEvery) << "\n";
   if (timesPhases())
     // DeepSpeed's timer names: bwd = bwd_inner + bwd_allreduce.
     log << llvm::formatv("time (ms) | fwd: {0:f2} | bwd: {1:f2} | bwd_inner: "

@@ -140,6 +140,7 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   zero.prescaleGradients = config.prescaleGradients;
   zero.gradientPredivideFactor = config.gradientPredivideFactor;
   pm.addPass(createZero(zero));
+  pm.addPass(createMoERoutingMetrics());
   pm.addPass(createVerifyStepContract());
   if (config.wallClockBreakdown)
     pm.addPass(createPhaseTimers());

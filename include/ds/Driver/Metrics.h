@@ -22,7 +22,8 @@ int64_t peakRssBytes();
 /// measured. Keys keep the order they were added in.
 class MetricsWriter {
 public:
-  using Value = std::variant<int64_t, double, bool, std::string>;
+  using Value =
+      std::variant<int64_t, double, bool, std::string, std::vector<int64_t>>;
 
   /// Opens (truncates) `path`; an empty path writes nothing.
   static llvm::Expected<MetricsWriter> open(llvm::StringRef path);

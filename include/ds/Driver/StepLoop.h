@@ -16,6 +16,7 @@
 #include "ds/Driver/CsvMonitor.h"
 #include "ds/Driver/DataFeeder.h"
 #include "ds/Driver/Metrics.h"
+#include "ds/Driver/RoutingMonitor.h"
 #include "ds/Driver/StateStore.h"
 #include "ds/Driver/Trainer.h"
 
@@ -81,6 +82,8 @@ private:
   /// skipped step's non-finite loss is the overflow it skipped, not
   /// divergence.
   std::optional<size_t> scaleArg, skippedArg, hysteresisArg;
+  /// The MoE layers' routing results, when the step has any.
+  RoutingMonitor routing;
   /// This rank's pipeline stage, when the step is one.
   std::optional<int64_t> stage;
 };

@@ -436,7 +436,8 @@ def VerifyStepContract : Pass<"ds-verify-step-contract", "mlir::ModuleOp"> {
                             <state {dstrain.state = {param, kind}}>,
                             %step: tensor<i64> {dstrain.step},
                             <batch, leading dim = gradient_accumulation_steps>)
-          -> (<new params>, <new state>, loss, lr, grad_norm)
+          -> (<new params>, <new state>, loss, lr, grad_norm,
+              <metrics {dstrain.metric = "<name>"}>)
           attributes {dstrain.gradient_accumulation_steps = N}
 
     Checked: the parameters come first and have unique names; every state
@@ -448,7 +449,8 @@ def VerifyStepContract : Pass<"ds-verify-step-contract", "mlir::ModuleOp"> {
     uses only dsnn, dstrain, dsdist, arith, math, tensor, scf and func ops.
     `@forward_backward`,
     when present, takes the same parameters and returns (loss, their
-    gradients). One diagnostic per violation; the pass fails if any.
+    gradients). Both may end with results named by `dstrain.metric`
+    (reports such as ds-moe-routing-metrics' counts). One diagnostic per violation; the pass fails if any.
   }];
   let options = [
     Option<"prescaleGradients", "prescale-gradients", "bool", "false",
@@ -785,6 +787,44 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
                            "::mlir::ds::train::TrainDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::tensor::TensorDialect"];
+}
+
+def MoERoutingMetrics : Pass<"ds-moe-routing-metrics", "mlir::ModuleOp"> {
+  let summary = "Return each MoE layer's per-expert token counts, dropped choices and aux loss from the step";
+  let description = [{
+    After ds-zero. Each forward `dsnn.moe_route` of the gradient function
+    (not a recomputed copy) gets three results of `@forward_backward`, after
+    the gradients: the choices routed to each expert before capacity drops
+    (`tensor<Exf32>`, summing to N·k), the dropped choices (`tensor<f32>`)
+    and the layer's aux loss. `@train_step` sums the first two over its
+    micro-batches and the whole data-parallel group (every grid axis) and
+    means the aux loss the way it means the loss; it returns them after
+    grad_norm, named by `dstrain.metric = "moe/<layer>/<what>"`:
+
+      %c, %d = scf.for ... // over the N·k choices of the route
+      return ..., %c, %d, %aux   // {dstrain.metric = "moe/h.1/exp_counts"}, ...
+
+      %0:33 = scf.for ... iter_args(..., %cs = %zeros, ...) {
+        %r:33 = func.call @forward_backward(...)
+        %s = dsnn.add %cs, %r#30 ...
+      }
+      %counts = dsdist.all_reduce %0#30 over ["dp", "ep"] sum
+
+    A pipelined step is left as it is (no routing metrics).
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the step function">,
+    Option<"gradientEntry", "gradient-entry", "std::string",
+           "\"forward_backward\"", "the gradient function">,
+  ];
+  let statistics = [
+    Statistic<"numLayers", "moe-layers", "MoE layers reported">,
+  ];
+  let dependentDialects = ["::mlir::ds::dist::DistDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {

@@ -50,6 +50,10 @@ inline constexpr StringLiteral kRngKeyAttrName = "dsnn.rng_key";
 /// optimizer state, unit on the 1-based step counter.
 inline constexpr StringLiteral kStateAttrName = "dstrain.state";
 inline constexpr StringLiteral kStepAttrName = "dstrain.step";
+/// Result attribute naming a metric of the step (`"moe/<layer>/exp_counts"`):
+/// results after grad_norm (and after the gradients of @forward_backward)
+/// that only report, never update anything.
+inline constexpr StringLiteral kMetricAttrName = "dstrain.metric";
 /// @train_step function attribute: the micro-batches per step, which is the
 /// leading dim of every batch argument.
 inline constexpr StringLiteral kAccumStepsAttrName =
@@ -76,6 +80,10 @@ inline RankedTensorType floatTensorType(Type type) {
   auto t = dyn_cast<RankedTensorType>(type);
   return t && isa<FloatType>(t.getElementType()) ? t : RankedTensorType();
 }
+
+/// Replaces `layer` by a copy that also yields `values` (defined in its
+/// body) as its last results; uses of the old results move to the copy.
+nn::LayerOp yieldMore(nn::LayerOp layer, ArrayRef<Value> values);
 
 /// A 0-d float tensor constant (`arith.constant dense<v> : tensor<T>`),
 /// which dsnn's broadcasting ops apply elementwise.

@@ -272,27 +272,33 @@ static LogicalResult exportSavedActivations(func::FuncOp fn) {
     if (escaping.empty())
       continue;
 
-    SmallVector<Type> types(layer.getResultTypes());
-    for (Value v : escaping)
-      types.push_back(v.getType());
-    OpBuilder b(layer);
-    auto exported =
-        LayerOp::create(b, layer.getLoc(), types, layer.getLayerNameAttr(),
-                        layer.getLayerTypeAttr());
-    exported->setDiscardableAttrs(layer->getDiscardableAttrDictionary());
-    exported.getBody().takeBody(layer.getBody());
-    auto yield = cast<YieldOp>(exported.getBody().front().getTerminator());
-    unsigned first = yield->getNumOperands();
-    yield->insertOperands(first, escaping.getArrayRef());
+    unsigned first = layer.getNumResults();
+    LayerOp exported = yieldMore(layer, escaping.getArrayRef());
     for (auto [i, saved] : llvm::enumerate(escaping))
       Value(saved).replaceUsesWithIf(
           exported.getResult(first + i), [&](OpOperand &use) {
             return !exported->isAncestor(use.getOwner());
           });
-    layer.replaceAllUsesWith(exported.getResults().take_front(first));
-    layer.erase();
   }
   return success();
+}
+
+LayerOp mlir::ds::yieldMore(LayerOp layer, ArrayRef<Value> values) {
+  SmallVector<Type> types(layer.getResultTypes());
+  for (Value v : values)
+    types.push_back(v.getType());
+  OpBuilder b(layer);
+  auto wider =
+      LayerOp::create(b, layer.getLoc(), types, layer.getLayerNameAttr(),
+                      layer.getLayerTypeAttr());
+  wider->setDiscardableAttrs(layer->getDiscardableAttrDictionary());
+  wider.getBody().takeBody(layer.getBody());
+  auto yield = cast<YieldOp>(wider.getBody().front().getTerminator());
+  unsigned first = yield->getNumOperands();
+  yield->insertOperands(first, values);
+  layer.replaceAllUsesWith(wider.getResults().take_front(first));
+  layer.erase();
+  return wider;
 }
 
 /// Spells every dsnn.moe out as its routing (MoEOp::expand): the VJPs are

@@ -37,6 +37,16 @@ constexpr StringLiteral kStepWideKinds[] = {
     "loss_scale", "loss_scale_good_steps", "loss_scale_hysteresis",
     "skipped_steps"};
 
+/// The results at the end of `fn` named by `dstrain.metric` (reports such
+/// as the routing counts, after everything the contract fixes).
+unsigned numTrailingMetrics(func::FuncOp fn, unsigned numResults) {
+  unsigned n = 0;
+  while (n < numResults &&
+         fn.getResultAttr(numResults - 1 - n, kMetricAttrName))
+    ++n;
+  return n;
+}
+
 struct VerifyStepContractPass
     : ds::impl::VerifyStepContractBase<VerifyStepContractPass> {
   using Base::Base;
@@ -207,9 +217,10 @@ struct VerifyStepContractPass
                << kAccumStepsAttrName << " = " << steps.getInt();
     }
 
-    // Results: new params, new state, loss, lr, grad_norm.
+    // Results: new params, new state, loss, lr, grad_norm, then metrics.
     FunctionType type = fn.getFunctionType();
-    unsigned expected = numParams + numState + 3;
+    unsigned expected =
+        numParams + numState + 3 + numTrailingMetrics(fn, type.getNumResults());
     if (type.getNumResults() != expected) {
       fail() << "@" << fn.getName() << " returns " << type.getNumResults()
              << " values but must return " << expected << " (" << numParams
@@ -252,7 +263,8 @@ struct VerifyStepContractPass
   bool checkGradient(func::FuncOp grad) {
     unsigned numParams = numLeadingParams(grad);
     FunctionType type = grad.getFunctionType();
-    bool ok = type.getNumResults() == numParams + 1 &&
+    unsigned numMetrics = numTrailingMetrics(grad, type.getNumResults());
+    bool ok = type.getNumResults() == numParams + 1 + numMetrics &&
               type.getNumResults() > 0 && isF32Scalar(type.getResult(0));
     // A 16-bit parameter's gradient may be f32 (accumulated in f32).
     for (unsigned i = 0; ok && i < numParams; ++i)
@@ -262,7 +274,7 @@ struct VerifyStepContractPass
       grad.emitError() << "step contract: @" << grad.getName()
                        << " must return (loss : tensor<f32>, one gradient "
                           "per parameter, of its type), i.e. "
-                       << numParams + 1 << " values; it returns "
+                       << numParams + 1 + numMetrics << " values; it returns "
                        << type.getNumResults();
     return ok;
   }
