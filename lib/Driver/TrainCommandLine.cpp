@@ -41,6 +41,11 @@ static cl::opt<std::string> initFrom("init-from", cl::cat(category),
                                               ".safetensors file, a .pt "
                                               "model or a torch.save'd "
                                               "state_dict"));
+static cl::opt<std::string> paramMap(
+    "param-map", cl::cat(category),
+    cl::desc("FILE.json | gpt2: which tensor of --init-from holds each "
+             "parameter, and whether it is stored transposed (gpt2: a "
+             "Hugging Face GPT-2 checkpoint into a GPT spec)"));
 static cl::list<std::string>
     batchBinding("batch", cl::cat(category),
                  cl::desc("NAME=tokens|targets: feed forward's batch "
@@ -105,6 +110,11 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
     options.seed = static_cast<uint64_t>(seed);
   options.initFrom = initFrom;
   options.freshInit = freshInit;
+  options.paramMap = paramMap;
+  if (!paramMap.empty() && initFrom.empty())
+    return createStringError("--param-map %s names the tensors of an "
+                             "--init-from file; give --init-from FILE",
+                             paramMap.getValue().c_str());
   for (const std::string &binding : batchBinding) {
     auto [name, role] = llvm::StringRef(binding).split('=');
     if (name.empty() || (role != "tokens" && role != "targets"))

@@ -9,6 +9,7 @@
 #include "ds/Config/Config.h"
 #include "ds/Driver/Checkpointer.h"
 #include "ds/Driver/DataFeeder.h"
+#include "ds/Driver/ParamMap.h"
 #include "ds/Driver/StateStore.h"
 #include "ds/Driver/StepLoop.h"
 #include "dsrt/dsrt.h"
@@ -160,6 +161,14 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   if (!feeder)
     return feeder.takeError();
 
+  ParamMap paramMap;
+  if (!options.paramMap.empty()) {
+    auto loaded = ParamMap::load(options.paramMap);
+    if (!loaded)
+      return loaded.takeError();
+    paramMap = std::move(*loaded);
+  }
+
   llvm::SmallString<128> temporaryWeights;
   llvm::scope_exit removeWeights([&] {
     if (!temporaryWeights.empty())
@@ -204,7 +213,9 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
       std::chrono::duration<double>(Clock::now() - compileStart).count();
 
   StateStore store(manifest, place.programRank);
-  if (llvm::Error err = store.initialize(seed, *initFrom))
+  if (llvm::Error err = store.initialize(
+          seed, *initFrom, paramMap,
+          options.initFrom.empty() ? options.modelPath : options.initFrom))
     return err;
   if (llvm::Error err = feeder->initialize(manifest, seed, place.programRank))
     return err;

@@ -34,6 +34,8 @@ struct TrainOptions {
   std::string metricsPath;      ///< JSONL, one line per step
   std::optional<uint64_t> seed; ///< overrides the model's init seed
   std::string initFrom;         ///< safetensors with initial parameters
+  /// --param-map: where initFrom holds each parameter (ParamMap.h).
+  std::string paramMap;
   /// Draw the parameters from the model's init attributes even when the
   /// model file holds values (a .pt starts from its own weights otherwise).
   bool freshInit = false;
