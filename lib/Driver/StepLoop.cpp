@@ -95,7 +95,8 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
                          checkpointer.resume()->tagDir(), firstStep);
   for (int64_t s = firstStep; s < options->steps; ++s) {
     auto stepStart = Clock::now();
-    feeder.fill(s);
+    if (llvm::Error err = feeder.fill(s))
+      return err;
     checkpointer.beforeStep(s + 1, metrics);
     int64_t skippedBefore = stateI64(skippedArg);
     float scaleBefore = scaleArg ? *store.current(*scaleArg).data<float>() : 0;

@@ -25,8 +25,10 @@ static cl::opt<std::string>
              cl::desc("run the ds-compile artifact DIR instead of compiling "
                       "(in ds-runner: no compiler in the process)"));
 static cl::opt<std::string> data("data", cl::cat(category),
-                                 cl::desc("training tokens: .txt (bytes) or "
-                                          ".bin (uint16)"));
+                                 cl::desc("training tokens: .txt (bytes), "
+                                          ".bin (uint16) or 1-D .npy; or a "
+                                          "DIR of NAME.npy per batch "
+                                          "argument"));
 static cl::opt<bool> synthetic("synthetic", cl::cat(category),
                                cl::desc("train on seeded random tokens"));
 static cl::opt<int64_t> steps("steps", cl::Required, cl::cat(category),
@@ -48,9 +50,10 @@ static cl::opt<std::string> paramMap(
              "Hugging Face GPT-2 checkpoint into a GPT spec)"));
 static cl::list<std::string>
     batchBinding("batch", cl::cat(category),
-                 cl::desc("NAME=tokens|targets: feed forward's batch "
-                          "argument NAME the token windows' inputs or "
-                          "their next-token targets (repeatable)"));
+                 cl::desc("NAME=tokens|targets|FILE.npy: feed forward's batch "
+                          "argument NAME the token windows' inputs, "
+                          "their next-token targets, or the rows of a "
+                          ".npy file, one per sample (repeatable)"));
 static cl::opt<bool> freshInit(
     "fresh-init", cl::cat(category),
     cl::desc("draw the parameters from the model's init attributes instead "
@@ -117,10 +120,12 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
                              paramMap.getValue().c_str());
   for (const std::string &binding : batchBinding) {
     auto [name, role] = llvm::StringRef(binding).split('=');
-    if (name.empty() || (role != "tokens" && role != "targets"))
-      return createStringError("--batch %s: expected NAME=tokens or "
-                               "NAME=targets (e.g. --batch x=tokens "
-                               "--batch y=targets)",
+    if (name.empty() ||
+        (role != "tokens" && role != "targets" && !role.ends_with(".npy")))
+      return createStringError("--batch %s: expected NAME=tokens, "
+                               "NAME=targets or NAME=FILE.npy (e.g. --batch "
+                               "x=tokens --batch y=targets, or --batch "
+                               "x=x.npy --batch y=y.npy)",
                                binding.c_str());
     options.batchRoles[name.str()] = role.str();
   }

@@ -59,8 +59,8 @@ std::optional<StringRef> dictValue(StringRef header, StringRef key) {
 
 } // namespace
 
-llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
-                                                StringRef what) {
+llvm::Expected<NpyHeader> mlir::ds::exec::parseNpyHeader(StringRef bytes,
+                                                         StringRef what) {
   if (!bytes.starts_with("\x93NUMPY") || bytes.size() < 10)
     return bad(what, "not a .npy file (no \\x93NUMPY magic)");
   unsigned major = static_cast<unsigned char>(bytes[6]);
@@ -95,17 +95,15 @@ llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
   StringRef d = descr->trim("'\"");
   if (d.size() < 2 || d.front() == '>')
     return bad(what, "dtype " + *descr + " is not little-endian");
-  StringRef kind = d.drop_front(
-      d.front() == '<' || d.front() == '|' || d.front() == '=' ? 1 : 0);
-  std::optional<DType> dtype;
-  for (const DescrEntry &e : kDescrs)
-    if (kind == e.descr)
-      dtype = e.dtype;
-  if (!dtype)
-    return bad(what, "unsupported dtype " + *descr +
-                         " (supported: f4 f8 f2 b1 i1 i2 i4 i8)");
-
-  llvm::SmallVector<int64_t, 4> shape;
+  NpyHeader out;
+  out.kind =
+      d.drop_front(d.front() == '<' || d.front() == '|' || d.front() == '=' ? 1
+                                                                            : 0)
+          .str();
+  if (out.kind.size() < 2 ||
+      StringRef(out.kind).drop_front().getAsInteger(10, out.itemSize) ||
+      !out.itemSize)
+    return bad(what, "unsupported dtype " + *descr);
   StringRef dims = shapeText->trim("()");
   llvm::SmallVector<StringRef> parts;
   dims.split(parts, ',', -1, /*KeepEmpty=*/false);
@@ -116,10 +114,26 @@ llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
     int64_t v;
     if (p.getAsInteger(10, v) || v < 0)
       return bad(what, "bad shape " + *shapeText);
-    shape.push_back(v);
+    out.shape.push_back(v);
   }
-  Tensor t = Tensor::zeros(*dtype, shape);
-  size_t dataStart = headerStart + headerLen;
+  out.dataOffset = headerStart + headerLen;
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
+                                                StringRef what) {
+  auto header = parseNpyHeader(bytes, what);
+  if (!header)
+    return header.takeError();
+  std::optional<DType> dtype;
+  for (const DescrEntry &e : kDescrs)
+    if (header->kind == e.descr)
+      dtype = e.dtype;
+  if (!dtype)
+    return bad(what, "unsupported dtype " + header->kind +
+                         " (supported: f4 f8 f2 b1 i1 i2 i4 i8)");
+  Tensor t = Tensor::zeros(*dtype, header->shape);
+  size_t dataStart = header->dataOffset;
   if (bytes.size() - dataStart != static_cast<size_t>(t.byteSize()))
     return bad(what, llvm::Twine(bytes.size() - dataStart) +
                          " data bytes for " + t.typeString() + " (" +
