@@ -1,5 +1,6 @@
 //===- StepLoop.cpp - Run the steps, measure and report them --------------===//
 #include "ds/Driver/StepLoop.h"
+#include "ds/Driver/Evaluator.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -69,7 +70,8 @@ void StepLoop::printSummary(const StateStore &store, const DataFeeder &feeder,
 
 llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
                           DataFeeder &feeder, Checkpointer &checkpointer,
-                          uint64_t seed, llvm::raw_ostream &log) {
+                          uint64_t seed, llvm::raw_ostream &log,
+                          Evaluator *evaluator) {
   using Clock = std::chrono::steady_clock;
   std::vector<Tensor> args(manifest->args.size()),
       results(manifest->results.size());
@@ -124,6 +126,13 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
       return err;
     if (llvm::Error err = checkpointer.afterStep(s + 1, seed, store, metrics))
       return err;
+    if (evaluator && evaluator->due(s + 1)) {
+      auto evalLoss = evaluator->run(step, store);
+      if (!evalLoss)
+        return evalLoss.takeError();
+      r.evalLoss = *evalLoss;
+      metrics.addToNextLine("eval_loss", *evalLoss);
+    }
     report(s, r, store, modelStateBytes, log);
   }
   return llvm::Error::success();
@@ -176,14 +185,16 @@ void StepLoop::report(int64_t s, const StepReport &r, const StateStore &store,
   }
   metrics.write(fields);
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
-  if (!talk ||
-      !((s + 1) % printEvery == 0 || s == 0 || s + 1 == options->steps))
+  if (!talk || !((s + 1) % printEvery == 0 || s == 0 ||
+                 s + 1 == options->steps || r.evalLoss))
     return;
   log << llvm::formatv("step {0,5}/{1}  loss {2:f4}  lr {3:e2}  "
                        "grad_norm {4:f3}  tokens/s {5,8:f0}  step {6:f1} "
                        "ms",
                        s + 1, options->steps, r.loss, r.lr, r.gradNorm,
                        r.tokensPerS, r.stepMs);
+  if (r.evalLoss)
+    log << llvm::formatv("  eval_loss {0:f4}", *r.evalLoss);
   if (scaleArg)
     log << llvm::formatv("  loss_scale {0}{1}",
                          *store.current(*scaleArg).data<float>(),

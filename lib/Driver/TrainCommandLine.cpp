@@ -29,6 +29,15 @@ static cl::opt<std::string> data("data", cl::cat(category),
                                           ".bin (uint16) or 1-D .npy; or a "
                                           "DIR of NAME.npy per batch "
                                           "argument"));
+static cl::opt<std::string>
+    evalData("eval-data", cl::cat(category),
+             cl::desc("held-out tokens (.txt, .bin or .npy): log the eval "
+                      "loss (forward only, no dropout) every "
+                      "--eval-interval steps"));
+static cl::opt<int64_t>
+    evalInterval("eval-interval", cl::init(0), cl::cat(category),
+                 cl::desc("with --eval-data: evaluate every K steps "
+                          "(default: every steps_per_print)"));
 static cl::opt<bool> synthetic("synthetic", cl::cat(category),
                                cl::desc("train on seeded random tokens"));
 static cl::opt<int64_t> steps("steps", cl::Required, cl::cat(category),
@@ -132,6 +141,12 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
   if (freshInit && !initFrom.empty())
     return createStringError("--fresh-init and --init-from contradict each "
                              "other; pass one");
+  options.evalDataPath = evalData;
+  options.evalInterval = evalInterval;
+  if (evalInterval < 0 || (evalInterval > 0 && evalData.empty()))
+    return createStringError("--eval-interval %lld: needs --eval-data FILE "
+                             "and K >= 1",
+                             (long long)evalInterval.getValue());
   options.saveWeights = saveWeights;
   options.dumpIRDir = dumpIR;
   options.quiet = quiet;

@@ -46,11 +46,12 @@ public:
   /// Tokens per sample (0 for a model without a sequence dim).
   int64_t seqLen() const { return sequence; }
 
-private:
-  DataFeeder() = default;
   /// What token data feeds batch argument `p`: "input_ids", "targets", or
   /// its own name (nothing).
   std::string roleOf(const ArgSpec &p) const;
+
+private:
+  DataFeeder() = default;
   std::optional<size_t> findRole(const StepManifest &m,
                                  llvm::StringRef role) const;
   /// The .npy file whose rows feed batch argument `p` (--batch NAME=FILE

@@ -24,6 +24,8 @@
 
 namespace ds::driver {
 
+class Evaluator;
+
 class StepLoop {
 public:
   /// Opens the metrics file (rank r > 0 writes NAME.rank<r>.EXT next to
@@ -41,7 +43,7 @@ public:
   /// Runs from the checkpointer's first step to --steps.
   llvm::Error run(StepFunction &step, StateStore &store, DataFeeder &feeder,
                   Checkpointer &checkpointer, uint64_t seed,
-                  llvm::raw_ostream &log);
+                  llvm::raw_ostream &log, Evaluator *evaluator = nullptr);
 
   /// Whether this rank prints progress.
   bool talks() const { return talk; }
@@ -52,6 +54,7 @@ private:
     float loss = 0, lr = 0, gradNorm = 0;
     double stepMs = 0, commMs = 0, bubbleMs = 0, tokensPerS = 0;
     bool skipped = false;
+    std::optional<double> evalLoss;
   };
   StepLoop(const StepManifest &manifest, const TrainOptions &options,
            const ::ds::config::Config &config, int rank, MetricsWriter metrics);

@@ -17,6 +17,12 @@ reference does not share ds's [out, in] layout.
                            older checkpoints) and DIR/reference.json
                            (PyTorch's step-1 loss, in f64)
   hf_gpt2.py check DIR JSONL   compares JSONL's step-1 loss with it
+  hf_gpt2.py eval DIR JSONL LR   DeepSpeed's eval_batch: trains the model
+                           from DIR/hf.safetensors with SGD at rate LR as
+                           ds-train did (DIR/tokens.bin, sequential order)
+                           and compares every eval_loss of JSONL with
+                           PyTorch's no-grad loss at that step on batch k
+                           of DIR/eval.bin (k = 0, 1, ... for the k-th eval)
 
 Run with Debian's /usr/bin/python3 (python3-torch).
 """
@@ -94,6 +100,43 @@ def gpt2_loss(sd, ids, targets):
     return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
 
+def windows(tokens, first, count):
+    """Samples first..first+count-1 in the sequential order of docs/data.md."""
+    span = len(tokens) - T - 1
+    starts = [(j * T) % span for j in range(first, first + count)]
+    return (torch.tensor([tokens[s:s + T] for s in starts]),
+            torch.tensor([tokens[s + 1:s + T + 1] for s in starts]))
+
+
+def read_tokens(path):
+    raw = open(path, "rb").read()
+    return list(struct.unpack(f"<{len(raw) // 2}H", raw))
+
+
+def evaluate(out, jsonl, lr):
+    lines = [json.loads(line) for line in open(jsonl)]
+    train, held_out = read_tokens(f"{out}/tokens.bin"), read_tokens(f"{out}/eval.bin")
+    sd = {k: v.double().requires_grad_() for k, v in hf_state_dict(
+        torch.Generator().manual_seed(5)).items()}
+    worst, evals = 0.0, 0
+    for line in lines:
+        s = line["step"] - 1
+        loss = gpt2_loss(sd, *windows(train, s * BATCH, BATCH))
+        grads = torch.autograd.grad(loss, list(sd.values()))
+        with torch.no_grad():
+            for p, g in zip(sd.values(), grads):
+                p -= float(lr) * g
+        if "eval_loss" in line:
+            with torch.no_grad():
+                ref = gpt2_loss(sd, *windows(held_out, evals * BATCH, BATCH)).item()
+            worst = max(worst, abs(line["eval_loss"] - ref) / ref)
+            evals += 1
+    ok = evals > 0 and worst <= TOLERANCE
+    print(f"{evals} eval losses ds vs torch no-grad: max rel err {worst:.1e} "
+          f"{'ok' if ok else 'FAIL'}")
+    sys.exit(0 if ok else 1)
+
+
 def prepare(out):
     gen = torch.Generator().manual_seed(5)
     sd = hf_state_dict(gen)
@@ -114,6 +157,7 @@ def prepare(out):
     with open(f"{out}/sgd.json", "w") as f:
         json.dump({"train_batch_size": BATCH,
                    "train_micro_batch_size_per_gpu": BATCH,
+                   "gradient_clipping": 0,
                    "optimizer": {"type": "SGD", "params": {"lr": 0.1}}}, f)
     write_safetensors(f"{out}/hf.safetensors", sd)
     full = dict(sd)
@@ -122,13 +166,11 @@ def prepare(out):
         full[f"transformer.h.{i}.attn.bias"] = torch.ones(T, T).tril().view(1, 1, T, T)
     torch.save(full, f"{out}/hf.pth")
 
-    # Step 0's samples in the sequential order of docs/data.md.
-    span = len(tokens) - T - 1
-    starts = [(j * T) % span for j in range(BATCH)]
-    ids = torch.tensor([tokens[s:s + T] for s in starts])
-    targets = torch.tensor([tokens[s + 1:s + T + 1] for s in starts])
+    held_out = torch.randint(0, VOCAB, (300,), generator=gen).tolist()
+    with open(f"{out}/eval.bin", "wb") as f:
+        f.write(struct.pack(f"<{len(held_out)}H", *held_out))
     with open(f"{out}/reference.json", "w") as f:
-        json.dump({"loss": gpt2_loss(sd, ids, targets).item()}, f)
+        json.dump({"loss": gpt2_loss(sd, *windows(tokens, 0, BATCH)).item()}, f)
 
 
 def check(out, jsonl):
@@ -142,7 +184,5 @@ def check(out, jsonl):
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "prepare":
-        prepare(sys.argv[2])
-    else:
-        check(sys.argv[2], sys.argv[3])
+    {"prepare": prepare, "check": check, "eval": evaluate}[sys.argv[1]](
+        *sys.argv[2:])
