@@ -190,7 +190,8 @@ ds::driver::compileCached(const StepRequest &request, bool quiet) {
   // ranks are stopped by the launcher when this one exits).
   if (!fs::is_regular_file(request.modelPath))
     return compileJitStep(request);
-  bool use = settings->enabled && request.dumpIRDir.empty();
+  // The cache holds the step alone; an eval function is JIT-compiled.
+  bool use = settings->enabled && request.dumpIRDir.empty() && !request.eval;
   const int64_t world = request.worldSize, rank = request.rank;
   // Every rank must take the same path: the cached one talks.
   if (world > 1) {

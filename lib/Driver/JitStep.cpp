@@ -117,6 +117,37 @@ llvm::Expected<ArgSpec> argSpecOf(func::FuncOp step, unsigned i) {
   return arg;
 }
 
+/// @eval_step: a copy of the model's @forward with every dropout the
+/// identity (DeepSpeed's eval_batch runs the module in eval mode); it reads
+/// the same parameters as the step and one micro-batch.
+llvm::Error addEvalStep(ModuleOp module) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return createStringError("the step module has no @forward to evaluate");
+  OpBuilder b(module.getContext());
+  b.setInsertionPointAfter(forward);
+  auto eval = cast<func::FuncOp>(b.clone(*forward));
+  eval.setName("eval_step");
+  eval.walk([](nn::DropoutOp op) {
+    op.getResult().replaceAllUsesWith(op.getInput());
+    op.erase();
+  });
+  return llvm::Error::success();
+}
+
+/// The arguments of @eval_step as plain fields.
+llvm::Expected<std::vector<ArgSpec>> evalArgsOf(ModuleOp module) {
+  std::vector<ArgSpec> args;
+  auto eval = module.lookupSymbol<func::FuncOp>("eval_step");
+  for (unsigned i = 0; eval && i < eval.getNumArguments(); ++i) {
+    auto arg = argSpecOf(eval, i);
+    if (!arg)
+      return arg.takeError();
+    args.push_back(std::move(*arg));
+  }
+  return args;
+}
+
 /// Everything the run side needs from the step module, before codegen.
 llvm::Expected<StepManifest> manifestOf(ModuleOp module, func::FuncOp step,
                                         const cfg::Config &config) {
@@ -170,6 +201,10 @@ public:
   llvm::Error run(llvm::ArrayRef<Tensor> args,
                   llvm::ArrayRef<Tensor> results) override {
     return runner->invokeInto("train_step", args, results);
+  }
+  llvm::Error evaluate(llvm::ArrayRef<Tensor> args,
+                       const Tensor &loss) override {
+    return runner->invokeInto("eval_step", args, {loss});
   }
 
 private:
@@ -234,6 +269,9 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
     if (failed(pm.run(*built.module)))
       return createStringError("building the training step failed:\n" + diag);
   }
+  if (request.eval)
+    if (llvm::Error err = addEvalStep(*built.module))
+      return std::move(err);
   dump("1-step", *built.module);
 
   // The step and the resolved config: what every rank must agree on.
@@ -253,6 +291,10 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   if (!manifest)
     return manifest.takeError();
   manifest->startupHash = startupHash;
+  auto evalArgs = evalArgsOf(*built.module);
+  if (!evalArgs)
+    return evalArgs.takeError();
+  manifest->evalArgs = std::move(*evalArgs);
   if (auto grid = (*built.module)
                       ->getAttrOfType<mlir::ds::dist::GridAttr>(
                           mlir::ds::dist::DistDialect::kGridAttrName)) {
@@ -267,10 +309,14 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
 }
 
 /// How @train_step is lowered, for the JIT and for artifacts alike.
-mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump) {
+mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump,
+                                                bool eval = false) {
   mlir::ds::exec::RunnerOptions options;
-  // Only the step is called; @forward and @forward_backward stay uncompiled.
+  // Only the step (and @eval_step) is called; @forward and
+  // @forward_backward stay uncompiled.
   options.entryPoints = {"train_step"};
+  if (eval)
+    options.entryPoints.push_back("eval_step");
   options.preLowering = addStepLowering;
   options.onStage = [dump](llvm::StringRef stage, ModuleOp m) {
     dump(stage == "pre" ? "2-linalg" : "3-llvm", m);
@@ -288,8 +334,8 @@ llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
   if (!built)
     return built.takeError();
   // Lower and JIT everything at once: the step is the hot path.
-  auto runner =
-      mlir::ds::exec::Runner::create(*built->module, stepRunnerOptions(dump));
+  auto runner = mlir::ds::exec::Runner::create(
+      *built->module, stepRunnerOptions(dump, request.eval));
   if (!runner)
     return runner.takeError();
   built->manifest.blasCallSites = (*runner)->blasCallSites();

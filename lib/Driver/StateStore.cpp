@@ -1,6 +1,7 @@
 //===- StateStore.cpp - Parameters and optimizer state of a run -----------===//
 #include "ds/Driver/StateStore.h"
 #include "ds/Driver/ParamInit.h"
+#include "ds/Driver/ParamMap.h"
 #include "ds/Driver/SafeTensors.h"
 #include "dsrt/dsrt.h"
 
@@ -69,6 +70,16 @@ const char *ckptDType(DType dtype) {
     return "I64";
   }
   return "?";
+}
+
+/// The [cols, rows] transpose of a row-major [rows, cols] matrix.
+std::vector<float> transposed(const std::vector<float> &m, int64_t rows,
+                              int64_t cols) {
+  std::vector<float> out(m.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[c * rows + r] = m[r * cols + c];
+  return out;
 }
 
 int64_t localBytes(const ArgSpec &arg) {
@@ -167,11 +178,14 @@ StateStore::StateStore(const StepManifest &manifest, int rank)
   }
 }
 
-llvm::Error StateStore::initialize(uint64_t seed, llvm::StringRef initFrom) {
+llvm::Error StateStore::initialize(uint64_t seed, llvm::StringRef initFrom,
+                                   const ParamMap &map,
+                                   llvm::StringRef shownAs) {
   if (llvm::Error err = drawInitialValues(seed, initFrom.empty()))
     return err;
   if (!initFrom.empty())
-    return loadInitialWeights(initFrom);
+    return loadInitialWeights(initFrom, map,
+                              shownAs.empty() ? initFrom : shownAs);
   return llvm::Error::success();
 }
 
@@ -215,30 +229,54 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
   return llvm::Error::success();
 }
 
-llvm::Error StateStore::loadInitialWeights(llvm::StringRef path) {
-  auto file = SafeTensorsFile::open(path);
+llvm::Error StateStore::loadInitialWeights(llvm::StringRef safetensors,
+                                           const ParamMap &map,
+                                           llvm::StringRef path) {
+  auto file = SafeTensorsFile::open(safetensors);
   if (!file)
     return file.takeError();
+  std::vector<std::string> params;
+  for (const ArgSpec &p : manifest.args)
+    if (p.kind == ArgSpec::Param)
+      params.push_back(p.name);
+  if (llvm::Error err = map.checkParams(params))
+    return err;
+  std::string via = map.isIdentity() ? "" : " (" + map.origin() + ")";
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     const ArgSpec &p = manifest.args[i];
     if (p.kind != ArgSpec::Param)
       continue;
-    const SafeTensorInfo *info = file->find(p.name);
+    ParamSource source = map.sourceOf(
+        p.name, [&](llvm::StringRef name) { return file->find(name); });
+    const SafeTensorInfo *info = file->find(source.name);
+    if (!info && source.name == p.name)
+      return createStringError(
+          "%s: no tensor for parameter \"%s\"%s; the file must hold every "
+          "parameter of the model by its qualified name, or --param-map "
+          "names where it is",
+          path.str().c_str(), p.name.c_str(), via.c_str());
     if (!info)
-      return createStringError(
-          "%s: no tensor for parameter \"%s\"; the file must hold every "
-          "parameter of the model by its qualified name",
-          path.str().c_str(), p.name.c_str());
+      return createStringError("%s: no tensor \"%s\", which holds parameter "
+                               "\"%s\"%s",
+                               path.str().c_str(), source.name.c_str(),
+                               p.name.c_str(), via.c_str());
     llvm::ArrayRef<int64_t> shape = p.wholeShape();
-    if (info->shape != std::vector<int64_t>(shape.begin(), shape.end()))
+    std::vector<int64_t> stored(shape.begin(), shape.end());
+    if (source.transpose && stored.size() == 2)
+      std::swap(stored[0], stored[1]);
+    if (info->shape != stored || (source.transpose && shape.size() != 2))
       return createStringError(
-          "%s: tensor \"%s\" has shape %s but the model's parameter is %s",
-          path.str().c_str(), p.name.c_str(),
+          "%s: tensor \"%s\" has shape %s but the model's parameter \"%s\" "
+          "is %s%s%s",
+          path.str().c_str(), source.name.c_str(),
           mlir::ds::exec::typeString(DType::F32, info->shape).c_str(),
-          mlir::ds::exec::typeString(DType::F32, shape).c_str());
-    auto data = file->readF32(p.name);
+          p.name.c_str(), mlir::ds::exec::typeString(DType::F32, shape).c_str(),
+          source.transpose ? ", stored transposed" : "", via.c_str());
+    auto data = file->readF32(source.name);
     if (!data)
       return data.takeError();
+    if (source.transpose)
+      *data = transposed(*data, stored[0], stored[1]);
     ChunkRange r = localRange(p, rank);
     storeAs(p.dtype, data->data() + r.first, r.count, currentValues[i].data());
     // A 16-bit parameter's f32 master copy: this rank's chunk.
@@ -424,8 +462,8 @@ int64_t StateStore::residentBytes(int64_t dpSize, int64_t zeroStage) const {
       continue;
     // An expert parameter's gradient is this rank's experts', reduced over
     // the ranks holding the same experts.
-    int64_t whole = p.expertShards ? numElements(p.shape)
-                                   : numElements(p.wholeShape());
+    int64_t whole =
+        p.expertShards ? numElements(p.shape) : numElements(p.wholeShape());
     int64_t group = p.expertShards ? dpSize / p.expertShards : dpSize;
     int64_t chunk = llvm::divideCeil(whole, group);
     bytes += 4 * (zeroStage >= 2 && group > 1 ? chunk : whole);

@@ -1,5 +1,6 @@
 //===- StepLoop.cpp - Run the steps, measure and report them --------------===//
 #include "ds/Driver/StepLoop.h"
+#include "ds/Driver/Evaluator.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -75,7 +76,8 @@ void StepLoop::printSummary(const StateStore &store, const DataFeeder &feeder,
 
 llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
                           DataFeeder &feeder, Checkpointer &checkpointer,
-                          uint64_t seed, llvm::raw_ostream &log) {
+                          uint64_t seed, llvm::raw_ostream &log,
+                          Evaluator *evaluator) {
   using Clock = std::chrono::steady_clock;
   std::vector<Tensor> args(manifest->args.size()),
       results(manifest->results.size());
@@ -102,7 +104,8 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
                          checkpointer.resume()->tagDir(), firstStep);
   for (int64_t s = firstStep; s < options->steps; ++s) {
     auto stepStart = Clock::now();
-    feeder.fill(s);
+    if (llvm::Error err = feeder.fill(s))
+      return err;
     checkpointer.beforeStep(s + 1, metrics);
     int64_t skippedBefore = stateI64(skippedArg);
     float scaleBefore = scaleArg ? *store.current(*scaleArg).data<float>() : 0;
@@ -138,6 +141,13 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
       return err;
     if (llvm::Error err = checkpointer.afterStep(s + 1, seed, store, metrics))
       return err;
+    if (evaluator && evaluator->due(s + 1)) {
+      auto evalLoss = evaluator->run(step, store);
+      if (!evalLoss)
+        return evalLoss.takeError();
+      r.evalLoss = *evalLoss;
+      metrics.addToNextLine("eval_loss", *evalLoss);
+    }
     if (llvm::Error err = report(s, r, store, modelStateBytes, log))
       return err;
   }
@@ -228,14 +238,16 @@ llvm::Error StepLoop::report(int64_t s, const StepReport &r,
   if (llvm::Error err = writeCsv(s, r, store))
     return err;
   int64_t printEvery = std::max<int64_t>(1, config->stepsPerPrint);
-  if (!talk ||
-      !((s + 1) % printEvery == 0 || s == 0 || s + 1 == options->steps))
+  if (!talk || !((s + 1) % printEvery == 0 || s == 0 ||
+                 s + 1 == options->steps || r.evalLoss))
     return llvm::Error::success();
   log << llvm::formatv("step {0,5}/{1}  loss {2:f4}  lr {3:e2}  "
                        "grad_norm {4:f3}  tokens/s {5,8:f0}  step {6:f1} "
                        "ms",
                        s + 1, options->steps, r.loss, r.lr, r.gradNorm,
                        r.tokensPerS, r.stepMs);
+  if (r.evalLoss)
+    log << llvm::formatv("  eval_loss {0:f4}", *r.evalLoss);
   if (scaleArg)
     log << llvm::formatv("  loss_scale {0}{1}",
                          *store.current(*scaleArg).data<float>(),

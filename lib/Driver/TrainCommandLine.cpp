@@ -25,8 +25,19 @@ static cl::opt<std::string>
              cl::desc("run the ds-compile artifact DIR instead of compiling "
                       "(in ds-runner: no compiler in the process)"));
 static cl::opt<std::string> data("data", cl::cat(category),
-                                 cl::desc("training tokens: .txt (bytes) or "
-                                          ".bin (uint16)"));
+                                 cl::desc("training tokens: .txt (bytes), "
+                                          ".bin (uint16) or 1-D .npy; or a "
+                                          "DIR of NAME.npy per batch "
+                                          "argument"));
+static cl::opt<std::string>
+    evalData("eval-data", cl::cat(category),
+             cl::desc("held-out tokens (.txt, .bin or .npy): log the eval "
+                      "loss (forward only, no dropout) every "
+                      "--eval-interval steps"));
+static cl::opt<int64_t>
+    evalInterval("eval-interval", cl::init(0), cl::cat(category),
+                 cl::desc("with --eval-data: evaluate every K steps "
+                          "(default: every steps_per_print)"));
 static cl::opt<bool> synthetic("synthetic", cl::cat(category),
                                cl::desc("train on seeded random tokens"));
 static cl::opt<int64_t> steps("steps", cl::Required, cl::cat(category),
@@ -41,11 +52,17 @@ static cl::opt<std::string> initFrom("init-from", cl::cat(category),
                                               ".safetensors file, a .pt "
                                               "model or a torch.save'd "
                                               "state_dict"));
+static cl::opt<std::string> paramMap(
+    "param-map", cl::cat(category),
+    cl::desc("FILE.json | gpt2: which tensor of --init-from holds each "
+             "parameter, and whether it is stored transposed (gpt2: a "
+             "Hugging Face GPT-2 checkpoint into a GPT spec)"));
 static cl::list<std::string>
     batchBinding("batch", cl::cat(category),
-                 cl::desc("NAME=tokens|targets: feed forward's batch "
-                          "argument NAME the token windows' inputs or "
-                          "their next-token targets (repeatable)"));
+                 cl::desc("NAME=tokens|targets|FILE.npy: feed forward's batch "
+                          "argument NAME the token windows' inputs, "
+                          "their next-token targets, or the rows of a "
+                          ".npy file, one per sample (repeatable)"));
 static cl::opt<bool> freshInit(
     "fresh-init", cl::cat(category),
     cl::desc("draw the parameters from the model's init attributes instead "
@@ -114,18 +131,31 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
     options.seed = static_cast<uint64_t>(seed);
   options.initFrom = initFrom;
   options.freshInit = freshInit;
+  options.paramMap = paramMap;
+  if (!paramMap.empty() && initFrom.empty())
+    return createStringError("--param-map %s names the tensors of an "
+                             "--init-from file; give --init-from FILE",
+                             paramMap.getValue().c_str());
   for (const std::string &binding : batchBinding) {
     auto [name, role] = llvm::StringRef(binding).split('=');
-    if (name.empty() || (role != "tokens" && role != "targets"))
-      return createStringError("--batch %s: expected NAME=tokens or "
-                               "NAME=targets (e.g. --batch x=tokens "
-                               "--batch y=targets)",
+    if (name.empty() ||
+        (role != "tokens" && role != "targets" && !role.ends_with(".npy")))
+      return createStringError("--batch %s: expected NAME=tokens, "
+                               "NAME=targets or NAME=FILE.npy (e.g. --batch "
+                               "x=tokens --batch y=targets, or --batch "
+                               "x=x.npy --batch y=y.npy)",
                                binding.c_str());
     options.batchRoles[name.str()] = role.str();
   }
   if (freshInit && !initFrom.empty())
     return createStringError("--fresh-init and --init-from contradict each "
                              "other; pass one");
+  options.evalDataPath = evalData;
+  options.evalInterval = evalInterval;
+  if (evalInterval < 0 || (evalInterval > 0 && evalData.empty()))
+    return createStringError("--eval-interval %lld: needs --eval-data FILE "
+                             "and K >= 1",
+                             (long long)evalInterval.getValue());
   options.saveWeights = saveWeights;
   options.dumpIRDir = dumpIR;
   options.quiet = quiet;

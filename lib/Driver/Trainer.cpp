@@ -9,6 +9,8 @@
 #include "ds/Config/Config.h"
 #include "ds/Driver/Checkpointer.h"
 #include "ds/Driver/DataFeeder.h"
+#include "ds/Driver/Evaluator.h"
+#include "ds/Driver/ParamMap.h"
 #include "ds/Driver/StateStore.h"
 #include "ds/Driver/StepLoop.h"
 #include "dsrt/dsrt.h"
@@ -160,6 +162,17 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   if (!feeder)
     return feeder.takeError();
 
+  auto evaluator = Evaluator::open(options, *config);
+  if (!evaluator)
+    return evaluator.takeError();
+  ParamMap paramMap;
+  if (!options.paramMap.empty()) {
+    auto loaded = ParamMap::load(options.paramMap);
+    if (!loaded)
+      return loaded.takeError();
+    paramMap = std::move(*loaded);
+  }
+
   llvm::SmallString<128> temporaryWeights;
   llvm::scope_exit removeWeights([&] {
     if (!temporaryWeights.empty())
@@ -180,6 +193,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   request.worldSize = worldSize;
   request.rank = rank;
   request.dumpIRDir = options.dumpIRDir;
+  request.eval = *evaluator != nullptr;
   request.agreeOnStep = [&](uint64_t hash) {
     return agreeOnStep(hash, rank, worldSize, place.programSize);
   };
@@ -187,6 +201,10 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     std::optional<uint64_t> seedOption = checkpointer->seedOption();
     if (llvm::Error err = feeder->plan(manifest, *config, seedOption))
       return err;
+    if (*evaluator)
+      if (llvm::Error err =
+              (*evaluator)->plan(manifest, *feeder, place.programRank))
+        return err;
     seed = seedOption.value_or(manifest.initSeed.value_or(0));
     auto values = checkpointer->readState(manifest, seed);
     if (!values)
@@ -204,7 +222,9 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
       std::chrono::duration<double>(Clock::now() - compileStart).count();
 
   StateStore store(manifest, place.programRank);
-  if (llvm::Error err = store.initialize(seed, *initFrom))
+  if (llvm::Error err = store.initialize(
+          seed, *initFrom, paramMap,
+          options.initFrom.empty() ? options.modelPath : options.initFrom))
     return err;
   if (llvm::Error err = feeder->initialize(manifest, seed, place.programRank))
     return err;
@@ -218,7 +238,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   // ends before they go.
   auto dropSave = llvm::make_scope_exit([&] { checkpointer->abandon(); });
   if (llvm::Error err = loop->run(*compiled->function, store, *feeder,
-                                  *checkpointer, seed, log))
+                                  *checkpointer, seed, log, evaluator->get()))
     return err;
   if (llvm::Error err = checkpointer->finish(loop->talks(), log))
     return err;

@@ -38,6 +38,14 @@ llvm::Error bad(StringRef what, const llvm::Twine &msg) {
 }
 
 // The value of 'key' in the header dict, up to the next top-level comma.
+// A shape as numpy writes it in a header: (4,8), (5,), ().
+std::string pythonShape(llvm::ArrayRef<int64_t> shape) {
+  std::string out = "(";
+  for (auto [i, d] : llvm::enumerate(shape))
+    out += (i ? "," : "") + std::to_string(d);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
 std::optional<StringRef> dictValue(StringRef header, StringRef key) {
   std::string quoted = ("'" + key + "'").str();
   size_t pos = header.find(quoted);
@@ -59,8 +67,8 @@ std::optional<StringRef> dictValue(StringRef header, StringRef key) {
 
 } // namespace
 
-llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
-                                                StringRef what) {
+llvm::Expected<NpyHeader> mlir::ds::exec::parseNpyHeader(StringRef bytes,
+                                                         StringRef what) {
   if (!bytes.starts_with("\x93NUMPY") || bytes.size() < 10)
     return bad(what, "not a .npy file (no \\x93NUMPY magic)");
   unsigned major = static_cast<unsigned char>(bytes[6]);
@@ -95,17 +103,15 @@ llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
   StringRef d = descr->trim("'\"");
   if (d.size() < 2 || d.front() == '>')
     return bad(what, "dtype " + *descr + " is not little-endian");
-  StringRef kind = d.drop_front(
-      d.front() == '<' || d.front() == '|' || d.front() == '=' ? 1 : 0);
-  std::optional<DType> dtype;
-  for (const DescrEntry &e : kDescrs)
-    if (kind == e.descr)
-      dtype = e.dtype;
-  if (!dtype)
-    return bad(what, "unsupported dtype " + *descr +
-                         " (supported: f4 f8 f2 b1 i1 i2 i4 i8)");
-
-  llvm::SmallVector<int64_t, 4> shape;
+  NpyHeader out;
+  out.kind =
+      d.drop_front(d.front() == '<' || d.front() == '|' || d.front() == '=' ? 1
+                                                                            : 0)
+          .str();
+  if (out.kind.size() < 2 ||
+      StringRef(out.kind).drop_front().getAsInteger(10, out.itemSize) ||
+      !out.itemSize)
+    return bad(what, "unsupported dtype " + *descr);
   StringRef dims = shapeText->trim("()");
   llvm::SmallVector<StringRef> parts;
   dims.split(parts, ',', -1, /*KeepEmpty=*/false);
@@ -116,23 +122,38 @@ llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
     int64_t v;
     if (p.getAsInteger(10, v) || v < 0)
       return bad(what, "bad shape " + *shapeText);
-    shape.push_back(v);
+    out.shape.push_back(v);
   }
+  out.dataOffset = headerStart + headerLen;
+  return out;
+}
+
+llvm::Expected<Tensor> mlir::ds::exec::parseNpy(StringRef bytes,
+                                                StringRef what) {
+  auto header = parseNpyHeader(bytes, what);
+  if (!header)
+    return header.takeError();
+  std::optional<DType> dtype;
+  for (const DescrEntry &e : kDescrs)
+    if (header->kind == e.descr)
+      dtype = e.dtype;
+  if (!dtype)
+    return bad(what, "unsupported dtype " + header->kind +
+                         " (supported: f4 f8 f2 b1 i1 i2 i4 i8)");
   // The header may claim any shape: the bytes must be there before
   // anything is allocated.
   uint64_t expected = dtypeBytes(*dtype);
-  for (int64_t v : shape)
+  for (int64_t v : header->shape)
     if (__builtin_mul_overflow(expected, uint64_t(v), &expected))
-      return bad(what, "shape " + *shapeText +
-                           " holds more bytes than a "
-                           "file can");
-  size_t dataStart = headerStart + headerLen;
+      return bad(what, "shape " + pythonShape(header->shape) +
+                           " holds more bytes than a file can");
+  size_t dataStart = header->dataOffset;
   if (bytes.size() - dataStart != expected)
-    return bad(what, llvm::Twine(bytes.size() - dataStart) +
-                         " data bytes for " +
-                         Tensor::borrow(*dtype, shape, nullptr).typeString() +
-                         " (" + llvm::Twine(expected) + " expected)");
-  Tensor t = Tensor::zeros(*dtype, shape);
+    return bad(what,
+               llvm::Twine(bytes.size() - dataStart) + " data bytes for " +
+                   Tensor::borrow(*dtype, header->shape, nullptr).typeString() +
+                   " (" + llvm::Twine(expected) + " expected)");
+  Tensor t = Tensor::zeros(*dtype, header->shape);
   if (expected) // an empty tensor may have no buffer
     std::memcpy(t.data(), bytes.data() + dataStart,
                 static_cast<size_t>(t.byteSize()));

@@ -101,6 +101,10 @@ struct StepManifest {
   /// Classes of the model's cross-entropy (last dim of its logits), 0 if
   /// it has none: synthetic class labels are drawn below it.
   int64_t crossEntropyClasses = 0;
+  /// The arguments of @eval_step (the forward, no dropout, one
+  /// micro-batch; StepRequest::eval): parameters by name, then batch
+  /// arguments. Empty when the step has none.
+  std::vector<ArgSpec> evalArgs;
   /// Filled once code is generated.
   int64_t blasCallSites = 0;
   int64_t workspaceBytes = 0;
@@ -119,6 +123,12 @@ public:
   virtual ~StepFunction() = default;
   virtual llvm::Error run(llvm::ArrayRef<Tensor> args,
                           llvm::ArrayRef<Tensor> results) = 0;
+  /// One call of @eval_step: the loss of one micro-batch, nothing updated.
+  virtual llvm::Error evaluate(llvm::ArrayRef<Tensor> args,
+                               const Tensor &loss) {
+    return llvm::createStringError("this training step has no eval function "
+                                   "(a ds-compile artifact has none)");
+  }
 };
 
 struct CompiledStep {
@@ -137,6 +147,8 @@ struct StepRequest {
   const ::ds::config::Config *config = nullptr;
   int64_t worldSize = 1, rank = 0;
   std::string dumpIRDir; ///< writes each phase's IR here (empty: none)
+  /// Also compile @eval_step, the model's forward without dropout.
+  bool eval = false;
   /// Called with the start-up hash as soon as the step is known, before
   /// anything else can fail: ranks compare it.
   std::function<llvm::Error(uint64_t startupHash)> agreeOnStep;

@@ -1,9 +1,10 @@
 //===- DataFeeder.h - The batch arguments of every step ---------*- C++ -*-===//
 //
 // Fills @train_step's batch arguments and step counter before each step:
-// token windows in the sample order of docs/data.md (this rank's
-// contiguous block of the global batch, micro-batch by micro-batch), or
-// fixed synthetic batches drawn once from the seed.
+// token windows or rows of per-sample .npy files in the sample order of
+// docs/data.md (this rank's contiguous block of the global batch,
+// micro-batch by micro-batch), or fixed synthetic batches drawn once from
+// the seed.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DS_DRIVER_DATAFEEDER_H
@@ -38,21 +39,30 @@ public:
 
   /// Puts the batch buffers into `args` at the manifest's positions.
   void bind(std::vector<Tensor> &args) const;
-  /// Writes the step counter and the token batches of 0-based step `step`.
-  void fill(int64_t step);
+  /// Writes the step counter and the batches of 0-based step `step`: token
+  /// windows, and the rows of per-sample .npy files.
+  llvm::Error fill(int64_t step);
 
   /// Tokens per sample (0 for a model without a sequence dim).
   int64_t seqLen() const { return sequence; }
 
-private:
-  DataFeeder() = default;
   /// What token data feeds batch argument `p`: "input_ids", "targets", or
   /// its own name (nothing).
   std::string roleOf(const ArgSpec &p) const;
+
+private:
+  DataFeeder() = default;
   std::optional<size_t> findRole(const StepManifest &m,
                                  llvm::StringRef role) const;
+  /// The .npy file whose rows feed batch argument `p` (--batch NAME=FILE
+  /// or --data DIR's NAME.npy), or "".
+  std::string fileOf(const ArgSpec &p) const;
+  /// Maps the per-sample files of the step's batch arguments.
+  llvm::Error openSamples(const StepManifest &manifest);
 
   std::map<std::string, std::string> roles; ///< --batch
+  std::string sampleDir;                    ///< --data DIR
+  std::map<size_t, SampleArray> arrays;     ///< per batch argument index
 
   const StepManifest *manifest = nullptr;
   std::optional<TokenData> data;

@@ -12,6 +12,7 @@
 
 #include "ds/Driver/Checkpoint.h"
 #include "ds/Driver/CompiledStep.h"
+#include "ds/Driver/ParamMap.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -33,8 +34,11 @@ public:
   StateStore(const StepManifest &manifest, int rank);
 
   /// First values: parameters drawn from `seed` (or read from `initFrom`
-  /// when given), states from their init values.
-  llvm::Error initialize(uint64_t seed, llvm::StringRef initFrom);
+  /// when given, found there through `map`), states from their init values.
+  /// Errors name the file `shownAs` (the file a temporary was made from).
+  llvm::Error initialize(uint64_t seed, llvm::StringRef initFrom,
+                         const ParamMap &map = {},
+                         llvm::StringRef shownAs = "");
   /// Overwrites the arguments `restored` holds bytes for.
   void restore(const std::vector<std::vector<char>> &restored);
 
@@ -60,7 +64,8 @@ public:
 
 private:
   llvm::Error drawInitialValues(uint64_t seed, bool parameters);
-  llvm::Error loadInitialWeights(llvm::StringRef path);
+  llvm::Error loadInitialWeights(llvm::StringRef file, const ParamMap &map,
+                                 llvm::StringRef shownAs);
 
   const StepManifest &manifest;
   int rank;

@@ -26,6 +26,8 @@
 
 namespace ds::driver {
 
+class Evaluator;
+
 class StepLoop {
 public:
   /// Opens the metrics file (rank r > 0 writes NAME.rank<r>.EXT next to
@@ -43,7 +45,7 @@ public:
   /// Runs from the checkpointer's first step to --steps.
   llvm::Error run(StepFunction &step, StateStore &store, DataFeeder &feeder,
                   Checkpointer &checkpointer, uint64_t seed,
-                  llvm::raw_ostream &log);
+                  llvm::raw_ostream &log, Evaluator *evaluator = nullptr);
 
   /// Whether this rank prints progress.
   bool talks() const { return talk; }
@@ -56,6 +58,7 @@ private:
     /// wall_clock_breakdown: the phases libdsrt timed (ds-phase-timers).
     double forwardMs = 0, backwardMs = 0, reductionMs = 0, optimizerMs = 0;
     bool skipped = false;
+    std::optional<double> evalLoss;
   };
   StepLoop(const StepManifest &manifest, const TrainOptions &options,
            const ::ds::config::Config &config, int rank, MetricsWriter metrics,

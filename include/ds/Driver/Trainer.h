@@ -34,6 +34,8 @@ struct TrainOptions {
   std::string metricsPath;      ///< JSONL, one line per step
   std::optional<uint64_t> seed; ///< overrides the model's init seed
   std::string initFrom;         ///< safetensors with initial parameters
+  /// --param-map: where initFrom holds each parameter (ParamMap.h).
+  std::string paramMap;
   /// Draw the parameters from the model's init attributes even when the
   /// model file holds values (a .pt starts from its own weights otherwise).
   bool freshInit = false;
@@ -41,6 +43,10 @@ struct TrainOptions {
   /// --batch NAME=tokens|targets: what token data feeds each named batch
   /// argument (docs/data.md lists the names bound without it).
   std::map<std::string, std::string> batchRoles;
+  /// --eval-data: held-out tokens; the eval loss every evalInterval steps
+  /// (0: every steps_per_print).
+  std::string evalDataPath;
+  int64_t evalInterval = 0;
   std::string saveWeights; ///< safetensors of the final parameters
   std::string dumpIRDir;   ///< writes each phase's IR here
   bool quiet = false;      ///< no progress lines
