@@ -141,6 +141,14 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   zero.gradientPredivideFactor = config.gradientPredivideFactor;
   pm.addPass(createZero(zero));
   pm.addPass(createVerifyStepContract());
+  // overlap_comm: collectives start early and are waited late, so their
+  // bytes move while the ranks compute.
+  if (config.zero.overlapComm && config.dpSize > 1) {
+    ScheduleCommOptions schedule;
+    schedule.maxLiveParameters = config.zero.maxLiveParameters;
+    schedule.prefetchBucketSize = config.zero.prefetchBucketSize;
+    pm.addPass(createScheduleComm(schedule));
+  }
   return llvm::Error::success();
 }
 
