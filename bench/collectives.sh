@@ -13,16 +13,9 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
-lib="$DS_BUILD/lib/libdsrt.so"
-if [ ! -e "$lib" ]; then
-  echo "bench: $lib not found; build dsrt (ninja -C \$DS_BUILD dsrt)" >&2
-  exit 1
-fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mpicc -O2 -std=c11 -I"$here/../runtime/include" \
-  "$here/collectives/collectives.c" -o "$tmp/collectives" \
-  -L"$DS_BUILD/lib" -ldsrt -Wl,-rpath,"$(cd "$DS_BUILD/lib" && pwd)"
+mpicc_dsrt "$here/collectives/collectives.c" "$tmp/collectives"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export COLLECTIVES_SIZES_MIB=${COLLECTIVES_SIZES_MIB:-"1 4 16 64"}
 mpirun --oversubscribe -n "${COLLECTIVES_RANKS:-2}" \

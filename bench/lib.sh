@@ -36,3 +36,15 @@ echo "bench: OpenBLAS core $bench_blas_core for ds and the baseline;" \
 baseline_python() {
   OPENBLAS_CORETYPE=$bench_blas_core "$PYTHON" "$@"
 }
+
+# mpicc_dsrt SRC OUT: builds an MPI program against $DS_BUILD's libdsrt.
+mpicc_dsrt() {
+  local lib="$DS_BUILD/lib/libdsrt.so"
+  if [ ! -e "$lib" ]; then
+    echo "bench: $lib not found; build dsrt (ninja -C \$DS_BUILD dsrt)" >&2
+    exit 1
+  fi
+  mpicc -O2 -std=c11 -I"$(dirname "${BASH_SOURCE[0]}")/../runtime/include" \
+    "$1" -o "$2" \
+    -L"$DS_BUILD/lib" -ldsrt -Wl,-rpath,"$(cd "$DS_BUILD/lib" && pwd)"
+}

@@ -561,28 +561,57 @@ static int check_all_reduce(const char *what, dsrt_comm *comm, const void *send,
                        "pass send == recv for in place");
 }
 
-/* Deterministic mode serves the blocking reductions only: they are what
- * compiled code calls, and checking runs against each other is its use.
- * Returns 1 when this reduction is summed in rank order here, 0 when the
- * backend reduces, or a reported error status (> 1). */
-static int fixed_order(const char *what, const dsrt_comm *comm, int async) {
+/* Deterministic mode serves the reductions of the host backends; an
+ * asynchronous one sums in rank order inside its start and hands back a
+ * request that is already complete (scheduled code starts reductions
+ * early, and the numbers must not depend on it). Returns 1 when this
+ * reduction is summed in rank order here, 0 when the backend reduces, or a
+ * reported error status (> 1). */
+static int fixed_order(const char *what, const dsrt_comm *comm) {
   if (!deterministic || !comm || comm->size <= 1)
     return 0;
-  if (async || !strcmp(backend->name, "nccl"))
+  if (!strcmp(backend->name, "nccl"))
     return dsrt_fail(DSRT_ERR_UNSUPPORTED,
                      "%s: deterministic mode sums in rank order on the host, "
-                     "for blocking reductions on host backends; turn it off "
-                     "(dsrt_comm_set_deterministic(0)) for %s",
-                     what, async ? "asynchronous ones" : "nccl");
+                     "for host backends; turn it off "
+                     "(dsrt_comm_set_deterministic(0)) for nccl",
+                     what);
   return 1;
+}
+
+/* The request of a start that completed before returning. */
+static dsrt_request completed_request = {"a completed start", NULL};
+
+/* A blocking reduction in rank order (deterministic mode). */
+static int reduce_fixed(int status, dsrt_comm *comm, const void *send,
+                        void *recv, int64_t count, int dtype, int op,
+                        int scatter, double t0) {
+  if (status == 1)
+    status =
+        dsrt_fixed_order_reduce(backend, comm, send, recv, count,
+                                (dsrt_dtype)dtype, (dsrt_reduce_op)op, scatter);
+  comm_seconds += now() - t0;
+  return status;
+}
+
+/* An asynchronous reduction in rank order: done before its start returns. */
+static int reduce_fixed_now(int status, dsrt_comm *comm, const void *send,
+                            void *recv, int64_t count, int dtype, int op,
+                            int scatter, dsrt_request **req) {
+  status = reduce_fixed(status, comm, send, recv, count, dtype, op, scatter,
+                        now());
+  *req = status ? NULL : &completed_request;
+  return status;
 }
 
 static int start_all_reduce(const char *what, dsrt_comm *comm, const void *send,
                             void *recv, int64_t count, int dtype, int op,
                             dsrt_request **req) {
   int status = check_all_reduce(what, comm, send, recv, count, dtype, op);
-  if (status || (status = fixed_order(what, comm, /*async=*/1)))
+  if (status)
     return status;
+  if ((status = fixed_order(what, comm)))
+    return reduce_fixed_now(status, comm, send, recv, count, dtype, op, 0, req);
   return started(backend->all_reduce(comm, send, recv, count, dtype, op, req),
                  what, comm, req);
 }
@@ -628,8 +657,10 @@ static int start_reduce_scatter(const char *what, dsrt_comm *comm,
                                 const void *send, void *recv, int64_t count,
                                 int dtype, int op, dsrt_request **req) {
   int status = check_reduce_scatter(what, comm, send, recv, count, dtype, op);
-  if (status || (status = fixed_order(what, comm, /*async=*/1)))
+  if (status)
     return status;
+  if ((status = fixed_order(what, comm)))
+    return reduce_fixed_now(status, comm, send, recv, count, dtype, op, 1, req);
   return started(
       backend->reduce_scatter(comm, send, recv, count, dtype, op, req), what,
       comm, req);
@@ -712,25 +743,13 @@ static int finish(int status, dsrt_request *req, double t0) {
   return status;
 }
 
-/* A blocking reduction in rank order (deterministic mode). */
-static int reduce_fixed(int status, dsrt_comm *comm, const void *send,
-                        void *recv, int64_t count, int dtype, int op,
-                        int scatter, double t0) {
-  if (status == 1)
-    status =
-        dsrt_fixed_order_reduce(backend, comm, send, recv, count,
-                                (dsrt_dtype)dtype, (dsrt_reduce_op)op, scatter);
-  comm_seconds += now() - t0;
-  return status;
-}
-
 int dsrt_all_reduce(dsrt_comm *comm, const void *send, void *recv,
                     int64_t count, int dtype, int op) {
   double t0 = now();
   if (deterministic) {
     const char *what = "dsrt_all_reduce";
     int status = check_all_reduce(what, comm, send, recv, count, dtype, op);
-    if (!status && (status = fixed_order(what, comm, 0)) != 0)
+    if (!status && (status = fixed_order(what, comm)) != 0)
       return reduce_fixed(status, comm, send, recv, count, dtype, op, 0, t0);
     if (status)
       return status;
@@ -756,7 +775,7 @@ int dsrt_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
   if (deterministic) {
     const char *what = "dsrt_reduce_scatter";
     int status = check_reduce_scatter(what, comm, send, recv, count, dtype, op);
-    if (!status && (status = fixed_order(what, comm, 0)) != 0)
+    if (!status && (status = fixed_order(what, comm)) != 0)
       return reduce_fixed(status, comm, send, recv, count, dtype, op, 1, t0);
     if (status)
       return status;
@@ -891,6 +910,8 @@ int dsrt_wait(dsrt_request *req) {
     return status;
   if ((status = check_started("dsrt_wait")))
     return status;
+  if (req == &completed_request)
+    return DSRT_OK;
   return finish(DSRT_OK, req, t0);
 }
 

@@ -6,12 +6,16 @@
  * come back as statuses (MPI_ERRORS_RETURN on every group), never as an
  * abort inside MPI. f16 and bf16 travel as a 2-byte type with our own
  * reduction ops (each combine in f32, rounded to nearest even); avg is a
- * sum divided by the group size when the request completes.
+ * sum divided by the group size when the request completes. A progress
+ * thread (mpi_progress.c) moves the bytes of started operations while the
+ * caller computes; every MPI call here holds its lock (the table at the end
+ * takes it), so MPI_THREAD_SERIALIZED suffices.
  *
  *===-----------------------------------------------------------------------===*/
 #include "comm/backend.h"
 #include "comm/half.h"
 #include "comm/mpi_liveness.h"
+#include "comm/mpi_progress.h"
 #include "core/error.h"
 
 #include <mpi.h>
@@ -23,9 +27,10 @@
 
 typedef struct mpi_request {
   dsrt_request base;
-  int nmpi;         /* MPI requests in mpi[], all done when this one is */
-  MPI_Request *mpi; /* stored after the struct, like arrays */
-  int cancellable;  /* a receive: MPI_Cancel works on it, unlike collectives */
+  dsrt_mpi_inflight link; /* in the progress thread's list while in flight */
+  int nmpi;               /* MPI requests in mpi[], all done when this one is */
+  MPI_Request *mpi;       /* stored after the struct, like arrays */
+  int cancellable; /* a receive: MPI_Cancel works on it, unlike collectives */
   dsrt_dtype dt;
   int divisor; /* avg: divide result[0 .. result_count) when done; 0: none */
   void *result;
@@ -238,6 +243,9 @@ static int issued(const char *call, int rc, mpi_request *r,
     free(r);
     return mpi_error(call, rc);
   }
+  r->link.n = r->nmpi;
+  r->link.reqs = r->mpi;
+  dsrt_mpi_track(&r->link);
   *req = &r->base;
   return DSRT_OK;
 }
@@ -249,6 +257,7 @@ static int mpi_test(dsrt_request *req, int *done) {
                                                 MPI_STATUSES_IGNORE);
   if (rc != MPI_SUCCESS) {
     const char *what = r->base.what;
+    dsrt_mpi_untrack(&r->link);
     free(r);
     char call[96];
     snprintf(call, sizeof(call), "%s: MPI_Test", what ? what : "dsrt_wait");
@@ -256,6 +265,7 @@ static int mpi_test(dsrt_request *req, int *done) {
   }
   if (!flag)
     return DSRT_OK;
+  dsrt_mpi_untrack(&r->link);
   if (r->divisor)
     divide(r->result, r->result_count, r->dt, r->divisor);
   if (r->zero_bytes)
@@ -269,6 +279,7 @@ static int mpi_test(dsrt_request *req, int *done) {
 
 static void mpi_abandon(dsrt_request *req) {
   mpi_request *r = (mpi_request *)req;
+  dsrt_mpi_untrack(&r->link);
   if (!r->cancellable)
     return; /* MPI can neither cancel nor free a collective in flight, and a
                late peer may still write into its buffers: leak it */
@@ -346,10 +357,12 @@ static int mpi_init(dsrt_comm *world) {
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
   gather_tag_ok = found && *tag_ub >= DSRT_GATHER_TAG;
   dsrt_mpi_liveness_start();
+  dsrt_mpi_progress_start();
   return DSRT_OK;
 }
 
 static int mpi_finalize(void) {
+  dsrt_mpi_progress_stop();
   dsrt_mpi_liveness_stop();
   free_half_ops();
   close_algorithm_cvar();
@@ -372,7 +385,7 @@ static int mpi_split(dsrt_comm *parent, int color, int key, dsrt_comm *out) {
   /* MPI_Comm_split blocks; a timed barrier first means every rank is alive
    * and inside it, so it cannot wait on a dead peer. */
   dsrt_request *req;
-  int status = mpi_barrier(parent, &req);
+  int status = dsrt_comm_mpi_backend.barrier(parent, &req);
   if (status)
     return status;
   req->what = "dsrt_comm_split";
@@ -382,8 +395,10 @@ static int mpi_split(dsrt_comm *parent, int color, int key, dsrt_comm *out) {
   MPI_Comm *comm = malloc(sizeof(*comm));
   if (!comm)
     return dsrt_fail(DSRT_ERR_OUT_OF_MEMORY, "mpi backend: out of memory");
+  dsrt_mpi_lock();
   int rc = MPI_Comm_split(comm_of(parent), color, key, comm);
   if (rc != MPI_SUCCESS) {
+    dsrt_mpi_unlock();
     free(comm);
     return mpi_error("dsrt_comm_split: MPI_Comm_split", rc);
   }
@@ -391,6 +406,7 @@ static int mpi_split(dsrt_comm *parent, int color, int key, dsrt_comm *out) {
     MPI_Comm_free(comm);
     free(comm);
   }
+  dsrt_mpi_unlock();
   return status;
 }
 
@@ -601,24 +617,125 @@ static int mpi_recv(dsrt_comm *comm, void *buf, int64_t count, dsrt_dtype dt,
                 r, req);
 }
 
+/*--- The table: every MPI call under the progress lock
+ * ------------------------*/
+
+static void locked_free(dsrt_comm *comm) {
+  dsrt_mpi_lock();
+  mpi_free(comm);
+  dsrt_mpi_unlock();
+}
+
+static int locked_all_reduce(dsrt_comm *comm, const void *send, void *recv,
+                             int64_t count, dsrt_dtype dt, dsrt_reduce_op op,
+                             dsrt_request **req) {
+  dsrt_mpi_lock();
+  int status = mpi_all_reduce(comm, send, recv, count, dt, op, req);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static int locked_all_gather(dsrt_comm *comm, const void *send, void *recv,
+                             int64_t count, dsrt_dtype dt, dsrt_request **req) {
+  dsrt_mpi_lock();
+  int status = mpi_all_gather(comm, send, recv, count, dt, req);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static int locked_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
+                                 int64_t count, dsrt_dtype dt,
+                                 dsrt_reduce_op op, dsrt_request **req) {
+  dsrt_mpi_lock();
+  int status = mpi_reduce_scatter(comm, send, recv, count, dt, op, req);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static int locked_all_to_all(dsrt_comm *comm, const void *send, void *recv,
+                             int64_t count_per_rank, dsrt_dtype dt,
+                             dsrt_request **req) {
+  dsrt_mpi_lock();
+  int status = mpi_all_to_all(comm, send, recv, count_per_rank, dt, req);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static int locked_broadcast(dsrt_comm *comm, void *buf, int64_t count,
+                            dsrt_dtype dt, int root, dsrt_request **req) {
+  dsrt_mpi_lock();
+  int status = mpi_broadcast(comm, buf, count, dt, root, req);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static int locked_send(dsrt_comm *comm, const void *buf, int64_t count,
+                       dsrt_dtype dt, int peer, int tag, dsrt_request **req) {
+  dsrt_mpi_lock();
+  int status = mpi_send(comm, buf, count, dt, peer, tag, req);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static int locked_recv(dsrt_comm *comm, void *buf, int64_t count, dsrt_dtype dt,
+                       int peer, int tag, dsrt_request **req) {
+  dsrt_mpi_lock();
+  int status = mpi_recv(comm, buf, count, dt, peer, tag, req);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static int locked_barrier(dsrt_comm *comm, dsrt_request **req) {
+  dsrt_mpi_lock();
+  int status = mpi_barrier(comm, req);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static int locked_test(dsrt_request *req, int *done) {
+  dsrt_mpi_lock();
+  int status = mpi_test(req, done);
+  dsrt_mpi_unlock();
+  return status;
+}
+
+static void locked_abandon(dsrt_request *req) {
+  dsrt_mpi_lock();
+  mpi_abandon(req);
+  dsrt_mpi_unlock();
+}
+
+static void locked_answer_peers(void) {
+  dsrt_mpi_lock();
+  dsrt_mpi_answer_peers();
+  dsrt_mpi_unlock();
+}
+
+static int locked_unanswered_peers(double window, char *out, size_t n) {
+  dsrt_mpi_lock();
+  int silent = dsrt_mpi_unanswered_peers(window, out, n);
+  dsrt_mpi_unlock();
+  return silent;
+}
+
 const dsrt_backend dsrt_comm_mpi_backend = {
     .name = "mpi",
     .probe = mpi_probe,
     .init = mpi_init,
     .finalize = mpi_finalize,
     .split = mpi_split,
-    .free = mpi_free,
-    .all_reduce = mpi_all_reduce,
-    .all_gather = mpi_all_gather,
-    .reduce_scatter = mpi_reduce_scatter,
-    .all_to_all = mpi_all_to_all,
-    .broadcast = mpi_broadcast,
-    .send = mpi_send,
-    .recv = mpi_recv,
-    .barrier = mpi_barrier,
-    .test = mpi_test,
-    .abandon = mpi_abandon,
+    .free = locked_free,
+    .all_reduce = locked_all_reduce,
+    .all_gather = locked_all_gather,
+    .reduce_scatter = locked_reduce_scatter,
+    .all_to_all = locked_all_to_all,
+    .broadcast = locked_broadcast,
+    .send = locked_send,
+    .recv = locked_recv,
+    .barrier = locked_barrier,
+    .test = locked_test,
+    .abandon = locked_abandon,
     .abort_job = mpi_abort_job,
-    .answer_peers = dsrt_mpi_answer_peers,
-    .unanswered_peers = dsrt_mpi_unanswered_peers,
+    .answer_peers = locked_answer_peers,
+    .unanswered_peers = locked_unanswered_peers,
 };

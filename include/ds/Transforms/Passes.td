@@ -827,6 +827,64 @@ def MoERoutingMetrics : Pass<"ds-moe-routing-metrics", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
+  let summary = "Overlap communication with compute: start collectives "
+                "early, wait late, within a memory budget";
+  let description = [{
+    Runs on the SPMD program after `ds-zero`. In the top-level block of
+    every function, each blocking `dsdist.all_gather` (and, with
+    `overlap-reduce`, each `dsdist.reduce_scatter` and `dsdist.all_reduce`)
+    becomes a `*_start` and a `dsdist.wait`: the wait sinks to just before
+    the first use of the result, and the start rises as early as its
+    operand allows — a ZeRO-3 parameter's gather, whose operand is the
+    step's shard argument, rises above the compute of the layers before its
+    own — in the order the collectives had, so every rank still issues them
+    alike. The memory budget stops the rise: a gather's buffer is live from
+    its start to the `dsdist.release` (or last use) of its result, and a
+    start rises past an op only while the gathered elements live there stay
+    within `max-live-parameters` and the elements in flight (started, not
+    yet waited) within `prefetch-bucket-size` (DeepSpeed's
+    stage3_max_live_parameters and stage3_prefetch_bucket_size, counted in
+    elements as DeepSpeed counts them). A collective whose buffer alone
+    exceeds a budget stays where it was. Arithmetic does not move: the
+    schedule changes when bytes travel, never what is computed.
+
+    Before (one layer, ZeRO-3):
+
+      %g1 = dsdist.all_gather %w1 over ["dp"] dim 0 {phase = "forward"} ...
+      %y1 = dsnn.layer "h.1" ... uses %g1
+      dsdist.release %g1
+
+    After: the gather of layer 1 starts before layer 0's compute.
+
+      %h1 = dsdist.all_gather_start %w1 over ["dp"] dim 0 ...
+      %y0 = dsnn.layer "h.0" ...
+      %g1 = dsdist.wait %h1 ...
+      %y1 = dsnn.layer "h.1" ... uses %g1
+      dsdist.release %g1
+  }];
+  let options = [
+    Option<"maxLiveParameters", "max-live-parameters", "int64_t",
+           "1000000000",
+           "stage3_max_live_parameters: elements of gathered parameters "
+           "live at any point">,
+    Option<"prefetchBucketSize", "prefetch-bucket-size", "int64_t",
+           "50000000",
+           "stage3_prefetch_bucket_size: elements of all-gathers in flight "
+           "at any point">,
+    Option<"overlapReduce", "overlap-reduce", "bool", "true",
+           "also start gradient reductions early and wait late "
+           "(overlap_comm)">,
+  ];
+  let statistics = [
+    Statistic<"numAsync", "async-collectives",
+              "collectives turned into start/wait pairs">,
+    Statistic<"numHoisted", "hoisted-starts",
+              "starts issued before at least one compute op">,
+  ];
+  let dependentDialects = ["::mlir::ds::dist::DistDialect"];
+}
+
 def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
   let summary = "Predict each rank's model-state and activation memory from "
                 "the step's types";

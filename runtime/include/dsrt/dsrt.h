@@ -293,8 +293,9 @@ DSRT_API int dsrt_wait(dsrt_request *req);
  * reduce_scatter gather every rank's contribution and add them in rank
  * order on each rank, so results are bitwise reproducible whatever the
  * algorithm, message sizes or reduction placement (ZeRO 0-3 agree bit for
- * bit). Costs n times the traffic and memory of the reduction; the async
- * forms and the nccl backend refuse it. Not collective: set it alike on
+ * bit). Costs n times the traffic and memory of the reduction. The async
+ * forms sum the same way inside their start, which returns a request that
+ * is already complete; the nccl backend refuses the mode. Not collective: set it alike on
  * every rank before the first reduction. */
 DSRT_API int dsrt_comm_set_deterministic(int on);
 DSRT_API int dsrt_comm_deterministic(void);

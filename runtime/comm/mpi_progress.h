@@ -1,0 +1,36 @@
+/*===- mpi_progress.h - moving bytes while the caller computes ------------===*
+ *
+ * Open MPI advances nonblocking operations only inside MPI calls. A started
+ * collective therefore sits still while the rank computes, and all of its
+ * transfer lands in the wait. mpi_progress.c runs one thread per process
+ * that calls into MPI while operations are in flight and the caller has
+ * not called MPI for a while. MPI runs at MPI_THREAD_SERIALIZED: every MPI
+ * call of the backend, and the thread's, holds one lock.
+ *
+ *===-----------------------------------------------------------------------===*/
+#ifndef DSRT_COMM_MPI_PROGRESS_H
+#define DSRT_COMM_MPI_PROGRESS_H
+
+#include <mpi.h>
+
+/* An in-flight operation's MPI requests, linked while it is in flight. */
+typedef struct dsrt_mpi_inflight {
+  struct dsrt_mpi_inflight *prev, *next;
+  int n;
+  MPI_Request *reqs;
+} dsrt_mpi_inflight;
+
+/* Starts the thread unless DSRT_COMM_PROGRESS_US is 0 or MPI's thread level
+ * is below MPI_THREAD_SERIALIZED; returns whether it runs. */
+int dsrt_mpi_progress_start(void);
+void dsrt_mpi_progress_stop(void);
+
+/* Around every MPI call of the backend. */
+void dsrt_mpi_lock(void);
+void dsrt_mpi_unlock(void);
+
+/* Under the lock: an operation enters or leaves the in-flight list. */
+void dsrt_mpi_track(dsrt_mpi_inflight *op);
+void dsrt_mpi_untrack(dsrt_mpi_inflight *op);
+
+#endif /* DSRT_COMM_MPI_PROGRESS_H */
