@@ -214,9 +214,10 @@ struct MoERoutingMetricsPass
     ret->insertOperands(first, values);
     Builder b(fn.getContext());
     for (auto [i, m] : llvm::enumerate(metrics))
-      fn.insertResult(first + i, values[i].getType(),
-                      b.getDictionaryAttr(b.getNamedAttr(
-                          kMetricAttrName, b.getStringAttr(m.name))));
+      // Inserting at the end of the results cannot fail.
+      (void)fn.insertResult(first + i, values[i].getType(),
+                            b.getDictionaryAttr(b.getNamedAttr(
+                                kMetricAttrName, b.getStringAttr(m.name))));
   }
 
   /// Calls `grad` with its new results from `step`, sums them through the
