@@ -144,11 +144,7 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   pm.addPass(createVerifyStepContract());
   // overlap_comm: collectives start early and are waited late, so their
   // bytes move while the ranks compute.
-  // fp32 only for now: a 16-bit step whose casts rose with their starts
-  // corrupts the heap in ds-outline-kernels (ds-compile of a ZeRO-3 bf16 or
-  // fp16 step on 2 ranks), so 16-bit steps keep blocking collectives.
-  if (config.zero.overlapComm && config.dpSize > 1 && !config.fp16.enabled &&
-      !config.bf16.enabled) {
+  if (config.zero.overlapComm && config.dpSize > 1) {
     ScheduleCommOptions schedule;
     schedule.maxLiveParameters = config.zero.maxLiveParameters;
     schedule.prefetchBucketSize = config.zero.prefetchBucketSize;

@@ -501,9 +501,12 @@ public:
     }
     if (status)
       check(b, loc, status);
+    // A start's handle is used by its wait: the start is erased after the
+    // waits (eraseStarts), so no use ever points into a freed op.
     if constexpr (async)
       requests[op.getHandle()] = LLVM::LoadOp::create(b, loc, ptr, slot);
-    op.erase();
+    else
+      op.erase();
     ++count;
     return success();
   }
@@ -520,6 +523,13 @@ public:
     check(b, op.getLoc(), status);
     op.erase();
     return success();
+  }
+
+  /// After every wait is lowered, the starts have no user left.
+  void eraseStarts() {
+    for (auto &entry : requests)
+      entry.first.getDefiningOp()->erase();
+    requests.clear();
   }
 
   int64_t count = 0;
@@ -578,6 +588,7 @@ struct LowerCommToRuntimePass
     for (dist::CommWaitOp wait : waits)
       if (failed(rewriter.rewrite(wait)))
         return signalPassFailure();
+    rewriter.eraseStarts();
     if (report)
       emitRemark(module.getLoc())
           << "ds-lower-comm-to-runtime: " << rewriter.count
