@@ -40,8 +40,8 @@ llvm::Error checkExperts(const std::string &where, const std::string &saved,
       !config.moe.enabled)
     return llvm::Error::success();
   const nlohmann::json &moe = json["moe"];
-  int64_t experts = moe.value("enabled", false) ? moe.value("num_experts", 0)
-                                                : int64_t(0);
+  int64_t experts =
+      moe.value("enabled", false) ? moe.value("num_experts", 0) : int64_t(0);
   if (experts <= 0 || experts == config.moe.numExperts)
     return llvm::Error::success();
   return createStringError(
