@@ -206,21 +206,22 @@ TEST(Checkpoint, ListingMarksIncompleteTags) {
 // rows 0-1 on ranks 0 and 2, rows 2-3 on ranks 1 and 3; ZeRO-1 splits each
 // rank's moment [2, 3] in two over its expert-data-parallel group.
 TEST(Checkpoint, ExpertTensorsAreSavedOncePerSlice) {
+  // A parameter cut by expert parallelism, and its Adam moment as ZeRO-1
+  // leaves it: a flat chunk of this rank's [2, 3].
+  auto arg = [](ArgSpec::Kind kind, const char *name,
+                std::vector<int64_t> shape, std::vector<int64_t> whole) {
+    ArgSpec a;
+    a.kind = kind;
+    a.name = name;
+    a.shape = std::move(shape);
+    a.fullShape = std::move(whole);
+    return a;
+  };
   StepManifest manifest;
-  ArgSpec w;
-  w.kind = ArgSpec::Param;
-  w.name = "experts.w";
-  w.shape = {2, 3};
-  w.fullShape = std::vector<int64_t>{4, 3};
-  w.expertShards = 2;
-  ArgSpec m;
-  m.kind = ArgSpec::State;
-  m.name = "experts.w.exp_avg";
-  m.owner = "experts.w";
-  m.stateKind = "exp_avg";
-  m.shape = {3};
-  m.fullShape = std::vector<int64_t>{2, 3};
-  manifest.args = {w, m};
+  manifest.args = {arg(ArgSpec::Param, "experts.w", {2, 3}, {4, 3}),
+                   arg(ArgSpec::State, "experts.w.exp_avg", {3}, {2, 3})};
+  manifest.args[0].expertShards = 2;
+  manifest.args[1].owner = "experts.w";
   struct Expected {
     int64_t first, count;
     bool writes;
