@@ -426,7 +426,8 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
   p->shardName = shardFileName(rank);
   p->run = run;
   p->tensors.assign(tensors.begin(), tensors.end());
-  // This rank's slices: its chunk of every sharded tensor; whole tensors
+  // This rank's slices: its chunk of every sharded tensor, what the caller
+  // cut itself (experts) where it is this rank's to write; whole tensors
   // (identical on every rank of the program) are spread round-robin so each
   // rank writes a similar share.
   auto planSlices = [&]() -> llvm::Error {
@@ -441,7 +442,12 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
       ShardSlice s;
       s.tensor = i;
       int64_t numel = t.numElements();
-      if (t.chunk) {
+      if (t.held) {
+        if (!t.held->writes)
+          continue;
+        s.first = t.held->first;
+        s.count = t.held->count;
+      } else if (t.chunk) {
         s.first = std::min<int64_t>(numel, place.programRank * *t.chunk);
         s.count = std::min<int64_t>(*t.chunk, numel - s.first);
       } else if (int(i % place.programSize) == place.programRank) {
@@ -738,6 +744,7 @@ llvm::Error CheckpointSaver::commit(bool deferWrite) {
     m["global_batch"] = p->run.globalBatch;
     m["world"] = {{"world_size", p->run.worldSize},
                   {"dp", p->run.dpSize},
+                  {"ep", p->run.epSize},
                   {"stages", p->run.stages},
                   {"zero_stage", p->run.zeroStage}};
     m["model"] = {{"path", p->run.modelPath}, {"xxh3", p->run.modelHash}};
@@ -860,6 +867,7 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
     run.globalBatch = m.at("global_batch").get<int64_t>();
     run.worldSize = m.at("world").at("world_size").get<int>();
     run.dpSize = m.at("world").at("dp").get<int64_t>();
+    run.epSize = m.at("world").value("ep", int64_t(1));
     run.stages = m.at("world").value("stages", int64_t(1));
     run.zeroStage = m.at("world").at("zero_stage").get<int64_t>();
     run.configJson = m.at("config").dump();

@@ -6,6 +6,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/xxhash.h"
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 
 using namespace ::ds::driver;
@@ -27,6 +29,27 @@ std::string modelHash(llvm::StringRef path) {
 
 const char *orderName(DataOrder order) {
   return order == DataOrder::Shuffled ? "shuffled" : "sequential";
+}
+
+/// Expert parallelism is a layout a checkpoint does not keep (ep_size may
+/// change), but the experts are the model's: their number must match.
+llvm::Error checkExperts(const std::string &where, const std::string &saved,
+                         const cfg::Config &config) {
+  auto json = nlohmann::json::parse(saved, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("moe") ||
+      !config.moe.enabled)
+    return llvm::Error::success();
+  const nlohmann::json &moe = json["moe"];
+  int64_t experts =
+      moe.value("enabled", false) ? moe.value("num_experts", 0) : int64_t(0);
+  if (experts <= 0 || experts == config.moe.numExperts)
+    return llvm::Error::success();
+  return createStringError(
+      "%s: saved with moe.num_experts %lld, this config has %lld; the "
+      "experts are part of the model: give num_experts %lld (ep_size may "
+      "change)",
+      where.c_str(), (long long)experts, (long long)config.moe.numExperts,
+      (long long)experts);
 }
 
 } // namespace
@@ -80,6 +103,8 @@ llvm::Error Checkpointer::openLoad() {
         "(micro-batch, accumulation and world size may change)",
         where.c_str(), (long long)run.globalBatch,
         (long long)config->trainBatchSize);
+  if (llvm::Error err = checkExperts(where, run.configJson, *config))
+    return err;
   std::string order = orderName(options->order);
   if (run.dataOrder != order)
     return createStringError("%s: saved with --data-order %s, this run "
@@ -144,6 +169,7 @@ llvm::Error Checkpointer::afterStep(int64_t step, uint64_t runSeed,
   run.globalBatch = config->trainBatchSize;
   run.worldSize = place.worldSize;
   run.dpSize = config->dpSize;
+  run.epSize = config->moe.enabled ? config->moe.epSize : 1;
   run.stages = config->pipeline.stages;
   run.zeroStage = config->zero.stage;
   run.configJson = cfg::toJson(*config).dump();

@@ -27,13 +27,59 @@ ChunkRange chunkRange(int64_t numel, int64_t chunk, int rank) {
   return {first, std::min<int64_t>(chunk, numel - first)};
 }
 
-/// This rank's elements of argument `arg`: its chunk when sharded.
-ChunkRange localRange(const ArgSpec &arg, int rank) {
-  int64_t whole = numElements(arg.wholeShape());
+/// The expert parameter whose layout argument `arg` shares: `arg` itself
+/// when expert parallelism cut it (dsdist.experts), its parameter for an
+/// optimizer state of the same size (a moment, or its ZeRO chunk of one);
+/// null for everything else.
+const ArgSpec *expertParamOf(const StepManifest &manifest, const ArgSpec &arg) {
   if (arg.expertShards)
-    return chunkRange(whole, numElements(arg.shape), rank % arg.expertShards);
-  return arg.fullShape ? chunkRange(whole, arg.shape[0], rank)
-                       : ChunkRange{0, whole};
+    return &arg;
+  if (arg.kind != ArgSpec::State || arg.owner.empty())
+    return nullptr;
+  std::optional<size_t> owner = manifest.find(ArgSpec::Param, arg.owner);
+  if (!owner || !manifest.args[*owner].expertShards)
+    return nullptr;
+  const ArgSpec &param = manifest.args[*owner];
+  int64_t local = numElements(arg.fullShape ? *arg.fullShape : arg.shape);
+  return local == numElements(param.shape) ? &param : nullptr;
+}
+
+/// Where argument `arg` of this rank sits in the checkpoint's tensor, which
+/// is always the whole tensor of the one-rank model: its shape, the
+/// elements this rank holds, and whether it writes them. Expert
+/// parallelism gives rank r the experts of slice r % ep (a contiguous run
+/// of the flattened tensor, the expert dim leading); ZeRO then splits that
+/// slice over the ranks holding the same experts (expert-data-parallel
+/// index r / ep). Those ranks hold the same slice unsplit, so only index 0
+/// writes it.
+struct Placement {
+  llvm::ArrayRef<int64_t> whole;
+  ChunkRange held;
+  bool expert = false;
+  bool writes = true; ///< of an expert tensor; others: see checkpointTensors
+};
+Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
+                      int rank) {
+  Placement at;
+  const ArgSpec *param = expertParamOf(manifest, arg);
+  at.whole = param ? param->wholeShape() : arg.wholeShape();
+  int64_t whole = numElements(at.whole);
+  if (!param) {
+    at.held = arg.fullShape ? chunkRange(whole, arg.shape[0], rank)
+                            : ChunkRange{0, whole};
+    return at;
+  }
+  int64_t ep = param->expertShards, slice = whole / ep;
+  int64_t expertRank = rank % ep, expertDpRank = rank / ep;
+  at.expert = true;
+  at.held = {0, slice};
+  at.writes = expertDpRank == 0;
+  if (arg.fullShape && !arg.expertShards) {
+    at.held = chunkRange(slice, arg.shape[0], expertDpRank);
+    at.writes = true;
+  }
+  at.held.first += expertRank * slice;
+  return at;
 }
 
 /// Rounds f32 values to the nearest even 16-bit float of `dtype`, as the
@@ -98,7 +144,8 @@ std::string describe(llvm::StringRef dtype, llvm::ArrayRef<int64_t> dims) {
 /// values are the truth; a 16-bit parameter is their rounding. The f32
 /// tensor of `ckpt` that argument `arg` is rebuilt from, if that applies.
 const CkptTensorInfo *f32Source(const CheckpointReader &ckpt,
-                                const ArgSpec &arg, const CkptTensorInfo *t) {
+                                const ArgSpec &arg, const CkptTensorInfo *t,
+                                llvm::ArrayRef<int64_t> wanted) {
   const CkptTensorInfo *f32 = nullptr;
   if (arg.kind == ArgSpec::Param && t && t->dtype != ckptDType(arg.dtype)) {
     f32 = ckpt.find(arg.name + ".master");
@@ -107,7 +154,6 @@ const CkptTensorInfo *f32Source(const CheckpointReader &ckpt,
   }
   if (arg.kind == ArgSpec::State && arg.stateKind == "master" && !t)
     f32 = ckpt.find(arg.owner);
-  llvm::ArrayRef<int64_t> wanted = arg.wholeShape();
   if (f32 && f32->dtype == "F32" &&
       f32->shape == std::vector<int64_t>(wanted.begin(), wanted.end()))
     return f32;
@@ -116,12 +162,14 @@ const CkptTensorInfo *f32Source(const CheckpointReader &ckpt,
 
 /// This rank's bytes of argument `arg` from `ckpt`.
 llvm::Expected<std::vector<char>> readArgument(const CheckpointReader &ckpt,
+                                               const StepManifest &manifest,
                                                const ArgSpec &arg, int rank) {
   std::string where = ckpt.tagDir().str();
   const CkptTensorInfo *t = ckpt.find(arg.name);
   std::vector<char> bytes;
-  ChunkRange r = localRange(arg, rank);
-  if (const CkptTensorInfo *f32 = f32Source(ckpt, arg, t)) {
+  Placement at = placementOf(manifest, arg, rank);
+  ChunkRange r = at.held;
+  if (const CkptTensorInfo *f32 = f32Source(ckpt, arg, t, at.whole)) {
     std::vector<float> wide(r.count);
     if (llvm::Error err = ckpt.read(*f32, r.first, r.count, wide.data()))
       return std::move(err);
@@ -136,7 +184,7 @@ llvm::Expected<std::vector<char>> readArgument(const CheckpointReader &ckpt,
         "to start from its weights only, export them with `ds-ckpt export` "
         "and pass --init-from",
         where.c_str(), arg.name.c_str());
-  llvm::ArrayRef<int64_t> shape = arg.wholeShape();
+  llvm::ArrayRef<int64_t> shape = at.whole;
   if (t->shape != std::vector<int64_t>(shape.begin(), shape.end()) ||
       t->dtype != ckptDType(arg.dtype))
     return createStringError(
@@ -158,7 +206,7 @@ ds::driver::readCheckpointState(const CheckpointReader &ckpt,
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     if (!manifest.args[i].isModelState())
       continue;
-    auto bytes = readArgument(ckpt, manifest.args[i], rank);
+    auto bytes = readArgument(ckpt, manifest, manifest.args[i], rank);
     if (!bytes)
       return bytes.takeError();
     values[i] = std::move(*bytes);
@@ -195,7 +243,7 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
     Tensor &value = currentValues[i];
     if (p.kind == ArgSpec::Param && parameters) {
       // The same values as one rank would draw; a shard draws its slice.
-      ChunkRange r = localRange(p, rank);
+      ChunkRange r = placementOf(manifest, p, rank).held;
       std::vector<float> drawn(p.dtype == DType::F32 ? 0 : r.count);
       float *into = drawn.empty() ? value.data<float>() : drawn.data();
       initParameter(p.name, p.init, p.initStd, seed, r.first, r.count, into);
@@ -277,7 +325,7 @@ llvm::Error StateStore::loadInitialWeights(llvm::StringRef safetensors,
       return data.takeError();
     if (source.transpose)
       *data = transposed(*data, stored[0], stored[1]);
-    ChunkRange r = localRange(p, rank);
+    ChunkRange r = placementOf(manifest, p, rank).held;
     storeAs(p.dtype, data->data() + r.first, r.count, currentValues[i].data());
     // A 16-bit parameter's f32 master copy: this rank's chunk.
     if (std::optional<size_t> m = manifest.masterOf(p)) {
@@ -318,13 +366,17 @@ std::vector<CkptTensor> StateStore::checkpointTensors() const {
     const ArgSpec &p = manifest.args[i];
     if (!p.isModelState())
       continue;
+    // Saved under the one-rank model's names and shapes, so that any
+    // layout can load it; expert tensors say which part this rank holds.
+    Placement at = placementOf(manifest, p, rank);
     CkptTensor t;
     t.name = p.name;
     t.kind = p.kind == ArgSpec::Param ? "param" : "state";
     t.dtype = ckptDType(p.dtype);
-    llvm::ArrayRef<int64_t> shape = p.wholeShape();
-    t.shape.assign(shape.begin(), shape.end());
-    if (p.fullShape)
+    t.shape.assign(at.whole.begin(), at.whole.end());
+    if (at.expert)
+      t.held = CkptTensor::Held{at.held.first, at.held.count, at.writes};
+    else if (p.fullShape)
       t.chunk = p.shape[0];
     t.data = currentValues[i].data();
     tensors.push_back(std::move(t));

@@ -139,13 +139,6 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     return createStringError("--steps must be >= 1, got %lld",
                              (long long)options.steps);
 
-  if (config->moe.enabled && config->moe.epSize > 1 &&
-      (!options.saveDir.empty() || !options.loadDir.empty()))
-    return createStringError(
-        "--save/--load with moe.ep_size %lld: checkpoints of an "
-        "expert-parallel run are not supported yet; train with ep_size 1 to "
-        "checkpoint",
-        (long long)config->moe.epSize);
   // A pipeline runs one program per stage, on that stage's dp ranks.
   const bool pipelined = config->pipeline.stages > 1;
   CkptPlace place;

@@ -80,12 +80,14 @@ static int inspect() {
   const CkptRunInfo &run = ckpt->run();
   std::string stages =
       run.stages > 1 ? formatv("{0} pipeline stages, ", run.stages).str() : "";
+  std::string experts =
+      run.epSize > 1 ? formatv(", expert-parallel {0}", run.epSize).str() : "";
   outs() << formatv("tag {0}: step {1}, ds {2}; {3} rank(s), {4}data-parallel "
-                    "{5}, ZeRO stage {6}; seed {7}, data order {8}, global "
-                    "batch {9}\n",
+                    "{5}{6}, ZeRO stage {7}; seed {8}, data order {9}, global "
+                    "batch {10}\n",
                     ckpt->tag(), run.step, ckpt->dsVersion, run.worldSize,
-                    stages, run.dpSize, run.zeroStage, run.seed, run.dataOrder,
-                    run.globalBatch);
+                    stages, run.dpSize, experts, run.zeroStage, run.seed,
+                    run.dataOrder, run.globalBatch);
   outs() << "model " << run.modelPath << " (xxh3 " << run.modelHash << ")\n";
   uint64_t fileBytes = 0;
   outs() << "files:\n";

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "ds/Driver/Checkpoint.h"
 #include "ds/Driver/SafeTensors.h"
+#include "ds/Driver/StateStore.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -197,6 +198,53 @@ TEST(Checkpoint, ListingMarksIncompleteTags) {
   ASSERT_FALSE(bool(open));
   EXPECT_NE(llvm::toString(open.takeError()).find("did not complete"),
             std::string::npos);
+}
+
+// DeepSpeed's _create_expert_and_data_parallel with ep 2 on 4 ranks:
+// expert-parallel groups {0,1} {2,3} hold different experts, expert-data-
+// parallel groups {0,2} {1,3} the same ones. An expert weight [4, 3] is
+// rows 0-1 on ranks 0 and 2, rows 2-3 on ranks 1 and 3; ZeRO-1 splits each
+// rank's moment [2, 3] in two over its expert-data-parallel group.
+TEST(Checkpoint, ExpertTensorsAreSavedOncePerSlice) {
+  // A parameter cut by expert parallelism, and its Adam moment as ZeRO-1
+  // leaves it: a flat chunk of this rank's [2, 3].
+  auto arg = [](ArgSpec::Kind kind, const char *name,
+                std::vector<int64_t> shape, std::vector<int64_t> whole) {
+    ArgSpec a;
+    a.kind = kind;
+    a.name = name;
+    a.shape = std::move(shape);
+    a.fullShape = std::move(whole);
+    return a;
+  };
+  StepManifest manifest;
+  manifest.args = {arg(ArgSpec::Param, "experts.w", {2, 3}, {4, 3}),
+                   arg(ArgSpec::State, "experts.w.exp_avg", {3}, {2, 3})};
+  manifest.args[0].expertShards = 2;
+  manifest.args[1].owner = "experts.w";
+  struct Expected {
+    int64_t first, count;
+    bool writes;
+  };
+  const Expected param[4] = {
+      {0, 6, true}, {6, 6, true}, {0, 6, false}, {6, 6, false}};
+  const Expected moment[4] = {
+      {0, 3, true}, {6, 3, true}, {3, 3, true}, {9, 3, true}};
+  for (int rank = 0; rank < 4; ++rank) {
+    StateStore store(manifest, rank);
+    std::vector<CkptTensor> tensors = store.checkpointTensors();
+    ASSERT_EQ(tensors.size(), 2u);
+    for (int i = 0; i < 2; ++i) {
+      const Expected &want = i == 0 ? param[rank] : moment[rank];
+      SCOPED_TRACE(tensors[i].name + " on rank " + std::to_string(rank));
+      EXPECT_EQ(tensors[i].shape, (std::vector<int64_t>{4, 3}));
+      EXPECT_FALSE(tensors[i].chunk.has_value());
+      ASSERT_TRUE(tensors[i].held.has_value());
+      EXPECT_EQ(tensors[i].held->first, want.first);
+      EXPECT_EQ(tensors[i].held->count, want.count);
+      EXPECT_EQ(tensors[i].held->writes, want.writes);
+    }
+  }
 }
 
 } // namespace

@@ -42,6 +42,16 @@ struct CkptTensor {
   /// rank holds the whole tensor, as every rank does.
   std::optional<int64_t> chunk;
   void *data = nullptr;
+  /// Cut by the caller instead (expert parallelism: a rank holds its
+  /// experts' part of the expert dim, possibly a ZeRO chunk of that): this
+  /// rank holds elements [first, first + count) of the flattened tensor at
+  /// `data`, and writes them only if `writes`, so that ranks holding the
+  /// same elements write them once.
+  struct Held {
+    int64_t first = 0, count = 0;
+    bool writes = false;
+  };
+  std::optional<Held> held;
   int64_t numElements() const;
 };
 
@@ -57,6 +67,7 @@ struct CkptRunInfo {
   int64_t globalBatch = 0;
   int worldSize = 1;
   int64_t dpSize = 1;
+  int64_t epSize = 1; ///< moe.ep_size: ranks the experts are spread over
   int64_t stages = 1; ///< pipeline stages
   int64_t zeroStage = 0;
   std::string configJson; ///< the resolved ds_config
