@@ -120,7 +120,7 @@ def Dist_PipeInstrAttr : Dist_Attr<"PipeInstr", "instr"> {
     }
     /// The instruction without the `<` `>` around it: `forward(mb = 0, buf = 0)`.
     static ::mlir::FailureOr<PipeInstrAttr> parseBody(::mlir::AsmParser &parser);
-    void printBody(::mlir::AsmPrinter &printer) const;
+    void printBody(::llvm::raw_ostream &os) const;
     /// The stage's model chunk the instruction works on (0 outside the
     /// interleaved schedule).
     int64_t getChunkOr0() const { return getChunk().value_or(0); }

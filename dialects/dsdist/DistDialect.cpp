@@ -279,14 +279,14 @@ FailureOr<PipeInstrAttr> PipeInstrAttr::parseBody(AsmParser &parser) {
   return attr;
 }
 
-void PipeInstrAttr::printBody(AsmPrinter &printer) const {
-  printer << stringifyPipeInstrKind(getKind());
+void PipeInstrAttr::printBody(llvm::raw_ostream &os) const {
+  os << stringifyPipeInstrKind(getKind());
   if (!getMicroBatch())
     return;
-  printer << "(mb = " << *getMicroBatch() << ", buf = " << *getBuffer();
+  os << "(mb = " << *getMicroBatch() << ", buf = " << *getBuffer();
   if (getChunk())
-    printer << ", chunk = " << *getChunk();
-  printer << ")";
+    os << ", chunk = " << *getChunk();
+  os << ")";
 }
 
 Attribute PipeInstrAttr::parse(AsmParser &parser, Type) {
@@ -300,7 +300,7 @@ Attribute PipeInstrAttr::parse(AsmParser &parser, Type) {
 
 void PipeInstrAttr::print(AsmPrinter &printer) const {
   printer << "<";
-  printBody(printer);
+  printBody(printer.getStream());
   printer << ">";
 }
 

@@ -454,7 +454,7 @@ static void printStreams(OpAsmPrinter &printer, PipelineScheduleOp,
     printer.printNewline();
     printer << "stage " << s << ": ";
     llvm::interleaveComma(cast<ArrayAttr>(stream), printer, [&](Attribute a) {
-      cast<PipeInstrAttr>(a).printBody(printer);
+      cast<PipeInstrAttr>(a).printBody(printer.getStream());
     });
   }
   printer.decreaseIndent();

@@ -14,17 +14,6 @@
 using namespace mlir;
 using namespace mlir::ds::dist;
 
-/// `forward(mb = 1, buf = 1, chunk = 0)`, as the op prints it.
-static void printInstr(llvm::raw_ostream &os, PipeInstrAttr instr) {
-  os << stringifyPipeInstrKind(instr.getKind());
-  if (!instr.getMicroBatch())
-    return;
-  os << "(mb = " << *instr.getMicroBatch() << ", buf = " << *instr.getBuffer();
-  if (instr.getChunk())
-    os << ", chunk = " << *instr.getChunk();
-  os << ")";
-}
-
 namespace {
 /// What one stage has done with each micro-batch so far.
 struct MicroBatchState {
@@ -56,7 +45,7 @@ private:
     llvm::raw_string_ostream os(text);
     PipeInstrAttr instr =
         cast<PipeInstrAttr>(cast<ArrayAttr>(op.getStreams()[stage])[index]);
-    printInstr(os, instr);
+    instr.printBody(os);
     return op.emitOpError() << "stage " << stage << ", instruction " << index
                             << " (" << text << "): ";
   }
@@ -265,7 +254,7 @@ std::string describe(PipelineScheduleOp op, int64_t stage, size_t index) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "stage " << stage << ", instruction " << index << " (";
-  printInstr(os, cast<PipeInstrAttr>(stream[index]));
+  cast<PipeInstrAttr>(stream[index]).printBody(os);
   return text + ")";
 }
 } // namespace
