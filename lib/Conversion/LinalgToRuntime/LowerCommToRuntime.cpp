@@ -501,11 +501,23 @@ public:
     }
     if (status)
       check(b, loc, status);
-    if constexpr (async)
+    if constexpr (async) {
       requests[op.getHandle()] = LLVM::LoadOp::create(b, loc, ptr, slot);
-    op.erase();
+      // Its waits still use the handle: erased after them (eraseStarts).
+      starts.push_back(op);
+    } else {
+      op.erase();
+    }
     ++count;
     return success();
+  }
+
+  /// The lowered starts, once their waits are lowered too.
+  void eraseStarts() {
+    for (Operation *op : starts)
+      op->erase();
+    starts.clear();
+    requests.clear();
   }
 
   LogicalResult rewrite(dist::CommWaitOp op) {
@@ -548,6 +560,7 @@ private:
   ModuleOp module;
   SymbolTable symbols;
   DenseMap<Value, Value> requests;
+  SmallVector<Operation *> starts;
 };
 
 struct LowerCommToRuntimePass
@@ -578,6 +591,7 @@ struct LowerCommToRuntimePass
     for (dist::CommWaitOp wait : waits)
       if (failed(rewriter.rewrite(wait)))
         return signalPassFailure();
+    rewriter.eraseStarts();
     if (report)
       emitRemark(module.getLoc())
           << "ds-lower-comm-to-runtime: " << rewriter.count
