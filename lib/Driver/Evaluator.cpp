@@ -19,6 +19,13 @@ Evaluator::open(const TrainOptions &options, const cfg::Config &config) {
                              "(pipeline.stages %lld) is not supported yet; "
                              "evaluate the saved weights without one",
                              (long long)config.pipeline.stages);
+  if (config.moe.enabled &&
+      config.moe.evalCapacityFactor != config.moe.capacityFactor)
+    return createStringError(
+        "--eval-data with moe.eval_capacity_factor %g != capacity_factor "
+        "%g is not supported yet: the expert region is built for the "
+        "training capacity; set them equal to evaluate",
+        config.moe.evalCapacityFactor, config.moe.capacityFactor);
   auto loaded = TokenData::load(options.evalDataPath);
   if (!loaded)
     return loaded.takeError();
@@ -40,24 +47,28 @@ llvm::Error Evaluator::plan(const StepManifest &manifest,
   rank = programRank;
   if (manifest.evalArgs.empty())
     return createStringError("--eval-data: the training step was built "
-                             "without an eval function");
+                             "without an eval function (a ds-compile "
+                             "artifact has none); run without --compiled "
+                             "to evaluate");
   args.assign(manifest.evalArgs.size(), Tensor());
   params.assign(manifest.evalArgs.size(), std::nullopt);
   for (size_t i = 0; i < manifest.evalArgs.size(); ++i) {
     const ArgSpec &a = manifest.evalArgs[i];
     if (a.kind == ArgSpec::Param) {
       std::optional<size_t> at = manifest.find(ArgSpec::Param, a.name);
-      // ZeRO-3 holds chunks and mixed precision 16-bit copies: the
-      // forward needs the whole f32 parameter.
-      if (!at || manifest.args[*at].fullShape ||
-          manifest.args[*at].expertShards ||
+      // ds-zero gave @eval_step the parameters as the step holds them
+      // (ZeRO-3 chunks, 16-bit copies, expert slices): it reads them in
+      // place.
+      if (!at || manifest.args[*at].fullShape != a.fullShape ||
+          manifest.args[*at].expertShards != a.expertShards ||
           manifest.args[*at].dtype != a.dtype ||
           manifest.args[*at].shape != a.shape)
         return createStringError(
-            "--eval-data: parameter \"%s\" is not held whole in f32 by the "
-            "step (ZeRO-3, bf16/fp16 or expert parallelism); evaluation "
-            "supports ZeRO stages 0-2 in fp32",
-            a.name.c_str());
+            "--eval-data: @eval_step reads parameter \"%s\" as %s but the "
+            "step holds it otherwise; the eval function and the step were "
+            "built apart",
+            a.name.c_str(),
+            mlir::ds::exec::typeString(a.dtype, a.shape).c_str());
       params[i] = at;
       continue;
     }
