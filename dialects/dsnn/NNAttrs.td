@@ -19,6 +19,13 @@ def NN_GeluApproximation : I32EnumAttr<"GeluApproximation",
   let cppNamespace = "::mlir::ds::nn";
 }
 
+def NN_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "elementwise comparison", [
+  I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>
+]> {
+  let cppNamespace = "::mlir::ds::nn";
+}
+
 // A double stored as APFloat (hashable), written as a plain float literal.
 class NN_F64Parameter<string desc, string default>
     : AttrOrTypeParameter<"::llvm::APFloat", desc> {

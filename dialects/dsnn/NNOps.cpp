@@ -289,6 +289,39 @@ LogicalResult DivOp::verify() {
   return verifyBinary(*this, getLhs(), getRhs(), getResult());
 }
 
+LogicalResult CompareOp::verify() {
+  auto a = rankedType(getLhs()), b = rankedType(getRhs());
+  if (a.getElementType() != b.getElementType())
+    return emitOpError() << "compares " << a.getElementType() << " with "
+                         << b.getElementType()
+                         << "; cast one operand to the other's type";
+  auto shape = broadcastShapes(a.getShape(), b.getShape());
+  if (!shape)
+    return emitOpError() << "operand shapes " << formatShape(a.getShape())
+                         << " and " << formatShape(b.getShape())
+                         << " do not broadcast";
+  return verifyResultShape(*this, rankedType(getResult()), *shape,
+                           "broadcasting lhs and rhs");
+}
+
+LogicalResult SelectOp::verify() {
+  if (failed(verifySameElementType(*this, {{"on_true", getOnTrue()},
+                                           {"on_false", getOnFalse()},
+                                           {"result", getResult()}})))
+    return failure();
+  auto c = rankedType(getCondition()), t = rankedType(getOnTrue()),
+       f = rankedType(getOnFalse());
+  auto values = broadcastShapes(t.getShape(), f.getShape());
+  auto shape = values ? broadcastShapes(c.getShape(), *values) : std::nullopt;
+  if (!shape)
+    return emitOpError() << "condition, on_true and on_false shapes "
+                         << formatShape(c.getShape()) << ", "
+                         << formatShape(t.getShape()) << " and "
+                         << formatShape(f.getShape()) << " do not broadcast";
+  return verifyResultShape(*this, rankedType(getResult()), *shape,
+                           "broadcasting condition, on_true and on_false");
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and dtype ops
 //===----------------------------------------------------------------------===//

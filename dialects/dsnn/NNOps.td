@@ -274,6 +274,46 @@ def NN_SubOp : NN_BinaryOp<"sub", "Elementwise difference">;
 def NN_MulOp : NN_BinaryOp<"mul", "Elementwise product", [Commutative]>;
 def NN_DivOp : NN_BinaryOp<"div", "Elementwise quotient">;
 
+def NN_CompareOp : NN_Op<"compare", [Pure]> {
+  let summary = "Elementwise comparison into a boolean mask";
+  let description = [{
+    `eq` or `ne` of two tensors of one element type (float or integer),
+    NumPy-broadcast, into an `i1` mask: PyTorch's `ids == pad`,
+    `mask == 0`. A mask carries no gradient: the VJP gives its operands
+    none (PyTorch's comparisons are not differentiable either).
+
+      %m = dsnn.compare eq %ids, %pad : tensor<2x8xi64>, tensor<i64> -> tensor<2x8xi1>
+  }];
+  let arguments = (ins NN_ComparePredicate:$predicate, AnyRankedTensor:$lhs,
+                       AnyRankedTensor:$rhs);
+  let results = (outs RankedTensorOf<[I1]>:$result);
+  let assemblyFormat = [{
+    $predicate $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SelectOp : NN_Op<"select", [Pure]> {
+  let summary = "Elementwise choice by a mask: on_true where set, else on_false";
+  let description = [{
+    `torch.where(condition, on_true, on_false)`, and `masked_fill` with a
+    mask computed from the data (`x.masked_fill(m, v)` is
+    `select(m, v, x)`); exact for any value, -inf included. All three
+    NumPy-broadcast; the values share one float type. The cotangent goes
+    to the chosen branch only (`select(c, dy, 0)` and `select(c, 0, dy)`,
+    summed back over broadcast dims); the mask gets none.
+
+      %y = dsnn.select %m, %fill, %x : tensor<2x1x1x8xi1>, tensor<f32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  }];
+  let arguments = (ins RankedTensorOf<[I1]>:$condition,
+                       NN_FloatTensor:$on_true, NN_FloatTensor:$on_false);
+  let results = (outs NN_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,` type($on_true) `,` type($on_false) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Shape and dtype
 //===----------------------------------------------------------------------===//

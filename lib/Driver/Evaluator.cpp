@@ -4,6 +4,10 @@
 #include "ds/Driver/StateStore.h"
 #include "dsrt/dsrt.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
 #include <cstring>
 
 using namespace ::ds::driver;
@@ -19,12 +23,23 @@ Evaluator::open(const TrainOptions &options, const cfg::Config &config) {
                              "(pipeline.stages %lld) is not supported yet; "
                              "evaluate the saved weights without one",
                              (long long)config.pipeline.stages);
-  auto loaded = TokenData::load(options.evalDataPath);
-  if (!loaded)
-    return loaded.takeError();
+  if (config.moe.enabled &&
+      config.moe.evalCapacityFactor != config.moe.capacityFactor)
+    return createStringError(
+        "--eval-data with moe.eval_capacity_factor %g != capacity_factor "
+        "%g is not supported yet: the expert region is built for the "
+        "training capacity; set them equal to evaluate",
+        config.moe.evalCapacityFactor, config.moe.capacityFactor);
   std::unique_ptr<Evaluator> eval(new Evaluator());
-  eval->data = std::move(*loaded);
   eval->path = options.evalDataPath;
+  if (llvm::sys::fs::is_directory(options.evalDataPath)) {
+    eval->sampleDir = true;
+  } else {
+    auto loaded = TokenData::load(options.evalDataPath);
+    if (!loaded)
+      return loaded.takeError();
+    eval->data = std::move(*loaded);
+  }
   eval->interval = options.evalInterval > 0
                        ? options.evalInterval
                        : std::max<int64_t>(1, config.stepsPerPrint);
@@ -40,25 +55,34 @@ llvm::Error Evaluator::plan(const StepManifest &manifest,
   rank = programRank;
   if (manifest.evalArgs.empty())
     return createStringError("--eval-data: the training step was built "
-                             "without an eval function");
+                             "without an eval function (a ds-compile "
+                             "artifact has none); run without --compiled "
+                             "to evaluate");
   args.assign(manifest.evalArgs.size(), Tensor());
   params.assign(manifest.evalArgs.size(), std::nullopt);
   for (size_t i = 0; i < manifest.evalArgs.size(); ++i) {
     const ArgSpec &a = manifest.evalArgs[i];
     if (a.kind == ArgSpec::Param) {
       std::optional<size_t> at = manifest.find(ArgSpec::Param, a.name);
-      // ZeRO-3 holds chunks and mixed precision 16-bit copies: the
-      // forward needs the whole f32 parameter.
-      if (!at || manifest.args[*at].fullShape ||
-          manifest.args[*at].expertShards ||
+      // ds-zero gave @eval_step the parameters as the step holds them
+      // (ZeRO-3 chunks, 16-bit copies, expert slices): it reads them in
+      // place.
+      if (!at || manifest.args[*at].fullShape != a.fullShape ||
+          manifest.args[*at].expertShards != a.expertShards ||
           manifest.args[*at].dtype != a.dtype ||
           manifest.args[*at].shape != a.shape)
         return createStringError(
-            "--eval-data: parameter \"%s\" is not held whole in f32 by the "
-            "step (ZeRO-3, bf16/fp16 or expert parallelism); evaluation "
-            "supports ZeRO stages 0-2 in fp32",
-            a.name.c_str());
+            "--eval-data: @eval_step reads parameter \"%s\" as %s but the "
+            "step holds it otherwise; the eval function and the step were "
+            "built apart",
+            a.name.c_str(),
+            mlir::ds::exec::typeString(a.dtype, a.shape).c_str());
       params[i] = at;
+      continue;
+    }
+    if (sampleDir) {
+      if (llvm::Error err = openSamples(i, a))
+        return err;
       continue;
     }
     std::string role = feeder.roleOf(a);
@@ -72,9 +96,12 @@ llvm::Error Evaluator::plan(const StepManifest &manifest,
     (role == "input_ids" ? inputsAt : targetsAt) = i;
     args[i] = Tensor::zeros(a.dtype, a.shape);
   }
+  if (sampleDir)
+    return llvm::Error::success();
   if (!inputsAt || !targetsAt)
     return createStringError("--eval-data: the model's forward takes no "
-                             "input_ids and targets to feed");
+                             "input_ids and targets to feed; give a "
+                             "directory of NAME.npy per batch argument");
   int64_t modelVocab = 0;
   if (std::optional<size_t> wte = manifest.find(ArgSpec::Param, "wte.weight"))
     modelVocab = manifest.args[*wte].wholeShape()[0];
@@ -92,10 +119,12 @@ llvm::Expected<double> Evaluator::run(StepFunction &step,
   double sum = 0;
   int64_t first = int64_t(rank) * micro * gas;
   for (int64_t m = 0; m < gas; ++m) {
-    if (llvm::Error err = data.fillBatch(evals, globalBatch, first + m * micro,
-                                         micro, sequence, DataOrder::Sequential,
-                                         0, args[*inputsAt].data<int64_t>(),
-                                         args[*targetsAt].data<int64_t>()))
+    if (sampleDir)
+      fillSamples(first + m * micro);
+    else if (llvm::Error err = data.fillBatch(
+                 evals, globalBatch, first + m * micro, micro, sequence,
+                 DataOrder::Sequential, 0, args[*inputsAt].data<int64_t>(),
+                 args[*targetsAt].data<int64_t>()))
       return std::move(err);
     if (llvm::Error err = step.evaluate(args, loss))
       return std::move(err);
@@ -120,4 +149,46 @@ llvm::Expected<double> Evaluator::run(StepFunction &step,
     total += v;
   }
   return total / double(dpSize);
+}
+
+llvm::Error Evaluator::openSamples(size_t i, const ArgSpec &a) {
+  llvm::SmallString<128> file(path);
+  llvm::sys::path::append(file, a.name + ".npy");
+  if (!llvm::sys::fs::exists(file))
+    return createStringError("--eval-data %s: no %s.npy for batch argument "
+                             "\"%s\" (a directory holds one NAME.npy per "
+                             "batch argument of forward)",
+                             path.c_str(), a.name.c_str(), a.name.c_str());
+  if (a.shape.empty() || a.shape[0] != micro)
+    return createStringError(
+        "--eval-data: batch argument \"%s\" (%s) has "
+        "no leading micro-batch dim of %lld",
+        a.name.c_str(), mlir::ds::exec::typeString(a.dtype, a.shape).c_str(),
+        (long long)micro);
+  auto array = SampleArray::open(file, a.name, a.dtype,
+                                 llvm::ArrayRef(a.shape).drop_front(1));
+  if (!array)
+    return array.takeError();
+  if (!arrays.empty() && array->samples() != arrays.begin()->second.samples())
+    return createStringError(
+        "%s holds %lld samples but %s %lld: the files of one batch are "
+        "paired row by row and must have as many rows",
+        array->path().c_str(), (long long)array->samples(),
+        arrays.begin()->second.path().c_str(),
+        (long long)arrays.begin()->second.samples());
+  arrays.emplace(i, std::move(*array));
+  args[i] = Tensor::zeros(a.dtype, a.shape);
+  return llvm::Error::success();
+}
+
+void Evaluator::fillSamples(int64_t first) {
+  for (auto &[i, array] : arrays) {
+    const Tensor &t = args[i];
+    int64_t rowBytes = t.byteSize() / micro;
+    auto *out = static_cast<char *>(t.data());
+    for (int64_t k = 0; k < micro; ++k)
+      array.copyRow(sampleIndex(evals, globalBatch, first + k, array.samples(),
+                                DataOrder::Sequential, 0),
+                    out + k * rowBytes);
+  }
 }

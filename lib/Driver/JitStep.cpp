@@ -85,8 +85,7 @@ llvm::Expected<ArgSpec> argSpecOf(func::FuncOp step, unsigned i) {
                           sharding.getShape().end());
   if (auto experts = step.getArgAttrOfType<mlir::ds::dist::ShardingAttr>(
           i, mlir::ds::dist::DistDialect::kExpertsAttrName)) {
-    arg.fullShape.emplace(experts.getShape().begin(),
-                          experts.getShape().end());
+    arg.fullShape.emplace(experts.getShape().begin(), experts.getShape().end());
     arg.expertShards = experts.getShape()[0] / type.getDimSize(0);
   }
   if (auto param =
@@ -115,24 +114,6 @@ llvm::Expected<ArgSpec> argSpecOf(func::FuncOp step, unsigned i) {
     arg.name = name ? name.str() : ("arg" + std::to_string(i));
   }
   return arg;
-}
-
-/// @eval_step: a copy of the model's @forward with every dropout the
-/// identity (DeepSpeed's eval_batch runs the module in eval mode); it reads
-/// the same parameters as the step and one micro-batch.
-llvm::Error addEvalStep(ModuleOp module) {
-  auto forward = module.lookupSymbol<func::FuncOp>("forward");
-  if (!forward)
-    return createStringError("the step module has no @forward to evaluate");
-  OpBuilder b(module.getContext());
-  b.setInsertionPointAfter(forward);
-  auto eval = cast<func::FuncOp>(b.clone(*forward));
-  eval.setName("eval_step");
-  eval.walk([](nn::DropoutOp op) {
-    op.getResult().replaceAllUsesWith(op.getInput());
-    op.erase();
-  });
-  return llvm::Error::success();
 }
 
 /// The arguments of @eval_step as plain fields.
@@ -264,14 +245,12 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
     llvm::SourceMgr sourceMgr;
     SourceMgrDiagnosticHandler handler(sourceMgr, built.ctx.get(), diagOs);
     PassManager pm(built.ctx.get());
-    if (llvm::Error err = mlir::ds::buildTrainingPipeline(pm, config, stage))
+    if (llvm::Error err =
+            mlir::ds::buildTrainingPipeline(pm, config, stage, request.eval))
       return std::move(err);
     if (failed(pm.run(*built.module)))
       return createStringError("building the training step failed:\n" + diag);
   }
-  if (request.eval)
-    if (llvm::Error err = addEvalStep(*built.module))
-      return std::move(err);
   dump("1-step", *built.module);
 
   // The step and the resolved config: what every rank must agree on.

@@ -171,6 +171,23 @@ Value ModelBuilder::sub(Value a, Value c) { return binary("sub", a, c); }
 Value ModelBuilder::mul(Value a, Value c) { return binary("mul", a, c); }
 Value ModelBuilder::div(Value a, Value c) { return binary("div", a, c); }
 
+Value ModelBuilder::compare(nn::ComparePredicate predicate, Value a, Value c) {
+  auto shape = broadcastShapes(shapeOf(a), shapeOf(c));
+  assert(shape && "importer built a non-broadcastable comparison");
+  return nn::CompareOp::create(b, currentLoc, tensorType(*shape, b.getI1Type()),
+                               predicate, a, c);
+}
+
+Value ModelBuilder::select(Value condition, Value onTrue, Value onFalse) {
+  auto values = broadcastShapes(shapeOf(onTrue), shapeOf(onFalse));
+  assert(values && "importer built a non-broadcastable select");
+  auto shape = broadcastShapes(shapeOf(condition), *values);
+  assert(shape && "importer built a non-broadcastable select");
+  return nn::SelectOp::create(b, currentLoc,
+                              tensorType(*shape, elementOf(onTrue)), condition,
+                              onTrue, onFalse);
+}
+
 Value ModelBuilder::reshape(Value x, ArrayRef<int64_t> shape) {
   if (shapeOf(x) == shape)
     return x;

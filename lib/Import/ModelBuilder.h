@@ -77,6 +77,10 @@ public:
   Value sub(Value a, Value c);
   Value mul(Value a, Value c);
   Value div(Value a, Value c);
+  /// An i1 mask, `a == c` or `a != c` (broadcast).
+  Value compare(nn::ComparePredicate predicate, Value a, Value c);
+  /// `onTrue` where `condition` is set, else `onFalse` (broadcast).
+  Value select(Value condition, Value onTrue, Value onFalse);
   /// Identity when the shape is unchanged.
   Value reshape(Value x, llvm::ArrayRef<int64_t> shape);
   /// Identity for the identity permutation.

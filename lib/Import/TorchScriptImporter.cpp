@@ -33,6 +33,10 @@ namespace {
 
 using Kind = ts::Value::Kind;
 
+Type elementOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
 /// Every aten/prim op the importer maps. Checked for all nodes before any is
 /// mapped, so one error can list all the unsupported ones.
 const llvm::StringSet<> &supportedOps() {
@@ -89,6 +93,9 @@ const llvm::StringSet<> &supportedOps() {
                                         "aten::concat",
                                         "aten::stack",
                                         "aten::masked_fill",
+                                        "aten::eq",
+                                        "aten::ne",
+                                        "aten::where",
                                         "aten::cross_entropy_loss",
                                         "aten::nll_loss",
                                         "aten::nll_loss_nd",
@@ -177,6 +184,27 @@ private:
   }
   Value constantTensor(ArrayRef<int64_t> shape, Type elt,
                        ArrayRef<double> data);
+  /// A comparison operand: numbers and constant 0-d tensors as a 0-d
+  /// constant of `like`'s element type, float or integer.
+  Value operandOfType(int id, Value like) {
+    const ts::Value &v = val(id);
+    bool number = isScalar(id) ||
+                  (!v.dynamic && v.kind == Kind::Tensor && v.shape.empty());
+    if (!number)
+      return tensor(id);
+    double d = isScalar(id)
+                   ? numArg(id)
+                   : (v.floats.empty() ? double(v.ints[0]) : v.floats[0]);
+    return constantTensor({}, elementOf(like), {d});
+  }
+  /// A mask as i1: bool tensors the importer holds as i64 constants are
+  /// compared with 0.
+  Value asMask(Value m) {
+    if (elementOf(m).isInteger(1))
+      return m;
+    return mb.compare(nn::ComparePredicate::ne, m,
+                      constantTensor({}, elementOf(m), {0.0}));
+  }
 
   /// Elements [start, end) of `x` along `d`: dsnn has no slice, a split
   /// into before/piece/after is one.
@@ -559,10 +587,36 @@ llvm::Error Mapper::map(const ts::Node &n) {
       }
     return out(mb.concat(xs, d));
   }
+  if (k == "aten::eq" || k == "aten::ne") {
+    // `ids == pad`, `mask == 0`: a mask computed from the data.
+    Value a = in(0);
+    Value c = operandOfType(n.inputs[1], a);
+    if (elementOf(a) != elementOf(c))
+      return fail(n, "compares tensors of two element types");
+    return out(mb.compare(k == "aten::eq" ? nn::ComparePredicate::eq
+                                          : nn::ComparePredicate::ne,
+                          a, c));
+  }
+  if (k == "aten::where") {
+    if (n.inputs.size() != 3)
+      return fail(n, "only where(condition, x, y) is supported");
+    Value cond = asMask(in(0));
+    bool xIsScalar = isScalar(n.inputs[1]);
+    Value x = xIsScalar ? Value() : in(1);
+    Value y = operand(n.inputs[2], x ? x : in(2));
+    if (!x)
+      x = operand(n.inputs[1], y);
+    if (!isa<FloatType>(elementOf(x)) || elementOf(x) != elementOf(y))
+      return fail(n, "only float values of one type can be selected");
+    return out(mb.select(cond, x, y));
+  }
+  if (k == "aten::masked_fill" && val(n.inputs[1]).dynamic) {
+    // A mask from the data: select, exact for any fill (-inf too).
+    Value x = in(0);
+    return out(mb.select(asMask(in(1)), operand(n.inputs[2], x), x));
+  }
   if (k == "aten::masked_fill") {
     const ts::Value &mask = val(n.inputs[1]);
-    if (mask.dynamic)
-      return fail(n, "the mask must not depend on parameters or inputs");
     Value x = in(0);
     double fill = isScalar(n.inputs[2])
                       ? numArg(n.inputs[2])

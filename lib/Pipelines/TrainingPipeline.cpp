@@ -16,7 +16,7 @@ namespace cfg = ::ds::config;
 
 llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
                                             const cfg::Config &config,
-                                            int64_t stage) {
+                                            int64_t stage, bool eval) {
   if (config.fp16.enabled && config.bf16.enabled)
     return llvm::createStringError(
         "fp16.enabled and bf16.enabled are both true; pick one precision");
@@ -27,6 +27,11 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
         "pipeline stage " + std::to_string(stage) + " is not one of the " +
         std::to_string(pipe.stages) + " stages of pipeline.stages");
 
+  if (eval && pipelined)
+    return llvm::createStringError(
+        "an eval function with a pipeline (pipeline.stages " +
+        std::to_string(pipe.stages) +
+        ") is not supported yet: its forward spans the stages");
   pm.addPass(createVerifyModelContract());
   if (config.fp16.enabled || config.bf16.enabled) {
     MixedPrecisionOptions precision;
@@ -130,6 +135,9 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     pm.addPass(createLossScale(scaler));
   }
   pm.addPass(createVerifyStepContract());
+  // Before ds-zero, which gives it the parameters as the step holds them.
+  if (eval)
+    pm.addPass(createEvalStep());
 
   // Data parallelism: the step every rank of the dp group runs.
   ZeroOptions zero;
@@ -169,6 +177,11 @@ struct TrainingPipelineOptions
       *this, "stage",
       llvm::cl::desc("the pipeline stage to build (with pipeline.stages > 1)"),
       llvm::cl::init(0)};
+  Option<bool> eval{
+      *this, "eval",
+      llvm::cl::desc("also build @eval_step (ds-eval-step), as ds-train "
+                     "--eval-data does"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -189,7 +202,8 @@ void mlir::ds::registerTrainingPipeline() {
             cfg::loadConfig(options.config, {options.worldSize});
         if (!config)
           return errorHandler(llvm::toString(config.takeError()));
-        if (llvm::Error err = buildTrainingPipeline(pm, *config, options.stage))
+        if (llvm::Error err =
+                buildTrainingPipeline(pm, *config, options.stage, options.eval))
           return errorHandler(llvm::toString(std::move(err)));
         return success();
       },

@@ -417,3 +417,38 @@ func.func @yield_outside(%x: tensor<4xf32>) {
   // expected-error @+1 {{'dsnn.yield' op expects parent op to be one of 'dsnn.layer, dsnn.moe'}}
   dsnn.yield %x : tensor<4xf32>
 }
+
+// -----
+func.func @compare_types(%x: tensor<4xf32>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'dsnn.compare' op compares 'f32' with 'i64'; cast one operand to the other's type}}
+  %0 = dsnn.compare eq %x, %y : tensor<4xf32>, tensor<4xi64> -> tensor<4xi1>
+  return
+}
+
+// -----
+func.func @compare_no_broadcast(%x: tensor<4x3xi64>, %y: tensor<4xi64>) {
+  // expected-error @+1 {{'dsnn.compare' op operand shapes [4, 3] and [4] do not broadcast}}
+  %0 = dsnn.compare ne %x, %y : tensor<4x3xi64>, tensor<4xi64> -> tensor<4x3xi1>
+  return
+}
+
+// -----
+func.func @select_types(%c: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xbf16>) {
+  // expected-error @+1 {{'dsnn.select' op on_false element type 'bf16' does not match on_true element type 'f32'}}
+  %0 = dsnn.select %c, %x, %y : tensor<4xi1>, tensor<4xf32>, tensor<4xbf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @select_no_broadcast(%c: tensor<3xi1>, %x: tensor<4xf32>, %y: tensor<f32>) {
+  // expected-error @+1 {{'dsnn.select' op condition, on_true and on_false shapes [3], [4] and [] do not broadcast}}
+  %0 = dsnn.select %c, %x, %y : tensor<3xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  return
+}
+
+// -----
+func.func @select_result(%c: tensor<2x1xi1>, %x: tensor<4xf32>, %y: tensor<f32>) {
+  // expected-error @+1 {{'dsnn.select' op result shape [4] does not match the expected [2, 4] (from broadcasting condition, on_true and on_false)}}
+  %0 = dsnn.select %c, %x, %y : tensor<2x1xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  return
+}

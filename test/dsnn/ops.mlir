@@ -76,6 +76,18 @@ func.func @elementwise_broadcast(%x: tensor<8x64xf32>, %b: tensor<64xf32>, %s: t
   return
 }
 
+// CHECK-LABEL: func @masks
+func.func @masks(%ids: tensor<2x8xi64>, %pad: tensor<i64>, %x: tensor<2x4x8x8xf32>, %fill: tensor<f32>) -> tensor<2x4x8x8xf32> {
+  // CHECK: dsnn.compare ne %{{.*}}, %{{.*}} : tensor<2x8xi64>, tensor<i64> -> tensor<2x8xi1>
+  %0 = dsnn.compare ne %ids, %pad : tensor<2x8xi64>, tensor<i64> -> tensor<2x8xi1>
+  %1 = dsnn.reshape %0 : tensor<2x8xi1> -> tensor<2x1x1x8xi1>
+  // CHECK: dsnn.compare eq %{{.*}}, %{{.*}} : tensor<2x4x8x8xf32>, tensor<f32> -> tensor<2x4x8x8xi1>
+  %2 = dsnn.compare eq %x, %fill : tensor<2x4x8x8xf32>, tensor<f32> -> tensor<2x4x8x8xi1>
+  // CHECK: dsnn.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<2x1x1x8xi1>, tensor<f32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %3 = dsnn.select %1, %fill, %x : tensor<2x1x1x8xi1>, tensor<f32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  return %3 : tensor<2x4x8x8xf32>
+}
+
 // CHECK-LABEL: func @shapes_and_casts
 func.func @shapes_and_casts(%x: tensor<2x8x48xf32>, %y: tensor<2x8x16xbf16>) {
   // CHECK: dsnn.reshape %{{.*}} : tensor<2x8x48xf32> -> tensor<16x48xf32>

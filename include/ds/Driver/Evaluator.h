@@ -2,8 +2,9 @@
 //
 // DeepSpeed's eval_batch: the loss of one global batch of held-out data,
 // forward only (no gradients, no dropout), from the parameters the step
-// just wrote. Eval k (0-based) reads batch k of --eval-data in the
-// sequential order of docs/data.md; each rank evaluates its share of the
+// just wrote. Eval k (0-based) reads batch k of --eval-data (a token
+// corpus, or a directory of per-sample NAME.npy files) in the sequential
+// order of docs/data.md; each rank evaluates its share of the
 // batch micro-batch by micro-batch and the data-parallel ranks average.
 //
 //===----------------------------------------------------------------------===//
@@ -15,6 +16,7 @@
 #include "ds/Driver/Data.h"
 #include "ds/Driver/Trainer.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -41,7 +43,15 @@ public:
 private:
   Evaluator() = default;
 
+  /// Per-sample data: one NAME.npy per batch argument in the directory
+  /// `path`, batch argument i filled from arrays[i].
+  llvm::Error openSamples(size_t i, const ArgSpec &a);
+  /// This rank's micro-batch of samples starting at `first` of the batch.
+  void fillSamples(int64_t first);
+
   TokenData data;
+  bool sampleDir = false;
+  std::map<size_t, SampleArray> arrays;
   std::string path;
   int64_t interval = 1, micro = 0, gas = 0, globalBatch = 0, dpSize = 1;
   int64_t sequence = 0, evals = 0;

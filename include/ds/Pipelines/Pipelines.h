@@ -18,11 +18,12 @@ namespace mlir::ds {
 /// step is pipeline stage `stage`'s: ds-pipeline-split before the autodiff
 /// and ds-pipeline-schedule in place of ds-accumulate-grads. Fails for
 /// settings the training phase does not implement yet, naming the key.
+/// With `eval`, ds-eval-step adds @eval_step before ds-zero.
 llvm::Error buildTrainingPipeline(OpPassManager &pm,
                                   const ::ds::config::Config &config,
-                                  int64_t stage = 0);
+                                  int64_t stage = 0, bool eval = false);
 
-/// Registers `ds-training-pipeline{config=FILE world-size=N stage=S}`.
+/// Registers `ds-training-pipeline{config=FILE world-size=N stage=S eval}`.
 void registerTrainingPipeline();
 
 } // namespace mlir::ds

@@ -138,6 +138,42 @@ def Autodiff : Pass<"ds-autodiff", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def EvalStep : Pass<"ds-eval-step", "mlir::ModuleOp"> {
+  let summary = "@eval_step: the model's forward as DeepSpeed's eval_batch runs it";
+  let description = [{
+    Adds `@eval_step`, a copy of the model contract's `@forward` as it is
+    when the pass runs (after ds-mixed-precision and
+    ds-moe-expert-parallel: the same compute dtype and the same expert
+    exchanges as training's forward) with what only training does taken
+    out: every `dsnn.dropout` is the identity (PyTorch's `model.eval()`),
+    `dsnn.grad_scale` passes the loss through, and fp16's loss-scale
+    argument goes. It returns the loss in f32 and takes the parameters and
+    batch arguments of `@forward`; ds-zero later gives it the parameters
+    as the step holds them (ZeRO-3 chunks gathered before use, 16-bit
+    copies). Run it after the step is built and before ds-zero. A MoE layer
+    whose `eval_capacity_factor` differs from its `capacity_factor` is
+    refused: its expert region is typed for the training capacity.
+
+      func.func @forward(%w: tensor<64x16xf32> {dsnn.param = ...}, ...) -> tensor<f32> {
+        %h = dsnn.dropout %x {p = 1.0e-01 : f64} ...
+
+    gets, next to it,
+
+      func.func @eval_step(%w: tensor<64x16xf32> {dsnn.param = ...}, ...) -> tensor<f32> {
+        // %x used in place of the dropout
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"forward\"",
+           "the model contract's function">,
+    Option<"result", "result", "std::string", "\"eval_step\"",
+           "name of the eval function to create">,
+  ];
+  let statistics = [
+    Statistic<"numDropouts", "dropouts", "dropouts made the identity">,
+  ];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect"];
+}
+
 def CheckpointActivations
     : Pass<"ds-checkpoint-activations", "mlir::ModuleOp"> {
   let summary = "Recompute each block of layers in its backward instead of "
@@ -729,6 +765,12 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
       again before its first backward use and released after its last;
       the step returns the updated chunks without gathering them.
 
+    An eval function (`eval-entry`, made by ds-eval-step) reads the
+    parameters as the step holds them: at stage 3 it takes the chunks and
+    gathers each before its first use and releases it after its last, as
+    the forward of `@forward_backward` does; with mixed precision at stage
+    1/2 it takes the 16-bit parameters (its casts go).
+
     Mixed precision (every parameter read by `@forward_backward` only
     through casts to one 16-bit type): at stage 1/2 the parameters become
     that 16-bit type on every rank (the casts go) and each rank's chunk of
@@ -782,6 +824,9 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
     Option<"gradientEntry", "gradient-entry", "std::string",
            "\"forward_backward\"",
            "the gradient function (stage 3 gathers parameters there)">,
+    Option<"evalEntry", "eval-entry", "std::string", "\"eval_step\"",
+           "the eval function (ds-eval-step), if the module has one: it "
+           "reads the parameters as the gradient function's forward does">,
   ];
   let dependentDialects = ["::mlir::ds::dist::DistDialect",
                            "::mlir::ds::train::TrainDialect",

@@ -501,14 +501,23 @@ public:
     }
     if (status)
       check(b, loc, status);
-    // A start's handle is used by its wait: the start is erased after the
-    // waits (eraseStarts), so no use ever points into a freed op.
-    if constexpr (async)
+    if constexpr (async) {
       requests[op.getHandle()] = LLVM::LoadOp::create(b, loc, ptr, slot);
-    else
+      // Its waits still use the handle: erased after them (eraseStarts).
+      starts.push_back(op);
+    } else {
       op.erase();
+    }
     ++count;
     return success();
+  }
+
+  /// The lowered starts, once their waits are lowered too.
+  void eraseStarts() {
+    for (Operation *op : starts)
+      op->erase();
+    starts.clear();
+    requests.clear();
   }
 
   LogicalResult rewrite(dist::CommWaitOp op) {
@@ -523,13 +532,6 @@ public:
     check(b, op.getLoc(), status);
     op.erase();
     return success();
-  }
-
-  /// After every wait is lowered, the starts have no user left.
-  void eraseStarts() {
-    for (auto &entry : requests)
-      entry.first.getDefiningOp()->erase();
-    requests.clear();
   }
 
   int64_t count = 0;
@@ -558,6 +560,7 @@ private:
   ModuleOp module;
   SymbolTable symbols;
   DenseMap<Value, Value> requests;
+  SmallVector<Operation *> starts;
 };
 
 struct LowerCommToRuntimePass

@@ -142,6 +142,50 @@ struct CastLowering : OpRewritePattern<nn::CastOp> {
   }
 };
 
+/// eq/ne in the operands' own type (float: ordered equal / unordered
+/// not-equal, as PyTorch's == and != treat NaN), into an i1 mask.
+struct CompareLowering : OpRewritePattern<nn::CompareOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::CompareOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    bool eq = op.getPredicate() == nn::ComparePredicate::eq;
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), op.getType(), op->getOperands(),
+        [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+          if (isa<FloatType>(a[0].getType()))
+            return {arith::CmpFOp::create(b, loc,
+                                          eq ? arith::CmpFPredicate::OEQ
+                                             : arith::CmpFPredicate::UNE,
+                                          a[0], a[1])};
+          return {arith::CmpIOp::create(
+              b, loc, eq ? arith::CmpIPredicate::eq : arith::CmpIPredicate::ne,
+              a[0], a[1])};
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SelectLowering : OpRewritePattern<nn::SelectOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::SelectOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Value result = buildElementwise(
+        rewriter, op.getLoc(), op.getType(), op->getOperands(),
+        [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+          return {arith::SelectOp::create(b, loc, a[0], a[1], a[2])};
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// Only the backward differs from the identity.
 struct GradScaleLowering : OpRewritePattern<nn::GradScaleOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -157,13 +201,14 @@ struct GradScaleLowering : OpRewritePattern<nn::GradScaleOp> {
 
 void mlir::ds::nntolinalg::populateElementwisePatterns(
     RewritePatternSet &patterns) {
-  patterns.add<
-      ElementwiseLowering<nn::GeluOp>, ElementwiseLowering<nn::ReluOp>,
-      ElementwiseLowering<nn::SiluOp>, ElementwiseLowering<nn::TanhOp>,
-      ElementwiseLowering<nn::ExpOp>, ElementwiseLowering<nn::NegOp>,
-      ElementwiseLowering<nn::RsqrtOp>, ElementwiseLowering<nn::AddOp>,
-      ElementwiseLowering<nn::SubOp>, ElementwiseLowering<nn::MulOp>,
-      ElementwiseLowering<nn::DivOp>, ElementwiseLowering<nn::GeluGradOp>,
-      ElementwiseLowering<nn::ReluGradOp>, ElementwiseLowering<nn::SiluGradOp>,
-      CastLowering, GradScaleLowering>(patterns.getContext());
+  patterns
+      .add<ElementwiseLowering<nn::GeluOp>, ElementwiseLowering<nn::ReluOp>,
+           ElementwiseLowering<nn::SiluOp>, ElementwiseLowering<nn::TanhOp>,
+           ElementwiseLowering<nn::ExpOp>, ElementwiseLowering<nn::NegOp>,
+           ElementwiseLowering<nn::RsqrtOp>, ElementwiseLowering<nn::AddOp>,
+           ElementwiseLowering<nn::SubOp>, ElementwiseLowering<nn::MulOp>,
+           ElementwiseLowering<nn::DivOp>, ElementwiseLowering<nn::GeluGradOp>,
+           ElementwiseLowering<nn::ReluGradOp>,
+           ElementwiseLowering<nn::SiluGradOp>, CastLowering, GradScaleLowering,
+           CompareLowering, SelectLowering>(patterns.getContext());
 }

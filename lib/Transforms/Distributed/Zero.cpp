@@ -56,8 +56,8 @@ public:
   DpBuilder(OpBuilder &b, Location loc, int64_t n,
             std::optional<MeanSplit> split = std::nullopt,
             ArrayAttr axes = nullptr)
-      : b(b), loc(loc), n(n),
-        axes(axes ? axes : b.getStrArrayAttr({kDpAxis})), split(split) {}
+      : b(b), loc(loc), n(n), axes(axes ? axes : b.getStrArrayAttr({kDpAxis})),
+        split(split) {}
 
   static int64_t numel(RankedTensorType t) { return t.getNumElements(); }
   int64_t chunk(RankedTensorType t) const {
@@ -383,6 +383,8 @@ struct ZeroPass : mlir::ds::impl::ZeroBase<ZeroPass> {
   LogicalResult collectUpdates(func::FuncOp fn, SmallVector<Update> &updates);
   LogicalResult gatherParamsInGradient(func::FuncOp grad, unsigned numParams,
                                        ArrayRef<Type> fullTypes);
+  LogicalResult readNarrowParams(func::FuncOp eval, unsigned numParams,
+                                 Type narrow);
 };
 
 LogicalResult ZeroPass::collectUpdates(func::FuncOp fn,
@@ -460,6 +462,31 @@ Type castOnlyType(func::FuncOp step, func::FuncOp grad, unsigned numParams,
         return {};
     }
   return narrow;
+}
+
+/// The eval function reads the 16-bit parameters the step now holds in
+/// place of its casts of the f32 ones.
+LogicalResult ZeroPass::readNarrowParams(func::FuncOp eval, unsigned numParams,
+                                         Type narrow) {
+  for (unsigned p = 0; p < numParams; ++p) {
+    BlockArgument arg = eval.getArgument(p);
+    SmallVector<Operation *> users(arg.getUsers());
+    if (!users.empty() && narrowCastType(users) != narrow)
+      return fail(
+          eval,
+          "@" + evalEntry + " reads parameter \"" + paramName(eval, p) +
+              "\" other than through casts to the 16-bit type the gradient "
+              "function reads it as");
+    arg.setType(cast<RankedTensorType>(arg.getType()).clone(narrow));
+    for (Operation *user : users) {
+      user->getResult(0).replaceAllUsesWith(arg);
+      user->erase();
+    }
+  }
+  eval.setFunctionType(FunctionType::get(
+      eval.getContext(), eval.getBody().front().getArgumentTypes(),
+      eval.getResultTypes()));
+  return success();
 }
 
 /// The top-level op of `block` that contains `op`.
@@ -590,15 +617,15 @@ void ZeroPass::runOnOperation() {
     epSize = grid.getAxisSize("ep").value_or(1);
     if (size.value_or(1) * epSize != dpSize) {
       module.emitError() << "ds-zero: the module's grid " << grid
-                         << " has dp = " << size.value_or(1) << " x ep = "
-                         << epSize << " but dp-size is " << dpSize
+                         << " has dp = " << size.value_or(1)
+                         << " x ep = " << epSize << " but dp-size is " << dpSize
                          << "; pass the same data-parallel size";
       return signalPassFailure();
     }
     if (epSize > 1 && stage == 3) {
-      module.emitError()
-          << "ds-zero: stage 3 with expert parallelism (ep = " << epSize
-          << ") is not supported yet; use stage 0, 1 or 2";
+      module.emitError() << "ds-zero: stage 3 with expert parallelism (ep = "
+                         << epSize
+                         << ") is not supported yet; use stage 0, 1 or 2";
       return signalPassFailure();
     }
   } else {
@@ -693,19 +720,19 @@ void ZeroPass::runOnOperation() {
   // 1. Reduce the gradients at the step boundary.
   SmallVector<Value> reduced, chunks;
   if (stage <= 1) {
-    reduced = perGroup(grads, [&](DpBuilder &g, ArrayRef<unsigned> members,
-                                  ValueRange v) {
-      return g.allReduceMean(
-          v, makeBuckets(pick(sizes, members), reduceBucketSize));
-    });
+    reduced = perGroup(
+        grads, [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
+          return g.allReduceMean(
+              v, makeBuckets(pick(sizes, members), reduceBucketSize));
+        });
     for (auto [p, g] : llvm::enumerate(reduced))
       chunks.push_back(groups.of(p).shard(g));
   } else {
-    chunks = perGroup(grads, [&](DpBuilder &g, ArrayRef<unsigned> members,
-                                 ValueRange v) {
-      return g.reduceScatterMean(
-          v, makeBuckets(pick(chunkSizes, members), reduceBucketSize));
-    });
+    chunks = perGroup(
+        grads, [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
+          return g.reduceScatterMean(
+              v, makeBuckets(pick(chunkSizes, members), reduceBucketSize));
+        });
   }
 
   // 2. The norm from the chunks, summed over the group; a pipeline stage's
@@ -766,6 +793,11 @@ void ZeroPass::runOnOperation() {
     // the master chunk and the 16-bit chunk the all-gather spreads (half
     // the bytes of an f32 gather).
     auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
+    auto eval = module.lookupSymbol<func::FuncOp>(evalEntry);
+    if (eval && (eval.isExternal() || numLeadingParams(eval) != numParams))
+      return (void)fail(eval, "@" + evalEntry +
+                                  " must take the step's parameters first, "
+                                  "as ds-eval-step builds it");
     Type narrow =
         stage <= 2 ? castOnlyType(fn, grad, numParams, updates) : Type();
     if (narrow && epSize > 1)
@@ -817,12 +849,15 @@ void ZeroPass::runOnOperation() {
       }
       grad.setFunctionType(
           FunctionType::get(ctx, gradArgs, grad.getResultTypes()));
+      if (eval && failed(readNarrowParams(eval, numParams, narrow)))
+        return;
     }
     SmallVector<Type> argTypes(body.getArgumentTypes());
     // State (and, at stage 3, parameters) become chunks.
     for (const Update &u : updates) {
-      auto chunkT = groups.of(u.paramArg).chunkType(
-          cast<RankedTensorType>(fullTypes[u.paramArg]));
+      auto chunkT =
+          groups.of(u.paramArg)
+              .chunkType(cast<RankedTensorType>(fullTypes[u.paramArg]));
       SmallVector<unsigned> sharded(u.stateArgs);
       if (stage == 3)
         sharded.push_back(u.paramArg);
@@ -867,15 +902,15 @@ void ZeroPass::runOnOperation() {
         for (Type &t : gatherTypes)
           t = cast<RankedTensorType>(t).clone(narrow);
       SmallVector<Value> whole =
-          perGroup(newChunks, [&](DpBuilder &g, ArrayRef<unsigned> members,
-                                  ValueRange v) {
-            SmallVector<Type> types;
-            for (unsigned p : members)
-              types.push_back(gatherTypes[p]);
-            return g.allGather(
-                v, types,
-                makeBuckets(pick(chunkSizes, members), allgatherBucketSize));
-          });
+          perGroup(newChunks,
+                   [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
+                     SmallVector<Type> types;
+                     for (unsigned p : members)
+                       types.push_back(gatherTypes[p]);
+                     return g.allGather(v, types,
+                                        makeBuckets(pick(chunkSizes, members),
+                                                    allgatherBucketSize));
+                   });
       for (unsigned p = 0; p < numParams; ++p)
         ret->setOperand(p, whole[p]);
     }
@@ -908,6 +943,18 @@ void ZeroPass::runOnOperation() {
           FunctionType::get(ctx, gradArgs, grad.getResultTypes()));
       if (failed(gatherParamsInGradient(grad, numParams, fullTypes)))
         return;
+      if (eval) {
+        for (unsigned p = 0; p < numParams; ++p) {
+          eval.getArgument(p).setType(argTypes[p]);
+          eval.setArgAttr(p, dist::DistDialect::kShardingAttrName,
+                          shardingOf(p));
+        }
+        eval.setFunctionType(
+            FunctionType::get(ctx, eval.getBody().front().getArgumentTypes(),
+                              eval.getResultTypes()));
+        if (failed(gatherParamsInGradient(eval, numParams, fullTypes)))
+          return;
+      }
     }
   }
   normOp->erase();

@@ -382,6 +382,35 @@ struct DivVJP : VJP<DivVJP, DivOp> {
 };
 
 //===----------------------------------------------------------------------===//
+// Masks
+//===----------------------------------------------------------------------===//
+
+/// A comparison is piecewise constant: no cotangent for either operand.
+struct CompareVJP : VJP<CompareVJP, CompareOp> {
+  LogicalResult vjp(CompareOp, OpBuilder &, Location, ValueRange,
+                    SmallVectorImpl<Value> &dxs) const {
+    dxs.append({Value(), Value()});
+    return success();
+  }
+};
+
+/// The cotangent goes to the branch each element came from.
+struct SelectVJP : VJP<SelectVJP, SelectOp> {
+  LogicalResult vjp(SelectOp op, OpBuilder &b, Location loc, ValueRange dys,
+                    SmallVectorImpl<Value> &dxs) const {
+    Value dy = dys[0];
+    Value zero = zeros(b, loc, tensorType(dy));
+    Type type = dy.getType();
+    Value dt = SelectOp::create(b, loc, type, op.getCondition(), dy, zero);
+    Value df = SelectOp::create(b, loc, type, op.getCondition(), zero, dy);
+    dxs.push_back(Value());
+    dxs.push_back(unbroadcast(b, loc, dt, tensorType(op.getOnTrue())));
+    dxs.push_back(unbroadcast(b, loc, df, tensorType(op.getOnFalse())));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // Shape and dtype: each inverts itself
 //===----------------------------------------------------------------------===//
 
@@ -609,6 +638,8 @@ void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
     SubOp::attachInterface<SubVJP>(*ctx);
     MulOp::attachInterface<MulVJP>(*ctx);
     DivOp::attachInterface<DivVJP>(*ctx);
+    CompareOp::attachInterface<CompareVJP>(*ctx);
+    SelectOp::attachInterface<SelectVJP>(*ctx);
     ReshapeOp::attachInterface<ReshapeVJP>(*ctx);
     TransposeOp::attachInterface<TransposeVJP>(*ctx);
     SplitOp::attachInterface<SplitVJP>(*ctx);

@@ -36,6 +36,8 @@ MODEL is one of:
   decoder       nn.TransformerDecoder (post-LN, GELU): causal float
                 tgt_mask on the self-attention, cross-attention to the
                 embeddings as memory with a memory_key_padding_mask
+  masked        masks computed from the input ids (aten::ne, aten::eq,
+                aten::where, masked_fill with a data-dependent mask)
 
 The batches follow the sequential order of docs/data.md. Run with Debian's
 /usr/bin/python3 (python3-torch).
@@ -301,6 +303,45 @@ class Decoder(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
+PAD = 3  # a token of the stream (it follows 0), masked as padding
+
+
+class MaskedLM(nn.Module):
+    """Masks computed from the data, as models with padding build them:
+    `keep = input_ids.ne(PAD)`; PAD positions' embeddings zeroed by
+    torch.where; their keys masked with `keep == 0` through masked_fill
+    (to finfo.min, as Hugging Face models do), on top of a causal mask."""
+
+    def __init__(self, vocab=VOCAB, dim=32, n_heads=4, max_seq=SEQ):
+        super().__init__()
+        self.n_heads, self.head_dim = n_heads, dim // n_heads
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(max_seq, dim)
+        self.ln = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.head = nn.Linear(dim, vocab)
+        self.register_buffer("causal", torch.ones(max_seq, max_seq).tril(),
+                             persistent=False)
+
+    def forward(self, input_ids, targets):
+        B, T = input_ids.shape
+        keep = input_ids.ne(PAD)
+        h = self.tok(input_ids) + self.pos(torch.arange(T))
+        h = torch.where(keep.unsqueeze(-1), h, 0.0)
+        q, k, v = self.qkv(self.ln(h)).split(h.shape[-1], dim=-1)
+        q, k, v = (t.view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
+                   for t in (q, k, v))
+        att = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)
+        low = torch.finfo(att.dtype).min
+        att = att.masked_fill(self.causal[:T, :T] == 0, low)
+        att = att.masked_fill(keep.view(B, 1, 1, T) == 0, low)
+        y = (att.softmax(-1) @ v).transpose(1, 2).reshape(B, T, -1)
+        h = h + self.proj(y)
+        logits = self.head(h)
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
 MODELS = {
     "llama": lambda: Llama(),
     "llama-interleaved": lambda: Llama(interleaved=True),
@@ -311,6 +352,7 @@ MODELS = {
     "encoder-causal-bool": lambda: Encoder("bool", norm_first=True),
     "encoder-padding": lambda: Encoder("padding", norm_first=False),
     "decoder": lambda: Decoder(),
+    "masked": lambda: MaskedLM(),
 }
 
 

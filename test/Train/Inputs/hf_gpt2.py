@@ -17,6 +17,11 @@ reference does not share ds's [out, in] layout.
                            older checkpoints) and DIR/reference.json
                            (PyTorch's step-1 loss, in f64)
   hf_gpt2.py check DIR JSONL   compares JSONL's step-1 loss with it
+  hf_gpt2.py eval16 DIR JSONL bf16|fp16   eval and training losses of a
+                           run with frozen weights (lr 0) from
+                           DIR/hf-wide.safetensors (wide()) against
+                           PyTorch's no-grad forward doing the same 16-bit
+                           casts
   hf_gpt2.py eval DIR JSONL LR   DeepSpeed's eval_batch: trains the model
                            from DIR/hf.safetensors with SGD at rate LR as
                            ds-train did (DIR/tokens.bin, sequential order)
@@ -41,6 +46,22 @@ from pt_vs_spec import write_safetensors  # noqa: E402
 LAYERS, C, HEADS, VOCAB, T, BATCH = 2, 32, 4, 64, 16, 4
 EPS = 1e-5
 TOLERANCE = 1e-6
+# A 16-bit forward computes each op in f32 from 16-bit inputs and rounds
+# its result once, as gpt2_loss(dtype=...) does in f64. Where f32 and f64
+# land on different sides of a rounding boundary, or a fused op rounds an
+# inner value the emulation keeps, one activation moves by an ulp: bf16
+# eval losses measured within 1.4e-7 of the emulation, fp16 within 1.5e-6
+# (its finer ulp makes such flips more frequent), while the f64 loss of
+# the same weights is at least 2.6e-5 (bf16) and 1.2e-5 (fp16) away. The
+# tolerances sit between the two.
+TOLERANCE16 = {"bf16": 1e-6, "fp16": 5e-6}
+
+
+def wide(sd):
+    """The 16-bit tests' weights: every matrix and bias (not the norms) 5
+    times wider, so the logits are large enough for the loss to show
+    16-bit rounding (about 1e-5 relative rather than 1e-6)."""
+    return {k: v if ".ln_" in k else 5 * v for k, v in sd.items()}
 
 
 def hf_state_dict(gen):
@@ -74,29 +95,41 @@ def conv1d(x, w, b):
         *x.shape[:-1], w.shape[1])
 
 
-def gpt2_loss(sd, ids, targets):
-    sd = {k: v.double() for k, v in sd.items()}
+def gpt2_loss(sd, ids, targets, dtype=None):
+    """In f64; with `dtype` (bf16/f16), as a mixed-precision forward runs:
+    parameters read in `dtype`, and each op of the model (embedding + add,
+    layer_norm, linear with its bias, attention, gelu, residual add)
+    computes from `dtype` inputs and rounds its result to `dtype` once;
+    the loss takes the rounded logits in full precision."""
+    def r(t):
+        return t if dtype is None else t.to(dtype).double()
+
+    sd = {k: r(v.double()) for k, v in sd.items()}
     B = ids.shape[0]
-    h = sd["transformer.wte.weight"][ids] + sd["transformer.wpe.weight"][:T]
+    h = r(sd["transformer.wte.weight"][ids] + sd["transformer.wpe.weight"][:T])
     causal = torch.ones(T, T, dtype=torch.bool).tril()
     for i in range(LAYERS):
         p = f"transformer.h.{i}."
-        a = F.layer_norm(h, (C,), sd[p + "ln_1.weight"], sd[p + "ln_1.bias"], EPS)
-        q, k, v = conv1d(a, sd[p + "attn.c_attn.weight"],
-                         sd[p + "attn.c_attn.bias"]).split(C, dim=2)
+        a = r(F.layer_norm(h, (C,), sd[p + "ln_1.weight"], sd[p + "ln_1.bias"],
+                           EPS))
+        q, k, v = r(conv1d(a, sd[p + "attn.c_attn.weight"],
+                           sd[p + "attn.c_attn.bias"])).split(C, dim=2)
         q, k, v = (t.view(B, T, HEADS, C // HEADS).transpose(1, 2)
                    for t in (q, k, v))
         att = (q @ k.transpose(-1, -2)) / math.sqrt(C // HEADS)
         att = att.masked_fill(~causal, float("-inf")).softmax(-1)
-        y = (att @ v).transpose(1, 2).reshape(B, T, C)
-        h = h + conv1d(y, sd[p + "attn.c_proj.weight"], sd[p + "attn.c_proj.bias"])
-        m = F.layer_norm(h, (C,), sd[p + "ln_2.weight"], sd[p + "ln_2.bias"], EPS)
-        m = F.gelu(conv1d(m, sd[p + "mlp.c_fc.weight"], sd[p + "mlp.c_fc.bias"]),
-                   approximate="tanh")
-        h = h + conv1d(m, sd[p + "mlp.c_proj.weight"], sd[p + "mlp.c_proj.bias"])
-    h = F.layer_norm(h, (C,), sd["transformer.ln_f.weight"],
-                     sd["transformer.ln_f.bias"], EPS)
-    logits = h @ sd["transformer.wte.weight"].T
+        y = r(att @ v).transpose(1, 2).reshape(B, T, C)
+        h = r(h + r(conv1d(y, sd[p + "attn.c_proj.weight"],
+                           sd[p + "attn.c_proj.bias"])))
+        m = r(F.layer_norm(h, (C,), sd[p + "ln_2.weight"], sd[p + "ln_2.bias"],
+                           EPS))
+        m = r(F.gelu(r(conv1d(m, sd[p + "mlp.c_fc.weight"],
+                              sd[p + "mlp.c_fc.bias"])), approximate="tanh"))
+        h = r(h + r(conv1d(m, sd[p + "mlp.c_proj.weight"],
+                           sd[p + "mlp.c_proj.bias"])))
+    h = r(F.layer_norm(h, (C,), sd["transformer.ln_f.weight"],
+                       sd["transformer.ln_f.bias"], EPS))
+    logits = r(h @ sd["transformer.wte.weight"].T)
     return F.cross_entropy(logits.reshape(-1, VOCAB), targets.reshape(-1))
 
 
@@ -137,6 +170,38 @@ def evaluate(out, jsonl, lr):
     sys.exit(0 if ok else 1)
 
 
+def evaluate16(out, jsonl, dtype_name):
+    """Frozen weights (lr 0): every eval_loss of JSONL is the 16-bit
+    forward's. Checked against gpt2_loss in that dtype within TOLERANCE16
+    and, to show the eval did run in 16 bits, farther than that from the
+    f64 loss. The training losses' distance is printed too (not checked)."""
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    lines = [json.loads(line) for line in open(jsonl)]
+    train, held_out = read_tokens(f"{out}/tokens.bin"), read_tokens(f"{out}/eval.bin")
+    sd = wide(hf_state_dict(torch.Generator().manual_seed(5)))
+    worst = {"eval": 0.0, "train": 0.0}
+    off32, evals = math.inf, 0
+    for line in lines:
+        s = line["step"] - 1
+        batch = windows(train, s * BATCH, BATCH)
+        ref = gpt2_loss(sd, *batch, dtype).item()
+        worst["train"] = max(worst["train"], abs(line["loss"] - ref) / ref)
+        if "eval_loss" in line:
+            batch = windows(held_out, evals * BATCH, BATCH)
+            ref = gpt2_loss(sd, *batch, dtype).item()
+            ref32 = gpt2_loss(sd, *batch).item()
+            worst["eval"] = max(worst["eval"], abs(line["eval_loss"] - ref) / ref)
+            off32 = min(off32, abs(line["eval_loss"] - ref32) / ref32)
+            evals += 1
+    tol = TOLERANCE16[dtype_name]
+    ok = evals > 0 and worst["eval"] <= tol < off32
+    print(f"{evals} {dtype_name} eval losses vs torch no-grad in "
+          f"{dtype_name}: max rel err {worst['eval']:.1e} (train losses "
+          f"{worst['train']:.1e}; tolerance {tol:.0e}; vs f64 at least "
+          f"{off32:.1e}) {'ok' if ok else 'FAIL'}")
+    sys.exit(0 if ok else 1)
+
+
 def prepare(out):
     gen = torch.Generator().manual_seed(5)
     sd = hf_state_dict(gen)
@@ -160,6 +225,7 @@ def prepare(out):
                    "gradient_clipping": 0,
                    "optimizer": {"type": "SGD", "params": {"lr": 0.1}}}, f)
     write_safetensors(f"{out}/hf.safetensors", sd)
+    write_safetensors(f"{out}/hf-wide.safetensors", wide(sd))
     full = dict(sd)
     full["lm_head.weight"] = sd["transformer.wte.weight"]
     for i in range(LAYERS):
@@ -184,5 +250,6 @@ def check(out, jsonl):
 
 
 if __name__ == "__main__":
-    {"prepare": prepare, "check": check, "eval": evaluate}[sys.argv[1]](
+    {"prepare": prepare, "check": check, "eval": evaluate,
+     "eval16": evaluate16}[sys.argv[1]](
         *sys.argv[2:])

@@ -13,7 +13,12 @@ loop (SGD, from the same weights, on the same samples).
                             DIR/{cls,reg}.safetensors (initial weights),
                             DIR/sgd.json and DIR/{cls,reg}-reference.json
                             (PyTorch's losses over STEPS steps)
-  npy_data.py check JSONL REF   compares the losses of JSONL with REF's
+                            DIR/cls-eval/{inputs,targets}.npy (held-out
+                            samples) and DIR/cls-eval-reference.json
+                            (PyTorch's no-grad losses on them after every
+                            EVAL_INTERVAL-th step)
+  npy_data.py check JSONL REF [KEY]   compares the losses (or KEY, e.g.
+                            eval_loss) of JSONL with REF's
 
 Step s reads samples (s * B + j) mod N, j < B: the sequential order of
 docs/data.md. Run with Debian's /usr/bin/python3 (python3-torch).
@@ -32,6 +37,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from pt_vs_spec import write_safetensors  # noqa: E402
 
 N, IN, HIDDEN, CLASSES, OUT, B, STEPS, LR = 20, 6, 16, 3, 2, 8, 6, 0.1
+N_EVAL, EVAL_INTERVAL = 12, 2
 TOLERANCE = 1e-5
 
 
@@ -43,10 +49,12 @@ def mlp(out, gen):
     return model
 
 
-def train(model, x, y, loss_fn):
-    """The losses of STEPS SGD steps, each on samples (s*B + j) mod N."""
+def train(model, x, y, loss_fn, held_out=None):
+    """The losses of STEPS SGD steps, each on samples (s*B + j) mod N; with
+    `held_out` (x, y), also the no-grad loss on its batch k (samples
+    (k*B + j) mod its N) after every EVAL_INTERVAL-th step."""
     opt = torch.optim.SGD(model.parameters(), lr=LR)
-    losses = []
+    losses, evals = [], []
     for s in range(STEPS):
         idx = [(s * B + j) % N for j in range(B)]
         loss = loss_fn(model(x[idx]), y[idx])
@@ -54,7 +62,13 @@ def train(model, x, y, loss_fn):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return losses
+        if held_out is not None and (s + 1) % EVAL_INTERVAL == 0:
+            ex, ey = held_out
+            k = len(evals)
+            idx = [(k * B + j) % len(ex) for j in range(B)]
+            with torch.no_grad():
+                evals.append(loss_fn(model(ex[idx]), ey[idx]).item())
+    return losses if held_out is None else evals
 
 
 def save_weights(model, path):
@@ -94,8 +108,18 @@ def prepare(out):
     np.save(f"{out}/y.npy", labels.numpy().astype("<i8"))
     model = mlp(CLASSES, gen)
     save_weights(model, f"{out}/cls.safetensors")
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
     with open(f"{out}/cls-reference.json", "w") as f:
         json.dump(train(model, x, labels, F.cross_entropy), f)
+    # Held-out samples as --eval-data DIR: one NAME.npy per batch argument.
+    os.makedirs(f"{out}/cls-eval", exist_ok=True)
+    ex = torch.randn(N_EVAL, IN, generator=gen)
+    ey = torch.randint(0, CLASSES, (N_EVAL,), generator=gen)
+    np.save(f"{out}/cls-eval/inputs.npy", ex.numpy().astype("<f4"))
+    np.save(f"{out}/cls-eval/targets.npy", ey.numpy().astype("<i8"))
+    model.load_state_dict(initial)
+    with open(f"{out}/cls-eval-reference.json", "w") as f:
+        json.dump(train(model, x, labels, F.cross_entropy, (ex, ey)), f)
 
     os.makedirs(f"{out}/reg", exist_ok=True)
     xr = torch.randn(N, IN, generator=gen, dtype=torch.float64)
@@ -112,13 +136,14 @@ def prepare(out):
     np.save(f"{out}/bad-y-float.npy", labels.numpy().astype("<f4"))
 
 
-def check(jsonl, ref):
+def check(jsonl, ref, key="loss"):
     ref = json.load(open(ref))
-    got = [json.loads(line)["loss"] for line in open(jsonl)]
+    got = [json.loads(line)[key] for line in open(jsonl)
+           if key in json.loads(line)]
     assert len(got) == len(ref), (len(got), len(ref))
     err = max(abs(a - b) / abs(b) for a, b in zip(got, ref))
     ok = err <= TOLERANCE
-    print(f"{len(got)} losses ds vs torch: max rel err {err:.1e} "
+    print(f"{len(got)} {key}es ds vs torch: max rel err {err:.1e} "
           f"{'ok' if ok else 'FAIL'}")
     sys.exit(0 if ok else 1)
 

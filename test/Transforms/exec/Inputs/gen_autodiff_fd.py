@@ -184,6 +184,24 @@ for name, k in (("moe2", 2), ("moe1", 1)):
 # rsqrt (hand-written RMSNorm) on positive inputs.
 x = param("rsqrt_x", [2, 5], 0.5, 2)
 op(f"dsnn.rsqrt {x} : {T([2,5])}", [2, 5])
+# Masks: compare gives no gradient; select sends each element's cotangent
+# to the branch it took (on_false broadcast, so its cotangent sums back).
+batch.append(("sel_keep", "tensor<2x3x4xi64>",
+              dense([rng.choice([0, 1]) for _ in range(24)], [2, 3, 4])))
+zero = fresh("zero")
+body.append(f"  {zero} = arith.constant dense<0> : tensor<i64>")
+mask = fresh("mask")
+body.append(f"  {mask} = dsnn.compare ne %sel_keep, {zero} : tensor<2x3x4xi64>, tensor<i64> -> tensor<2x3x4xi1>")
+a, bb = param("sel_a", [2, 3, 4]), param("sel_b", [3, 1])
+op(f"dsnn.select {mask}, {a}, {bb} : tensor<2x3x4xi1>, {T([2,3,4])}, {T([3,1])} -> {T([2,3,4])}", [2, 3, 4])
+# A comparison of a parameter (far from the threshold): no cotangent
+# through it, only through the select's branch.
+x = param("cmp_x", [2, 5], 0.5, 2)
+limit = fresh("limit")
+body.append(f"  {limit} = arith.constant dense<1.0> : tensor<f64>")
+big = fresh("big")
+body.append(f"  {big} = dsnn.compare eq {x}, {limit} : {T([2,5])}, tensor<f64> -> tensor<2x5xi1>")
+op(f"dsnn.select {big}, {limit}, {x} : tensor<2x5xi1>, tensor<f64>, {T([2,5])} -> {T([2,5])}", [2, 5])
 # The loss: the sum of every contribution.
 loss = scalars[0]
 for s in scalars[1:]:
