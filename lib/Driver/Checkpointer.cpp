@@ -1,5 +1,6 @@
 //===- Checkpointer.cpp - --save, --save-interval and --load of a run -----===//
 #include "ds/Driver/Checkpointer.h"
+#include "ds/Driver/Timeline.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -161,6 +162,8 @@ llvm::Error Checkpointer::afterStep(int64_t step, uint64_t runSeed,
              (options->saveInterval > 0 && step % options->saveInterval == 0);
   if (!saver || !due)
     return llvm::Error::success();
+  // What the step loop waits for; a background writer's time is not in it.
+  TraceSpan span("checkpoint", "checkpoint_save");
   CkptRunInfo run;
   run.step = step;
   run.seed = runSeed;

@@ -1,6 +1,7 @@
 //===- StepLoop.cpp - Run the steps, measure and report them --------------===//
 #include "ds/Driver/StepLoop.h"
 #include "ds/Driver/Evaluator.h"
+#include "ds/Driver/Timeline.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -104,8 +105,13 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
                          checkpointer.resume()->tagDir(), firstStep);
   for (int64_t s = firstStep; s < options->steps; ++s) {
     auto stepStart = Clock::now();
-    if (llvm::Error err = feeder.fill(s))
-      return err;
+    // The timeline's step: from feeding the batch to the metrics line.
+    TraceSpan stepSpan("step", "step");
+    {
+      TraceSpan data("data", "data");
+      if (llvm::Error err = feeder.fill(s))
+        return err;
+    }
     checkpointer.beforeStep(s + 1, metrics);
     int64_t skippedBefore = stateI64(skippedArg);
     float scaleBefore = scaleArg ? *store.current(*scaleArg).data<float>() : 0;
@@ -142,6 +148,7 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     if (llvm::Error err = checkpointer.afterStep(s + 1, seed, store, metrics))
       return err;
     if (evaluator && evaluator->due(s + 1)) {
+      TraceSpan eval("eval", "eval");
       auto evalLoss = evaluator->run(step, store);
       if (!evalLoss)
         return evalLoss.takeError();

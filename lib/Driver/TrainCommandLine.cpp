@@ -110,6 +110,11 @@ static cl::opt<OnSaveError> onSaveError(
 static cl::opt<std::string>
     loadDir("load", cl::cat(category),
             cl::desc("resume from the checkpoint DIR/latest names"));
+static cl::opt<std::string>
+    trace("trace", cl::cat(category),
+          cl::desc("write a Chrome trace (chrome://tracing, Perfetto) of the "
+                   "run to FILE.json: every rank's layers, collectives, "
+                   "waits, optimizer and checkpoint saves"));
 static cl::opt<std::string> loadTag("tag", cl::cat(category),
                                     cl::desc("with --load: the tag to resume "
                                              "from (e.g. global_step100)"));
@@ -167,6 +172,7 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
   options.loadDir = loadDir;
   options.loadTag = loadTag;
   options.compiledDir = compiled;
+  options.tracePath = trace;
   if (options.compiledDir.empty() && (modelFile.empty() || configFile.empty()))
     return createStringError("--model and --config are required (or "
                              "--compiled DIR, a ds-compile artifact)");

@@ -13,6 +13,7 @@
 #include "ds/Driver/ParamMap.h"
 #include "ds/Driver/StateStore.h"
 #include "ds/Driver/StepLoop.h"
+#include "ds/Driver/Timeline.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -230,10 +231,14 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   // A save in flight reads the store's buffers: on any early return it
   // ends before they go.
   auto dropSave = llvm::make_scope_exit([&] { checkpointer->abandon(); });
+  if (llvm::Error err = startTimeline(options.tracePath, world))
+    return err;
   if (llvm::Error err = loop->run(*compiled->function, store, *feeder,
                                   *checkpointer, seed, log, evaluator->get()))
     return err;
   if (llvm::Error err = checkpointer->finish(loop->talks(), log))
+    return err;
+  if (llvm::Error err = writeTimeline(options.tracePath, world))
     return err;
   if (!options.saveWeights.empty())
     if (llvm::Error err = store.saveWeights(options.saveWeights, place))

@@ -29,6 +29,8 @@ struct dsrt_comm {
 struct dsrt_request {
   const char *what; /* "dsrt_all_reduce": names the call in timeout errors */
   dsrt_comm *comm;
+  double traced_start; /* for the timeline: when it started (-1: not traced) */
+  int64_t traced_bytes;
 };
 
 /* Every *_start entry begins the operation and returns a request in *req;

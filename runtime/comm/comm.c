@@ -10,6 +10,7 @@
 
 #include "comm/backend.h"
 #include "core/error.h"
+#include "core/trace.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -538,13 +539,15 @@ static int check_common(const char *what, const dsrt_comm *comm, int dtype,
 
 /* Names a started request, or clears *req after a failed start. */
 static int started(int status, const char *what, dsrt_comm *comm,
-                   dsrt_request **req) {
+                   dsrt_request **req, int64_t bytes) {
   if (status) {
     *req = NULL;
     return status;
   }
   (*req)->what = what;
   (*req)->comm = comm;
+  (*req)->traced_start = dsrt_trace_t0();
+  (*req)->traced_bytes = bytes;
   return DSRT_OK;
 }
 
@@ -580,7 +583,7 @@ static int fixed_order(const char *what, const dsrt_comm *comm) {
 }
 
 /* The request of a start that completed before returning. */
-static dsrt_request completed_request = {"a completed start", NULL};
+static dsrt_request completed_request = {"a completed start", NULL, -1, 0};
 
 /* A blocking reduction in rank order (deterministic mode). */
 static int reduce_fixed(int status, dsrt_comm *comm, const void *send,
@@ -590,7 +593,12 @@ static int reduce_fixed(int status, dsrt_comm *comm, const void *send,
     status =
         dsrt_fixed_order_reduce(backend, comm, send, recv, count,
                                 (dsrt_dtype)dtype, (dsrt_reduce_op)op, scatter);
-  comm_seconds += now() - t0;
+  double t1 = now();
+  comm_seconds += t1 - t0;
+  if (dsrt_trace_active)
+    dsrt_trace_span(DSRT_TRACE_COMM, "blocking",
+                    scatter ? "reduce_scatter" : "all_reduce", t0, t1,
+                    count * (int64_t)dsrt_dtype_size(dtype));
   return status;
 }
 
@@ -598,8 +606,8 @@ static int reduce_fixed(int status, dsrt_comm *comm, const void *send,
 static int reduce_fixed_now(int status, dsrt_comm *comm, const void *send,
                             void *recv, int64_t count, int dtype, int op,
                             int scatter, dsrt_request **req) {
-  status = reduce_fixed(status, comm, send, recv, count, dtype, op, scatter,
-                        now());
+  status =
+      reduce_fixed(status, comm, send, recv, count, dtype, op, scatter, now());
   *req = status ? NULL : &completed_request;
   return status;
 }
@@ -613,7 +621,7 @@ static int start_all_reduce(const char *what, dsrt_comm *comm, const void *send,
   if ((status = fixed_order(what, comm)))
     return reduce_fixed_now(status, comm, send, recv, count, dtype, op, 0, req);
   return started(backend->all_reduce(comm, send, recv, count, dtype, op, req),
-                 what, comm, req);
+                 what, comm, req, count * (int64_t)dsrt_dtype_size(dtype));
 }
 
 static int start_all_gather(const char *what, dsrt_comm *comm, const void *send,
@@ -634,7 +642,7 @@ static int start_all_gather(const char *what, dsrt_comm *comm, const void *send,
                               "ceil(count / size) elements")))
     return status;
   return started(backend->all_gather(comm, send, recv, count, dtype, req), what,
-                 comm, req);
+                 comm, req, count * (int64_t)es);
 }
 
 static int check_reduce_scatter(const char *what, dsrt_comm *comm,
@@ -663,7 +671,7 @@ static int start_reduce_scatter(const char *what, dsrt_comm *comm,
     return reduce_fixed_now(status, comm, send, recv, count, dtype, op, 1, req);
   return started(
       backend->reduce_scatter(comm, send, recv, count, dtype, op, req), what,
-      comm, req);
+      comm, req, count * (int64_t)dsrt_dtype_size(dtype));
 }
 
 static int start_all_to_all(const char *what, dsrt_comm *comm, const void *send,
@@ -681,7 +689,7 @@ static int start_all_to_all(const char *what, dsrt_comm *comm, const void *send,
     return status;
   return started(
       backend->all_to_all(comm, send, recv, count_per_rank, dtype, req), what,
-      comm, req);
+      comm, req, (int64_t)bytes);
 }
 
 static int start_broadcast(const char *what, dsrt_comm *comm, void *buf,
@@ -693,7 +701,7 @@ static int start_broadcast(const char *what, dsrt_comm *comm, void *buf,
       (status = check_rank(what, "root", root, comm)))
     return status;
   return started(backend->broadcast(comm, buf, count, dtype, root, req), what,
-                 comm, req);
+                 comm, req, count * (int64_t)dsrt_dtype_size(dtype));
 }
 
 static int check_p2p(const char *what, dsrt_comm *comm, const void *buf,
@@ -713,7 +721,7 @@ static int start_send(const char *what, dsrt_comm *comm, const void *buf,
   if (status)
     return status;
   return started(backend->send(comm, buf, count, dtype, peer, tag, req), what,
-                 comm, req);
+                 comm, req, count * (int64_t)dsrt_dtype_size(dtype));
 }
 
 static int start_recv(const char *what, dsrt_comm *comm, void *buf,
@@ -723,7 +731,7 @@ static int start_recv(const char *what, dsrt_comm *comm, void *buf,
   if (status)
     return status;
   return started(backend->recv(comm, buf, count, dtype, peer, tag, req), what,
-                 comm, req);
+                 comm, req, count * (int64_t)dsrt_dtype_size(dtype));
 }
 
 static int start_barrier(const char *what, dsrt_comm *comm,
@@ -731,15 +739,46 @@ static int start_barrier(const char *what, dsrt_comm *comm,
   int status = check_comm(what, comm);
   if (status)
     return status;
-  return started(backend->barrier(comm, req), what, comm, req);
+  return started(backend->barrier(comm, req), what, comm, req, 0);
+}
+
+/* The timeline's name of a call: "dsrt_all_gather_start" -> "all_gather". */
+static const char *traced_name(const char *what) {
+  static const char *const kinds[] = {
+      "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+      "broadcast",  "send",       "recv",           "barrier"};
+  const char *call = strncmp(what, "dsrt_", 5) ? what : what + 5;
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; ++i)
+    if (!strncmp(call, kinds[i], strlen(kinds[i])))
+      return kinds[i];
+  return call;
+}
+
+/* A collective on the communication track from its start to its completion;
+ * a wait (t0: when dsrt_wait was called) also on the compute track, which
+ * stood still meanwhile. */
+static void trace_collective(const char *what, double start, int64_t bytes,
+                             double t0, double t1, int waited) {
+  const char *name = traced_name(what);
+  dsrt_trace_span(DSRT_TRACE_COMM, waited ? "collective" : "blocking", name,
+                  start >= 0 ? start : t0, t1, bytes);
+  if (waited)
+    dsrt_trace_span(DSRT_TRACE_COMPUTE, "wait", name, t0, t1, bytes);
 }
 
 /* The blocking forms: a start, then the timed wait, all counted as time
  * spent communicating. (The start is its own statement: it sets req.) */
-static int finish(int status, dsrt_request *req, double t0) {
+static int finish(int status, dsrt_request *req, double t0, int waited) {
+  /* The wait frees req. */
+  const char *what = status == DSRT_OK ? req->what : NULL;
+  double start = what ? req->traced_start : -1;
+  int64_t bytes = what ? req->traced_bytes : -1;
   if (status == DSRT_OK)
     status = dsrt_comm_wait_on(backend, req);
-  comm_seconds += now() - t0;
+  double t1 = now();
+  comm_seconds += t1 - t0;
+  if (what && dsrt_trace_active)
+    trace_collective(what, start, bytes, t0, t1, waited);
   return status;
 }
 
@@ -757,7 +796,7 @@ int dsrt_all_reduce(dsrt_comm *comm, const void *send, void *recv,
   dsrt_request *req;
   int status = start_all_reduce("dsrt_all_reduce", comm, send, recv, count,
                                 dtype, op, &req);
-  return finish(status, req, t0);
+  return finish(status, req, t0, 0);
 }
 
 int dsrt_all_gather(dsrt_comm *comm, const void *send, void *recv,
@@ -766,7 +805,7 @@ int dsrt_all_gather(dsrt_comm *comm, const void *send, void *recv,
   dsrt_request *req;
   int status =
       start_all_gather("dsrt_all_gather", comm, send, recv, count, dtype, &req);
-  return finish(status, req, t0);
+  return finish(status, req, t0, 0);
 }
 
 int dsrt_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
@@ -783,7 +822,7 @@ int dsrt_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
   dsrt_request *req;
   int status = start_reduce_scatter("dsrt_reduce_scatter", comm, send, recv,
                                     count, dtype, op, &req);
-  return finish(status, req, t0);
+  return finish(status, req, t0, 0);
 }
 
 int dsrt_all_to_all(dsrt_comm *comm, const void *send, void *recv,
@@ -792,7 +831,7 @@ int dsrt_all_to_all(dsrt_comm *comm, const void *send, void *recv,
   dsrt_request *req;
   int status = start_all_to_all("dsrt_all_to_all", comm, send, recv,
                                 count_per_rank, dtype, &req);
-  return finish(status, req, t0);
+  return finish(status, req, t0, 0);
 }
 
 int dsrt_broadcast(dsrt_comm *comm, void *buf, int64_t count, int dtype,
@@ -801,7 +840,7 @@ int dsrt_broadcast(dsrt_comm *comm, void *buf, int64_t count, int dtype,
   dsrt_request *req;
   int status =
       start_broadcast("dsrt_broadcast", comm, buf, count, dtype, root, &req);
-  return finish(status, req, t0);
+  return finish(status, req, t0, 0);
 }
 
 int dsrt_send(dsrt_comm *comm, const void *buf, int64_t count, int dtype,
@@ -810,7 +849,7 @@ int dsrt_send(dsrt_comm *comm, const void *buf, int64_t count, int dtype,
   dsrt_request *req;
   int status =
       start_send("dsrt_send", comm, buf, count, dtype, peer, tag, &req);
-  status = finish(status, req, t0);
+  status = finish(status, req, t0, 0);
   p2p_seconds += now() - t0;
   return status;
 }
@@ -821,7 +860,7 @@ int dsrt_recv(dsrt_comm *comm, void *buf, int64_t count, int dtype, int peer,
   dsrt_request *req;
   int status =
       start_recv("dsrt_recv", comm, buf, count, dtype, peer, tag, &req);
-  status = finish(status, req, t0);
+  status = finish(status, req, t0, 0);
   p2p_seconds += now() - t0;
   return status;
 }
@@ -830,7 +869,7 @@ int dsrt_barrier(dsrt_comm *comm) {
   double t0 = now();
   dsrt_request *req;
   int status = start_barrier("dsrt_barrier", comm, &req);
-  return finish(status, req, t0);
+  return finish(status, req, t0, 0);
 }
 
 /* The asynchronous forms check req, then start. */
@@ -912,7 +951,7 @@ int dsrt_wait(dsrt_request *req) {
     return status;
   if (req == &completed_request)
     return DSRT_OK;
-  return finish(DSRT_OK, req, t0);
+  return finish(DSRT_OK, req, t0, 1);
 }
 
 /*--- Failure and timing -----------------------------------------------------*/

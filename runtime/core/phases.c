@@ -1,4 +1,5 @@
 /*===- phases.c - Wall-clock time per phase of a training step -----------===*/
+#include "core/trace.h"
 #include "dsrt/dsrt.h"
 
 #include <time.h>
@@ -14,10 +15,17 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static const char *const phase_names[DSRT_PHASE_COUNT] = {
+    "none", "forward", "backward", "reduction", "optimizer"};
+
 void dsrt_phase_begin(int32_t phase) {
   double t = now();
-  if (current > DSRT_PHASE_NONE && current < DSRT_PHASE_COUNT)
+  if (current > DSRT_PHASE_NONE && current < DSRT_PHASE_COUNT) {
     seconds[current] += t - since;
+    if (dsrt_trace_active)
+      dsrt_trace_span(DSRT_TRACE_PHASE, "phase", phase_names[current], since, t,
+                      -1);
+  }
   current = phase;
   since = t;
 }

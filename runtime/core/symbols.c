@@ -68,6 +68,8 @@ static const dsrt_symbol symbols[] = {
     DSRT_SYMBOL(dsrt_phase_begin),
     DSRT_SYMBOL(dsrt_phase_seconds),
     DSRT_SYMBOL(dsrt_phase_reset),
+    DSRT_SYMBOL(dsrt_trace_begin),
+    DSRT_SYMBOL(dsrt_trace_end),
     DSRT_SYMBOL(dsrt_symbol_table),
 };
 

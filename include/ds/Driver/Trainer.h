@@ -71,6 +71,8 @@ struct TrainOptions {
   std::string loadTag;
   /// Run this ds-compile artifact instead of compiling (Artifact.h).
   std::string compiledDir;
+  /// --trace: the run's timeline as a Chrome trace (Timeline.h).
+  std::string tracePath;
 };
 
 /// Where the step comes from: compiled here, or an artifact. The world

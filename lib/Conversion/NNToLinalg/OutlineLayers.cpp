@@ -7,7 +7,11 @@
 #include "ds/Support/Outline.h"
 #include "ds/Transforms/Passes.h"
 #include "dsnn/NNOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::ds {
 #define GEN_PASS_DEF_OUTLINELAYERS
@@ -30,15 +34,83 @@ std::string baseName(nn::LayerOp layer) {
   return name;
 }
 
+constexpr llvm::StringLiteral kTraceBegin = "dsrt_trace_begin";
+constexpr llvm::StringLiteral kTraceEnd = "dsrt_trace_end";
+
+/// The timeline's marks around each top-level layer call: libdsrt's
+/// dsrt_trace_begin(name, backward) and dsrt_trace_end(), which return at
+/// once unless `ds-train --trace` records. The names are constant C strings
+/// in the module.
+class TraceMarks {
+public:
+  explicit TraceMarks(ModuleOp module) : module(module), symbols(module) {
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    auto ptr = LLVM::LLVMPointerType::get(module.getContext());
+    begin =
+        declare(b, kTraceBegin, b.getFunctionType({ptr, b.getI32Type()}, {}));
+    end = declare(b, kTraceEnd, b.getFunctionType({}, {}));
+  }
+
+  void around(func::CallOp call, StringRef layerName, bool backward) {
+    OpBuilder b(call);
+    Location loc = call.getLoc();
+    Value name = LLVM::AddressOfOp::create(b, loc, global(layerName));
+    Value kind = arith::ConstantIntOp::create(b, loc, backward ? 1 : 0, 32);
+    func::CallOp::create(b, loc, begin, ValueRange{name, kind});
+    b.setInsertionPointAfter(call);
+    func::CallOp::create(b, loc, end, ValueRange{});
+  }
+
+private:
+  func::FuncOp declare(OpBuilder &b, StringRef name, FunctionType type) {
+    if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+      return fn;
+    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+    fn.setPrivate();
+    symbols.insert(fn);
+    return fn;
+  }
+
+  LLVM::GlobalOp global(StringRef name) {
+    LLVM::GlobalOp &g = globals[name];
+    if (g)
+      return g;
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    std::string text = name.str();
+    text.push_back('\0');
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+    g = LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                               LLVM::Linkage::Internal, "ds_layer_name",
+                               b.getStringAttr(text));
+    symbols.insert(g); // renames: ds_layer_name_0, _1, ...
+    return g;
+  }
+
+  ModuleOp module;
+  SymbolTable symbols;
+  func::FuncOp begin, end;
+  llvm::StringMap<LLVM::GlobalOp> globals;
+};
+
 struct OutlineLayersPass : ds::impl::OutlineLayersBase<OutlineLayersPass> {
   using Base::Base;
 
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    registry.insert<arith::ArithDialect, LLVM::LLVMDialect>();
+  }
+
   void runOnOperation() override {
-    FunctionOutliner outliner(getOperation(), "dsnn.layer_count");
     // Inner layers first, so an outer body holds calls when it is compared.
     SmallVector<nn::LayerOp> layers;
     getOperation().walk<WalkOrder::PostOrder>(
         [&](nn::LayerOp layer) { layers.push_back(layer); });
+    if (layers.empty())
+      return;
+    // Marks only around top-level layers: an inner layer's name would make
+    // otherwise equal outer bodies differ.
+    SmallVector<std::tuple<func::CallOp, std::string, bool>> marked;
+    FunctionOutliner outliner(getOperation(), "dsnn.layer_count");
     for (nn::LayerOp layer : layers) {
       Block &body = layer.getBody().front();
       SmallVector<Operation *> ops;
@@ -52,8 +124,15 @@ struct OutlineLayersPass : ds::impl::OutlineLayersBase<OutlineLayersPass> {
       func::CallOp call = outliner.outline(
           b, ops, body.getTerminator()->getOperands(), baseName(layer), {type});
       layer.replaceAllUsesWith(call.getResults());
+      if (!layer->getParentOfType<nn::LayerOp>())
+        marked.emplace_back(call, layer.getLayerName().str(),
+                            layer->hasAttr("backward"));
       layer.erase();
     }
+    // After outlining: the outliner's symbol table must not see these.
+    TraceMarks marks(getOperation());
+    for (auto &[call, name, backward] : marked)
+      marks.around(call, name, backward);
   }
 };
 

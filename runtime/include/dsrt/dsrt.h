@@ -331,6 +331,49 @@ DSRT_API void dsrt_phase_begin(int32_t phase);
 DSRT_API double dsrt_phase_seconds(int32_t phase);
 DSRT_API void dsrt_phase_reset(void);
 
+/*--- Timeline (core/trace.c) ---------------------------------------------*/
+
+/* `ds-train --trace`: spans recorded in memory while recording is on, read
+ * back with dsrt_trace_events and written as a Chrome trace by the driver.
+ * Off by default; then every call below returns after one branch. Spans come
+ * from the thread that runs the step (compiled code, collectives, waits,
+ * optimizer kernels) and the driver; they nest on a track as calls do. */
+typedef enum dsrt_trace_track {
+  DSRT_TRACE_COMPUTE = 0, /* layers, waits, optimizer, the driver's spans */
+  DSRT_TRACE_PHASE = 1,   /* wall_clock_breakdown's phases */
+  DSRT_TRACE_COMM = 2,    /* a collective from its start to its completion */
+} dsrt_trace_track;
+
+typedef struct dsrt_trace_event {
+  const char *name; /* "h.0", "all_gather", "adam" (valid until clear) */
+  const char *cat;  /* "forward", "backward", "collective", "wait", ... */
+  double start_us;  /* microseconds since dsrt_trace_start */
+  double dur_us;
+  int32_t track; /* dsrt_trace_track */
+  int64_t bytes; /* a collective's received bytes; -1 otherwise */
+} dsrt_trace_event;
+
+/* Starts recording (dropping earlier events); time 0 is now, on
+ * CLOCK_MONOTONIC. Past max_events further spans are counted, not kept. */
+DSRT_API int dsrt_trace_start(int64_t max_events);
+DSRT_API void dsrt_trace_stop(void);
+DSRT_API int dsrt_trace_recording(void);
+/* Stops and frees every event. */
+DSRT_API void dsrt_trace_clear(void);
+/* Seconds on the trace's clock. */
+DSRT_API double dsrt_trace_now(void);
+/* One span [t0, t1] (dsrt_trace_now seconds); name and cat are copied. */
+DSRT_API void dsrt_trace_span(int32_t track, const char *cat, const char *name,
+                              double t0, double t1, int64_t bytes);
+/* Compiled code brackets each layer call with these (ds-outline-layers):
+ * kind 0 forward, 1 backward; spans nest. */
+DSRT_API void dsrt_trace_begin(const char *name, int32_t kind);
+DSRT_API void dsrt_trace_end(void);
+/* The events so far (not a copy: valid until the next span or clear), and
+ * how many were dropped past max_events. */
+DSRT_API int dsrt_trace_events(const dsrt_trace_event **out, int64_t *count,
+                               int64_t *dropped);
+
 /*--- Optimizers (kernels/cpu/optim.c) -----------------------------------*/
 
 /* One fused pass per step over flat fp32 buffers updated in place: params,

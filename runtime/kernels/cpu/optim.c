@@ -14,6 +14,7 @@
  *===-----------------------------------------------------------------------===*/
 #include "kernels/cpu/optim.h"
 #include "core/error.h"
+#include "core/trace.h"
 #include "dsrt/dsrt.h"
 
 #include <math.h>
@@ -334,10 +335,13 @@ int dsrt_adam(float *param, const void *grad, int grad_dtype, float *exp_avg,
               float beta1, float beta2, float eps, float weight_decay,
               int adamw_mode, int bias_correction, float grad_scale,
               void *param16, int param16_dtype) {
-  return adam("dsrt_adam", 1, &param, &grad, grad_dtype, &exp_avg, &exp_avg_sq,
-              &count, step, lr, beta1, beta2, eps, weight_decay, adamw_mode,
-              bias_correction, grad_scale, param16 ? &param16 : NULL,
-              param16_dtype);
+  double t0 = dsrt_trace_t0();
+  int status = adam("dsrt_adam", 1, &param, &grad, grad_dtype, &exp_avg,
+                    &exp_avg_sq, &count, step, lr, beta1, beta2, eps,
+                    weight_decay, adamw_mode, bias_correction, grad_scale,
+                    param16 ? &param16 : NULL, param16_dtype);
+  dsrt_trace_done(DSRT_TRACE_COMPUTE, "optimizer", "adam", t0, -1);
+  return status;
 }
 
 int dsrt_adam_multi(int64_t num_tensors, float *const *params,
@@ -347,10 +351,13 @@ int dsrt_adam_multi(int64_t num_tensors, float *const *params,
                     float beta2, float eps, float weight_decay, int adamw_mode,
                     int bias_correction, float grad_scale,
                     void *const *params16, int param16_dtype) {
-  return adam("dsrt_adam_multi", num_tensors, params, grads, grad_dtype,
-              exp_avgs, exp_avg_sqs, counts, step, lr, beta1, beta2, eps,
-              weight_decay, adamw_mode, bias_correction, grad_scale, params16,
-              param16_dtype);
+  double t0 = dsrt_trace_t0();
+  int status =
+      adam("dsrt_adam_multi", num_tensors, params, grads, grad_dtype, exp_avgs,
+           exp_avg_sqs, counts, step, lr, beta1, beta2, eps, weight_decay,
+           adamw_mode, bias_correction, grad_scale, params16, param16_dtype);
+  dsrt_trace_done(DSRT_TRACE_COMPUTE, "optimizer", "adam", t0, -1);
+  return status;
 }
 
 /*--- SGD ------------------------------------------------------------------*/
@@ -429,9 +436,13 @@ int dsrt_sgd(float *param, const void *grad, int grad_dtype,
              float *momentum_buf, int64_t count, int64_t step, float lr,
              float momentum, float dampening, int nesterov, float weight_decay,
              float grad_scale, void *param16, int param16_dtype) {
-  return sgd("dsrt_sgd", 1, &param, &grad, grad_dtype, &momentum_buf, &count,
-             step, lr, momentum, dampening, nesterov, weight_decay, grad_scale,
-             param16 ? &param16 : NULL, param16_dtype);
+  double t0 = dsrt_trace_t0();
+  int status =
+      sgd("dsrt_sgd", 1, &param, &grad, grad_dtype, &momentum_buf, &count, step,
+          lr, momentum, dampening, nesterov, weight_decay, grad_scale,
+          param16 ? &param16 : NULL, param16_dtype);
+  dsrt_trace_done(DSRT_TRACE_COMPUTE, "optimizer", "sgd", t0, -1);
+  return status;
 }
 
 int dsrt_sgd_multi(int64_t num_tensors, float *const *params,
@@ -440,9 +451,12 @@ int dsrt_sgd_multi(int64_t num_tensors, float *const *params,
                    int64_t step, float lr, float momentum, float dampening,
                    int nesterov, float weight_decay, float grad_scale,
                    void *const *params16, int param16_dtype) {
-  return sgd("dsrt_sgd_multi", num_tensors, params, grads, grad_dtype,
-             momentum_bufs, counts, step, lr, momentum, dampening, nesterov,
-             weight_decay, grad_scale, params16, param16_dtype);
+  double t0 = dsrt_trace_t0();
+  int status = sgd("dsrt_sgd_multi", num_tensors, params, grads, grad_dtype,
+                   momentum_bufs, counts, step, lr, momentum, dampening,
+                   nesterov, weight_decay, grad_scale, params16, param16_dtype);
+  dsrt_trace_done(DSRT_TRACE_COMPUTE, "optimizer", "sgd", t0, -1);
+  return status;
 }
 
 /*--- Lamb -----------------------------------------------------------------*/
@@ -575,10 +589,14 @@ int dsrt_lamb(float *param, const void *grad, int grad_dtype, float *exp_avg,
               int bias_correction, float min_coeff, float max_coeff,
               float grad_scale, void *param16, int param16_dtype,
               float *trust_ratio) {
-  return lamb("dsrt_lamb", 1, &param, &grad, grad_dtype, &exp_avg, &exp_avg_sq,
-              &count, step, lr, beta1, beta2, eps, weight_decay,
-              bias_correction, min_coeff, max_coeff, grad_scale,
-              param16 ? &param16 : NULL, param16_dtype, trust_ratio);
+  double t0 = dsrt_trace_t0();
+  int status =
+      lamb("dsrt_lamb", 1, &param, &grad, grad_dtype, &exp_avg, &exp_avg_sq,
+           &count, step, lr, beta1, beta2, eps, weight_decay, bias_correction,
+           min_coeff, max_coeff, grad_scale, param16 ? &param16 : NULL,
+           param16_dtype, trust_ratio);
+  dsrt_trace_done(DSRT_TRACE_COMPUTE, "optimizer", "lamb", t0, -1);
+  return status;
 }
 
 int dsrt_lamb_multi(int64_t num_tensors, float *const *params,
@@ -589,8 +607,11 @@ int dsrt_lamb_multi(int64_t num_tensors, float *const *params,
                     int bias_correction, float min_coeff, float max_coeff,
                     float grad_scale, void *const *params16, int param16_dtype,
                     float *trust_ratios) {
-  return lamb("dsrt_lamb_multi", num_tensors, params, grads, grad_dtype,
-              exp_avgs, exp_avg_sqs, counts, step, lr, beta1, beta2, eps,
-              weight_decay, bias_correction, min_coeff, max_coeff, grad_scale,
-              params16, param16_dtype, trust_ratios);
+  double t0 = dsrt_trace_t0();
+  int status = lamb("dsrt_lamb_multi", num_tensors, params, grads, grad_dtype,
+                    exp_avgs, exp_avg_sqs, counts, step, lr, beta1, beta2, eps,
+                    weight_decay, bias_correction, min_coeff, max_coeff,
+                    grad_scale, params16, param16_dtype, trust_ratios);
+  dsrt_trace_done(DSRT_TRACE_COMPUTE, "optimizer", "lamb", t0, -1);
+  return status;
 }

@@ -11,7 +11,7 @@
 // CHECK:         %[[M:.*]] = dsnn.mul %[[X]], %[[W]]
 // CHECK:         %[[E:.*]] = dsnn.exp %[[M]]
 // CHECK:         return %[[E]]
-// CHECK-NOT:   func private
+// CHECK-NOT:   func private @layer
 func.func @same_body_shared(%x: tensor<4xf32>, %w0: tensor<4xf32>,
                             %w1: tensor<4xf32>) -> tensor<4xf32> {
   %0 = dsnn.layer "h.0" ("Block") -> tensor<4xf32> {
@@ -106,4 +106,48 @@ func.func @second(%x: tensor<4xf32>) -> tensor<4xf32> {
     dsnn.yield %e : tensor<4xf32>
   }
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Each top-level layer call is bracketed by the timeline's marks (libdsrt's
+// dsrt_trace_begin(name, kind) and dsrt_trace_end(), which return at once
+// unless ds-train --trace records): the name is a constant C string, kind 1
+// for a backward layer. A layer inside another gets no marks, so equal outer
+// bodies around differently named inner layers still share one function.
+// CHECK-DAG:   llvm.mlir.global internal constant @[[OUTER0:.*]]("outer.0\00")
+// CHECK-DAG:   llvm.mlir.global internal constant @[[OUTER1:.*]]("outer.0.backward\00")
+// CHECK-DAG:   func.func private @dsrt_trace_begin(!llvm.ptr, i32)
+// CHECK-DAG:   func.func private @dsrt_trace_end()
+// CHECK-LABEL: func @marks
+// CHECK:         %[[N0:.*]] = llvm.mlir.addressof @[[OUTER0]] : !llvm.ptr
+// CHECK:         %[[K0:.*]] = arith.constant 0 : i32
+// CHECK:         call @dsrt_trace_begin(%[[N0]], %[[K0]])
+// CHECK-NEXT:    %[[F:.*]] = call @layer_Outer(%arg0)
+// CHECK-NEXT:    call @dsrt_trace_end()
+// CHECK:         %[[N1:.*]] = llvm.mlir.addressof @[[OUTER1]] : !llvm.ptr
+// CHECK:         %[[K1:.*]] = arith.constant 1 : i32
+// CHECK:         call @dsrt_trace_begin(%[[N1]], %[[K1]])
+// CHECK-NEXT:    call @layer_Outer_backward(%[[F]])
+// CHECK-NEXT:    call @dsrt_trace_end()
+// CHECK:       func private @layer_Inner(
+// CHECK:       func private @layer_Outer(
+// CHECK-NOT:     dsrt_trace
+// CHECK:         call @layer_Inner(
+// CHECK-NOT:     dsrt_trace
+// CHECK:         return
+func.func @marks(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = dsnn.layer "outer.0" ("Outer") -> tensor<4xf32> {
+    %i = dsnn.layer "outer.0.inner" ("Inner") -> tensor<4xf32> {
+      %e = dsnn.exp %x : tensor<4xf32>
+      dsnn.yield %e : tensor<4xf32>
+    }
+    %t = dsnn.tanh %i : tensor<4xf32>
+    dsnn.yield %t : tensor<4xf32>
+  }
+  %1 = dsnn.layer "outer.0.backward" ("Outer") -> tensor<4xf32> attributes {backward} {
+    %e = dsnn.exp %0 : tensor<4xf32>
+    dsnn.yield %e : tensor<4xf32>
+  }
+  return %1 : tensor<4xf32>
 }
