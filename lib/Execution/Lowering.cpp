@@ -107,7 +107,8 @@ void markGlueOptimizeNone(ModuleOp module) {
 /// their number, and the packed wrapper that called it was one call
 /// passing all of them.
 void packEntryPoint(ModuleOp module, llvm::StringRef name) {
-  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
+  auto fn =
+      module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
   if (!fn || fn.isExternal())
     return;
   MLIRContext *ctx = module.getContext();

@@ -118,11 +118,11 @@ struct InlineIntoCWrappersPass
         SmallVector<LLVM::GEPArg> indices = {0};
         for (int64_t i : field.getPosition())
           indices.push_back(static_cast<int32_t>(i));
-        Value address =
-            LLVM::GEPOp::create(b, field.getLoc(), ptrType, load.getType(),
-                                load.getAddr(), indices, LLVM::GEPNoWrapFlags::inbounds);
-        Value value = LLVM::LoadOp::create(b, field.getLoc(), field.getType(),
-                                           address);
+        Value address = LLVM::GEPOp::create(
+            b, field.getLoc(), ptrType, load.getType(), load.getAddr(), indices,
+            LLVM::GEPNoWrapFlags::inbounds);
+        Value value =
+            LLVM::LoadOp::create(b, field.getLoc(), field.getType(), address);
         field.replaceAllUsesWith(value);
         field.erase();
       }
