@@ -2,6 +2,7 @@
 #include "ds/Execution/Lowering.h"
 
 #include "ds/Conversion/LinalgToRuntime.h"
+#include "ds/Execution/PackedCall.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -16,6 +17,7 @@
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -77,6 +79,76 @@ llvm::Expected<ValueInfo> valueInfo(Type type, llvm::StringRef fn,
   info.dtype = *dt;
   info.isTensor = false;
   return info;
+}
+
+/// The glue of a step: every defined function that is not a layer or
+/// kernel function (the entry point, @forward_backward). It is straight-line
+/// calls, copies and descriptor moves growing with depth, on which LLVM's
+/// instruction scheduling and register allocation are superlinear and
+/// optimization buys nothing; the arithmetic lives in the layer and kernel
+/// functions, which keep the full pipeline. optnone needs noinline.
+void markGlueOptimizeNone(ModuleOp module) {
+  for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
+    if (fn.isExternal() || fn->hasAttr("dsnn.layer_count") ||
+        fn->hasAttr("ds.kernel_count"))
+      continue;
+    fn.setOptimizeNone(true);
+    fn.setNoInline(true);
+  }
+}
+
+/// Turns entry point `name`'s C wrapper, which holds its body
+/// (ds-inline-into-c-wrappers), into the packed wrapper callers use,
+/// `_mlir__mlir_ciface_<name>(void **args)` (PackedCall.h): argument i is
+/// loaded through args[i] where it is used, a returned value is stored
+/// through the last pointer. A step takes thousands of descriptor pointers;
+/// as parameters of the body, most of them passed on the stack, LLVM
+/// lowers them as one block of loads whose scheduling is superlinear in
+/// their number, and the packed wrapper that called it was one call
+/// passing all of them.
+void packEntryPoint(ModuleOp module, llvm::StringRef name) {
+  auto fn =
+      module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
+  if (!fn || fn.isExternal())
+    return;
+  MLIRContext *ctx = module.getContext();
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder b(fn);
+  auto packed = LLVM::LLVMFuncOp::create(
+      b, fn.getLoc(), packedEntrySymbol(name),
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr}));
+  for (llvm::StringRef attr :
+       {"dsnn.layer_count", "ds.kernel_count", "ds.workspace_bytes"})
+    if (Attribute value = fn->getAttr(attr))
+      packed->setAttr(attr, value);
+  packed.getBody().takeBody(fn.getBody());
+  Block &entry = packed.getBody().front();
+  unsigned n = entry.getNumArguments();
+  Value args = entry.addArgument(ptr, fn.getLoc());
+  // The address of argument (or result) slot i, loaded where it is needed.
+  auto slot = [&](OpBuilder &at, Location loc, int64_t i) -> Value {
+    Value p = LLVM::GEPOp::create(at, loc, ptr, ptr, args,
+                                  llvm::ArrayRef<LLVM::GEPArg>{i});
+    return LLVM::LoadOp::create(at, loc, ptr, p);
+  };
+  for (unsigned i = 0; i < n; ++i) {
+    BlockArgument arg = entry.getArgument(i);
+    for (OpOperand &use : llvm::make_early_inc_range(arg.getUses())) {
+      OpBuilder at(use.getOwner());
+      Location loc = use.getOwner()->getLoc();
+      use.set(LLVM::LoadOp::create(at, loc, arg.getType(), slot(at, loc, i)));
+    }
+  }
+  packed.walk([&](LLVM::ReturnOp ret) {
+    OpBuilder at(ret);
+    if (ret.getNumOperands() == 1)
+      LLVM::StoreOp::create(at, ret.getLoc(), ret.getOperand(0),
+                            slot(at, ret.getLoc(), n));
+    LLVM::ReturnOp::create(at, ret.getLoc(), ValueRange{});
+    ret.erase();
+  });
+  entry.eraseArguments(0, n);
+  fn.erase();
 }
 
 } // namespace
@@ -158,6 +230,9 @@ mlir::ds::exec::makeOptimizer(unsigned optLevel, llvm::TargetMachine *tm) {
         [](llvm::StringRef pass, llvm::Any) {
           return pass != "CalledValuePropagationPass";
         });
+    // Function passes skip optnone functions (the step's glue).
+    llvm::OptNoneInstrumentation optNone(/*DebugLogging=*/false);
+    optNone.registerCallbacks(callbacks);
     llvm::PipelineTuningOptions tuning;
     tuning.LoopUnrolling = true;
     tuning.LoopInterleaving = true;
@@ -271,6 +346,11 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
     if (failed(pm.run(module)))
       return diags.error("lowering to LLVM failed");
   }
+  for (const FunctionSignature &sig : functions)
+    packEntryPoint(module, sig.name);
+  // Without kernel outlining the glue still holds loops.
+  if (options.outlineKernels)
+    markGlueOptimizeNone(module);
   lowered.mlirSeconds = seconds(mlirStart);
   if (options.onStage)
     options.onStage("llvm", module);

@@ -132,11 +132,14 @@ llvm::Expected<LoweredModule> mlir::ds::exec::compileSharedObject(
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
   std::vector<std::string> exported;
   for (const FunctionSignature &sig : lowered->functions) {
+    exported.push_back(packedEntrySymbol(sig.name));
+    // The lowering built it already when the body was in the C interface.
+    if (llvmModule->getFunction(exported.back()))
+      continue;
     llvm::Function *ciface =
         llvmModule->getFunction("_mlir_ciface_" + sig.name);
     if (!ciface)
       return makeError("@" + sig.name + " has no C interface");
-    exported.push_back(packedEntrySymbol(sig.name));
     addPackedWrapper(*llvmModule, *ciface, exported.back());
   }
   if (llvm::Error err =

@@ -239,9 +239,11 @@ def OutlineKernels : Pass<"ds-outline-kernels", "mlir::ModuleOp"> {
     Shapes stay static, so every loop lowers exactly as it would inline:
     the results are bitwise the same.
 
-    A function that serves two or more ops is named `@kernel_<n>`, carries
-    `ds.kernel_count` and is `noinline`; an op that occurs once is left
-    where it is. Runs after the BLAS and runtime rewrites (what they match
+    A function is named `@kernel_<n>`, carries `ds.kernel_count` and is
+    `noinline`. In a layer function (`dsnn.layer_count`), an op that occurs
+    once is left where it is; elsewhere, in the step's glue, every op moves,
+    since the glue is compiled without optimization
+    (lib/Execution/Lowering.cpp) and its loops must not be. Runs after the BLAS and runtime rewrites (what they match
     is gone) and before the loop lowering.
 
       linalg.generic {...} ins(%a, %b : memref<16xf32>, memref<16xf32>)
@@ -266,7 +268,10 @@ def InlineIntoCWrappers : Pass<"ds-inline-into-c-wrappers", "mlir::ModuleOp"> {
     and its code generation stores the arguments one stack slot at a time.
     With the body in the wrapper there is no such call: the wrapper's
     signature (descriptor pointers, what callers see) is unchanged, and the
-    function, when nothing else calls it, goes.
+    function, when nothing else calls it, goes. Of each descriptor, the
+    fields the body reads are loaded one by one where they are first used:
+    held from the top of a step, thousands of pointers would each be
+    spilled, and LLVM's fast instruction selection has no aggregate loads.
 
       llvm.func @step(%a: !llvm.ptr, %b: !llvm.ptr, %off: i64, ...) { body }
       llvm.func @_mlir_ciface_step(%d: !llvm.ptr) {
@@ -279,9 +284,10 @@ def InlineIntoCWrappers : Pass<"ds-inline-into-c-wrappers", "mlir::ModuleOp"> {
     becomes
 
       llvm.func @_mlir_ciface_step(%d: !llvm.ptr) {
-        %desc = llvm.load %d : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, ...)>
         ...
-        body
+        %p = llvm.getelementptr inbounds %d[0, 1] : ... -> !llvm.ptr
+        %aligned = llvm.load %p : !llvm.ptr -> !llvm.ptr
+        body, %aligned where %b was
       }
   }];
   let statistics = [
@@ -314,6 +320,39 @@ def InternalizeFunctions : Pass<"ds-internalize-functions", "mlir::ModuleOp"> {
   }];
   let statistics = [
     Statistic<"numInternalized", "internalized", "functions made internal">,
+  ];
+}
+
+def SplitEntryBlocks : Pass<"ds-split-entry-blocks", "mlir::ModuleOp"> {
+  let summary = "Move each function's body out of its entry block";
+  let description = [{
+    The conversion of `func.func` to the LLVM dialect replaces every memref
+    argument by a descriptor built at the top of the entry block, and each
+    replacement asks the block for the order of its ops, which the
+    insertion before it invalidated: quadratic in arguments times ops. A
+    step's entry point has thousands of both (a 96-layer GPT: 7000
+    arguments, the conversion took 3-7 s of a compile). With the body in a
+    second block, the entry block holds only the branch and the
+    descriptors. Runs before the control-flow and function conversions; no
+    value or order of execution changes.
+
+      func.func @step(%a: memref<4xf32>) {
+        call @kernel_0(%a) : (memref<4xf32>) -> ()
+        return
+      }
+
+    becomes
+
+      func.func @step(%a: memref<4xf32>) {
+        cf.br ^bb1
+      ^bb1:
+        call @kernel_0(%a) : (memref<4xf32>) -> ()
+        return
+      }
+  }];
+  let dependentDialects = ["mlir::cf::ControlFlowDialect"];
+  let statistics = [
+    Statistic<"numSplit", "split", "functions whose entry block was split">,
   ];
 }
 

@@ -73,22 +73,19 @@ struct InlineIntoCWrappersPass
   }
 
   // The wrapper loads every descriptor first; held in registers through
-  // the whole body, thousands of pointers would each be spilled. Loaded
-  // where they are used, they live briefly (a reload of an argument slot is
-  // cheap). The descriptors are the caller's and the body never writes
-  // them.
+  // the whole body, thousands of pointers would each be spilled. Each field
+  // the body reads is loaded on its own where it is first used, so it lives
+  // briefly (a reload of an argument slot is cheap), and no aggregate load
+  // is left (LLVM's fast instruction selection has none, and the step's
+  // code is compiled without optimization: lib/Execution/Lowering.cpp).
+  // The descriptors are the caller's and the body never writes them.
   static void sinkDescriptorLoads(LLVM::LLVMFuncOp wrapper) {
     // Positions are numbered once: asking the block after every move
     // (isBeforeInBlock) renumbers it each time, quadratic in the step's
-    // size. An op moved before `target` sits after the ops moved there
-    // earlier, so its position is (target's, move count).
-    llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> position;
-    int64_t next = 0, moves = 0;
-    wrapper.walk([&](Operation *op) { position[op] = {2 * next++, 0}; });
-    auto moveBefore = [&](Operation *op, Operation *target) {
-      op->moveBefore(target);
-      position[op] = {position[target].first - 1, ++moves};
-    };
+    // size.
+    llvm::DenseMap<Operation *, int64_t> position;
+    int64_t next = 0;
+    wrapper.walk([&](Operation *op) { position[op] = next++; });
     // The first user of `v` if all of its users are in one block.
     auto firstUser = [&](Value v) -> Operation * {
       Operation *first = nullptr;
@@ -101,24 +98,35 @@ struct InlineIntoCWrappersPass
       return first;
     };
     Block &entry = wrapper.getBody().front();
+    Type ptrType = LLVM::LLVMPointerType::get(wrapper.getContext());
     for (auto load : llvm::make_early_inc_range(entry.getOps<LLVM::LoadOp>())) {
-      if (!isa<BlockArgument>(load.getAddr()))
+      if (!isa<BlockArgument>(load.getAddr()) ||
+          !isa<LLVM::LLVMStructType>(load.getType()) ||
+          llvm::any_of(load->getUsers(), [](Operation *user) {
+            return !isa<LLVM::ExtractValueOp>(user);
+          }))
         continue;
-      // Fields the body does not read (most: shapes are static) go now, or
-      // they would hold the load up here.
-      for (Operation *user : llvm::make_early_inc_range(load->getUsers()))
-        if (auto field = dyn_cast<LLVM::ExtractValueOp>(user)) {
-          if (field->use_empty())
-            field.erase();
-          else if (Operation *first = firstUser(field))
-            moveBefore(field, first);
+      for (Operation *user : llvm::make_early_inc_range(load->getUsers())) {
+        auto field = cast<LLVM::ExtractValueOp>(user);
+        // Fields the body does not read (most: shapes are static) go.
+        if (field->use_empty()) {
+          field.erase();
+          continue;
         }
-      if (load->use_empty()) {
-        load.erase();
-        continue;
+        Operation *first = firstUser(field);
+        OpBuilder b(first ? first : field.getOperation());
+        SmallVector<LLVM::GEPArg> indices = {0};
+        for (int64_t i : field.getPosition())
+          indices.push_back(static_cast<int32_t>(i));
+        Value address = LLVM::GEPOp::create(
+            b, field.getLoc(), ptrType, load.getType(), load.getAddr(), indices,
+            LLVM::GEPNoWrapFlags::inbounds);
+        Value value =
+            LLVM::LoadOp::create(b, field.getLoc(), field.getType(), address);
+        field.replaceAllUsesWith(value);
+        field.erase();
       }
-      if (Operation *first = firstUser(load))
-        moveBefore(load, first);
+      load.erase();
     }
   }
 };

@@ -2,8 +2,10 @@
 //
 // The per-parameter loops of a step (accumulate, mean, norm, clip) repeat
 // for every layer's parameters of one shape; as shared functions they are
-// compiled once. Only ops that occur at least twice move: a call saves
-// nothing for a loop nest that exists once.
+// compiled once. In a layer function only ops that occur at least twice
+// move (a call saves nothing for a loop nest that exists once); outside
+// one, in the step's glue, every op moves: the glue is compiled without
+// optimization (lib/Execution/Lowering.cpp), its loops are not.
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Conversion/Passes.h"
@@ -11,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -42,7 +45,9 @@ struct OutlineKernelsPass : ds::impl::OutlineKernelsBase<OutlineKernelsPass> {
     FunctionOutliner outliner(module, "ds.kernel_count");
     llvm::StringMap<std::string> names;
     for (auto &[op, key] : ops) {
-      if (occurrences[key] < 2)
+      auto fn = op->getParentOfType<FunctionOpInterface>();
+      bool inLayer = fn && fn->hasAttr("dsnn.layer_count");
+      if (occurrences[key] < 2 && inLayer)
         continue;
       auto [it, added] = names.try_emplace(key, "");
       if (added)

@@ -1,13 +1,14 @@
 // RUN: ds-opt %s --ds-inline-into-c-wrappers --split-input-file | FileCheck %s
 
-// The body moves into the wrapper and the function goes; the descriptor
-// load moves down to its first use, after the call before it.
+// The body moves into the wrapper and the function goes; of the
+// descriptor only the field the body reads is loaded, at its first use,
+// after the call before it.
 // CHECK-NOT:   llvm.func @step(
 // CHECK-LABEL: llvm.func @_mlir_ciface_step(
 // CHECK-SAME:    %[[D:.*]]: !llvm.ptr)
 // CHECK-NEXT:    llvm.call @dsrt_other()
-// CHECK-NEXT:    %[[DESC:.*]] = llvm.load %[[D]]
-// CHECK-NEXT:    %[[P:.*]] = llvm.extractvalue %[[DESC]][1]
+// CHECK-NEXT:    %[[A:.*]] = llvm.getelementptr inbounds %[[D]][0, 1]
+// CHECK-NEXT:    %[[P:.*]] = llvm.load %[[A]] : !llvm.ptr -> !llvm.ptr
 // CHECK-NEXT:    llvm.call @dsrt_use(%[[P]])
 // CHECK-NEXT:    llvm.return
 llvm.func @dsrt_other()

@@ -33,18 +33,22 @@ func.func @repeated_op_shared(%a: memref<16xf32>, %b: memref<16xf32>,
 
 #id = affine_map<(i) -> (i)>
 
-// An op that occurs once stays; another shape is another function; a
-// constant the body reads is cloned in.
+// Another shape is another function; a constant the body reads is cloned
+// in. Outside a layer function (the step's glue, compiled without
+// optimization) an op that occurs once moves too.
 // CHECK-LABEL: func @shapes_and_singletons
 // CHECK:         call @kernel_0(%arg0, %arg1) : (memref<16xf32>, memref<16xf32>) -> ()
 // CHECK-NEXT:    call @kernel_0(%arg1, %arg0) : (memref<16xf32>, memref<16xf32>) -> ()
 // CHECK-NEXT:    call @kernel_1(%arg2, %arg3) : (memref<8xf32>, memref<8xf32>) -> ()
 // CHECK-NEXT:    call @kernel_1(%arg3, %arg2) : (memref<8xf32>, memref<8xf32>) -> ()
-// CHECK-NEXT:    linalg.fill
+// CHECK-NEXT:    call @kernel_2(%arg0) : (memref<16xf32>) -> ()
 // CHECK-NEXT:    return
 // CHECK:       func private @kernel_0(
 // CHECK-NEXT:    arith.constant 2.000000e+00 : f32
 // CHECK:       func private @kernel_1(
+// CHECK:       func private @kernel_2({{.*}} attributes {ds.kernel_count = 1 : i64
+// CHECK-NEXT:    arith.constant 2.000000e+00 : f32
+// CHECK-NEXT:    linalg.fill
 // CHECK-NOT:   func private
 func.func @shapes_and_singletons(%a: memref<16xf32>, %b: memref<16xf32>,
                                  %c: memref<8xf32>, %d: memref<8xf32>) {
@@ -73,6 +77,22 @@ func.func @shapes_and_singletons(%a: memref<16xf32>, %b: memref<16xf32>,
     %m = arith.mulf %x, %two : f32
     linalg.yield %m : f32
   }
+  linalg.fill ins(%two : f32) outs(%a : memref<16xf32>)
+  return
+}
+
+// -----
+
+// In a layer function an op that occurs once stays: the function is
+// optimized whole.
+// CHECK-LABEL: func private @layer_singleton
+// CHECK-NEXT:    arith.constant
+// CHECK-NEXT:    linalg.fill
+// CHECK-NEXT:    return
+// CHECK-NOT:   func private @kernel
+func.func private @layer_singleton(%a: memref<16xf32>)
+    attributes {dsnn.layer_count = 2 : i64} {
+  %two = arith.constant 2.0 : f32
   linalg.fill ins(%two : f32) outs(%a : memref<16xf32>)
   return
 }
