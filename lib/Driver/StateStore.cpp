@@ -406,8 +406,8 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
   bool experts = llvm::any_of(
       manifest.args, [](const ArgSpec &a) { return a.expertShards != 0; });
   const ArgSpec *param = expertParamOf(manifest, arg);
-  Tensor whole = Tensor::zeros(DType::F32, param ? param->wholeShape()
-                                                 : arg.wholeShape());
+  Tensor whole =
+      Tensor::zeros(DType::F32, param ? param->wholeShape() : arg.wholeShape());
   if (!experts || arg.expertShards) {
     if (llvm::Error err = gatherOver(fastest, value.data(), whole))
       return std::move(err);
@@ -503,7 +503,8 @@ llvm::Error StateStore::saveWeights(llvm::StringRef path,
     const void *data = currentValues[from].data();
     llvm::ArrayRef<int64_t> shape = src.shape;
     if (src.fullShape) {
-      llvm::Expected<Tensor> whole = gatherWhole(manifest, src, currentValues[from]);
+      llvm::Expected<Tensor> whole =
+          gatherWhole(manifest, src, currentValues[from]);
       if (!whole)
         return createStringError("gathering \"%s\" to save it: %s",
                                  p.name.c_str(),

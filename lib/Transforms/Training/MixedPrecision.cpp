@@ -60,7 +60,8 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
         continue;
       routingOps.insert(mul);
       for (Value v : mul->getOperands())
-        if (Operation *mean = v.getDefiningOp(); mean && isa<ReduceMeanOp>(mean))
+        if (Operation *mean = v.getDefiningOp();
+            mean && isa<ReduceMeanOp>(mean))
           routingOps.insert(mean);
       for (Operation *sum : mul->getUsers()) {
         if (!isa<ReduceSumOp>(sum))
