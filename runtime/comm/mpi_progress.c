@@ -57,6 +57,8 @@ void dsrt_mpi_untrack(dsrt_mpi_inflight *op) {
 void dsrt_mpi_caller_waits(int on) {
   pthread_mutex_lock(&lock);
   caller_waiting += on ? 1 : -1;
+  /* Woken also for a blocking call's operation: the caller stopped
+   * spinning on it. */
   if (!caller_waiting && in_flight && running)
     pthread_cond_signal(&wake);
   pthread_mutex_unlock(&lock);
