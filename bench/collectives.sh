@@ -6,7 +6,7 @@
 #             calls under the timed wait that guards against dead peers)
 #   baseline: MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block
 # Both from one program under mpirun (collectives/collectives.c, built here
-# with mpicc against $DS_BUILD/lib/libdsrt.so), calls interleaved, best of
+# with mpicc against $DS_BUILD/lib/libdsrt.so), calls interleaved, median of
 # several repeats per side.
 # Environment: COLLECTIVES_RANKS (2), COLLECTIVES_SIZES_MIB ("1 4 16 64"),
 # COLLECTIVES_BTL (Open MPI transports, "self,vader": shared memory).

@@ -2,10 +2,11 @@
  *
  * Run under mpirun by bench/collectives.sh. For each collective and size,
  * alternates one libdsrt call and one direct MPI call (so machine noise
- * hits both alike), keeps the best time of each side over the repeats
- * (slowest rank of each repeat) and prints bus bandwidth as the JSON line
- * of bench/run.sh's convention. Bus bandwidth follows nccl-tests: algbw *
- * 2(n-1)/n for all-reduce, algbw * (n-1)/n for all-gather and
+ * hits both alike), keeps the median time of each side over the repeats
+ * (slowest rank of each repeat; the median, not the best, so that one
+ * lucky repeat on a loaded machine does not decide) and prints bus bandwidth as
+ *the JSON line of bench/run.sh's convention. Bus bandwidth follows nccl-tests:
+ *algbw * 2(n-1)/n for all-reduce, algbw * (n-1)/n for all-gather and
  * reduce-scatter and all-to-all, where algbw = bytes of the full tensor /
  * time. COLLECTIVES_KINDS (e.g. "all_to_all") picks some of them.
  *
@@ -24,6 +25,17 @@ static const char *const names[] = {"all_reduce", "all_gather",
 static const char *const baselines[] = {"MPI_Allreduce", "MPI_Allgather",
                                         "MPI_Reduce_scatter_block",
                                         "MPI_Alltoall"};
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The median of the n times in t (sorts t). */
+static double median(double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, by_value);
+  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
 
 static void check(int status, const char *what) {
   if (dsrt_check(status, what))
@@ -96,15 +108,17 @@ int main(int argc, char **argv) {
         continue;
       timed(k, 1, send, recv, count, n); /* warm-up: buffers, connections */
       timed(k, 0, send, recv, count, n);
-      double best[2] = {1e30, 1e30};
+      double *times[2] = {malloc(sizeof(double) * repeats),
+                          malloc(sizeof(double) * repeats)};
       for (int i = 0; i < repeats; ++i)
         for (int ds = 0; ds < 2; ++ds) {
           /* Alternate which side goes first, too. */
           int side = (i & 1) ? ds : !ds;
-          double t = timed(k, side, send, recv, count, n);
-          if (t < best[side])
-            best[side] = t;
+          times[side][i] = timed(k, side, send, recv, count, n);
         }
+      double best[2] = {median(times[0], repeats), median(times[1], repeats)};
+      free(times[0]);
+      free(times[1]);
       double bytes = (double)count * 4;
       double factor = k == ALL_REDUCE ? 2.0 * (n - 1) / n : (double)(n - 1) / n;
       double ds = bytes / best[1] * factor / 1e9;

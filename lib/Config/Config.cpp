@@ -1339,10 +1339,6 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
            " with zero_optimization.stage 3: sharding expert parameters over "
            "the expert-data-parallel group is not supported yet; use stage "
            "0, 1 or 2, or ep_size 1");
-    if (c.fp16.enabled || c.bf16.enabled)
-      fail("moe.ep_size " + num(c.moe.epSize) +
-           " with fp16/bf16: expert-parallel master weights are not "
-           "supported yet; train in fp32 or use ep_size 1");
   }
 
   llvm::sort(ignored);

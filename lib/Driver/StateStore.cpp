@@ -258,7 +258,7 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
                                  "\"%s\" or no sharding",
                                  p.name.c_str(), p.owner.c_str());
       const ArgSpec &o = manifest.args[*owner];
-      ChunkRange r = chunkRange(numElements(*p.fullShape), p.shape[0], rank);
+      ChunkRange r = placementOf(manifest, p, rank).held;
       initParameter(o.name, o.init, o.initStd, seed, r.first, r.count,
                     value.data<float>());
     }
@@ -329,7 +329,7 @@ llvm::Error StateStore::loadInitialWeights(llvm::StringRef safetensors,
     storeAs(p.dtype, data->data() + r.first, r.count, currentValues[i].data());
     // A 16-bit parameter's f32 master copy: this rank's chunk.
     if (std::optional<size_t> m = manifest.masterOf(p)) {
-      ChunkRange c = chunkRange(data->size(), manifest.args[*m].shape[0], rank);
+      ChunkRange c = placementOf(manifest, manifest.args[*m], rank).held;
       std::memcpy(currentValues[*m].data(), data->data() + c.first,
                   c.count * sizeof(float));
     }
@@ -385,6 +385,46 @@ std::vector<CkptTensor> StateStore::checkpointTensors() const {
 }
 
 namespace {
+/// Fills the f32 tensor `into` by an all-gather over the grid axes of `mask`.
+llvm::Error gatherOver(uint64_t mask, const void *from, Tensor &into) {
+  if (dsrt_all_gather(dsrt_comm_axes(mask), from, into.data(),
+                      numElements(into.shape()), DSRT_F32) != 0)
+    return createStringError("%s", dsrt_last_error());
+  return llvm::Error::success();
+}
+
+/// The whole f32 tensor of a sharded argument (a ZeRO-3 parameter chunk, an
+/// expert parameter, a 16-bit parameter's master chunk), gathered from the
+/// ranks holding its parts. Without experts the data-parallel axis is the
+/// grid's fastest (a pipeline's pp comes first). With experts the grid is
+/// dp x ep: an expert parameter is cut over ep, its master further over dp
+/// (the ranks holding the same experts), a dense master over both.
+llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
+                                   const ArgSpec &arg, const Tensor &value) {
+  size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
+  uint64_t fastest = uint64_t(1) << (axes - 1);
+  bool experts = llvm::any_of(
+      manifest.args, [](const ArgSpec &a) { return a.expertShards != 0; });
+  const ArgSpec *param = expertParamOf(manifest, arg);
+  Tensor whole =
+      Tensor::zeros(DType::F32, param ? param->wholeShape() : arg.wholeShape());
+  if (!experts || arg.expertShards) {
+    if (llvm::Error err = gatherOver(fastest, value.data(), whole))
+      return std::move(err);
+  } else if (!param) {
+    if (llvm::Error err =
+            gatherOver((uint64_t(1) << axes) - 1, value.data(), whole))
+      return std::move(err);
+  } else {
+    Tensor slice = Tensor::zeros(DType::F32, *arg.fullShape);
+    if (llvm::Error err = gatherOver(1, value.data(), slice))
+      return std::move(err);
+    if (llvm::Error err = gatherOver(fastest, slice.data(), whole))
+      return std::move(err);
+  }
+  return whole;
+}
+
 /// The parameters of a later pipeline stage, sent from its first rank to
 /// rank 0: the header (names and shapes, as JSON) and the f32 data, each
 /// after its length.
@@ -463,15 +503,14 @@ llvm::Error StateStore::saveWeights(llvm::StringRef path,
     const void *data = currentValues[from].data();
     llvm::ArrayRef<int64_t> shape = src.shape;
     if (src.fullShape) {
-      shape = *src.fullShape;
-      gathered.push_back(Tensor::zeros(DType::F32, shape));
-      size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
-      uint64_t dpAxis = uint64_t(1) << (axes - 1);
-      if (dsrt_all_gather(dsrt_comm_axes(dpAxis), currentValues[from].data(),
-                          gathered.back().data(), numElements(shape),
-                          DSRT_F32) != 0)
+      llvm::Expected<Tensor> whole =
+          gatherWhole(manifest, src, currentValues[from]);
+      if (!whole)
         return createStringError("gathering \"%s\" to save it: %s",
-                                 p.name.c_str(), dsrt_last_error());
+                                 p.name.c_str(),
+                                 llvm::toString(whole.takeError()).c_str());
+      shape = p.wholeShape();
+      gathered.push_back(std::move(*whole));
       data = gathered.back().data();
     }
     views.push_back({p.name, "F32",

@@ -33,19 +33,20 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
         std::to_string(pipe.stages) +
         ") is not supported yet: its forward spans the stages");
   pm.addPass(createVerifyModelContract());
-  if (config.fp16.enabled || config.bf16.enabled) {
-    MixedPrecisionOptions precision;
-    precision.dtype = config.fp16.enabled ? "f16" : "bf16";
-    // bf16 has f32's exponent range: its gradients need no scaling.
-    precision.lossScale = config.fp16.enabled;
-    pm.addPass(createMixedPrecision(precision));
-  }
   if (config.moe.enabled && config.moe.epSize > 1) {
     // On the model contract, so the autodiff mirrors the exchanges.
     MoEExpertParallelOptions experts;
     experts.epSize = config.moe.epSize;
     experts.dpSize = config.dpSize;
     pm.addPass(createMoEExpertParallel(experts));
+  }
+  if (config.fp16.enabled || config.bf16.enabled) {
+    MixedPrecisionOptions precision;
+    precision.dtype = config.fp16.enabled ? "f16" : "bf16";
+    // bf16 has f32's exponent range: its gradients need no scaling.
+    precision.lossScale = config.fp16.enabled;
+    // After expert parallelism: its all-to-alls then carry 16-bit tokens.
+    pm.addPass(createMixedPrecision(precision));
   }
   if (pipelined) {
     // Only this stage's layers from here on: the autodiff, the step and

@@ -73,6 +73,14 @@ typedef struct dsrt_backend {
   void (*abandon)(dsrt_request *req);
   /* Ends every rank of the job (NULL: exit this process). */
   void (*abort_job)(int code);
+  /* Optional. Called with 1 when a thread starts spinning on a request and
+   * with 0 when it stops (done, or spun long enough): a spinning caller
+   * progresses every operation in flight itself, so helpers (MPI's
+   * progress thread) can rest meanwhile. */
+  void (*caller_waits)(int on);
+  /* Optional. An operation was started for the caller to wait on later
+   * (the dsrt_*_start forms): helpers may progress it meanwhile. */
+  void (*async_started)(void);
   /* Optional (NULL: not offered). Answers the liveness pings of peers whose
    * waits timed out; called while waiting. */
   void (*answer_peers)(void);

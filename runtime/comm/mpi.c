@@ -736,6 +736,8 @@ const dsrt_backend dsrt_comm_mpi_backend = {
     .test = locked_test,
     .abandon = locked_abandon,
     .abort_job = mpi_abort_job,
+    .caller_waits = dsrt_mpi_caller_waits,
+    .async_started = dsrt_mpi_async_started,
     .answer_peers = locked_answer_peers,
     .unanswered_peers = locked_unanswered_peers,
 };

@@ -23,7 +23,8 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static dsrt_mpi_inflight *in_flight;
-static int caller_called; /* an MPI call since the thread's last pass */
+static int caller_called;  /* an MPI call since the thread's last pass */
+static int caller_waiting; /* threads inside a wait, which progress MPI */
 static int running, stopping;
 static long interval_ns;
 static pthread_t thread;
@@ -41,8 +42,6 @@ void dsrt_mpi_track(dsrt_mpi_inflight *op) {
   if (in_flight)
     in_flight->prev = op;
   in_flight = op;
-  if (running)
-    pthread_cond_signal(&wake);
 }
 
 void dsrt_mpi_untrack(dsrt_mpi_inflight *op) {
@@ -55,11 +54,29 @@ void dsrt_mpi_untrack(dsrt_mpi_inflight *op) {
   op->prev = op->next = NULL;
 }
 
+void dsrt_mpi_caller_waits(int on) {
+  pthread_mutex_lock(&lock);
+  caller_waiting += on ? 1 : -1;
+  /* Woken also for a blocking call's operation: the caller stopped
+   * spinning on it. */
+  if (!caller_waiting && in_flight && running)
+    pthread_cond_signal(&wake);
+  pthread_mutex_unlock(&lock);
+}
+
+void dsrt_mpi_async_started(void) {
+  pthread_mutex_lock(&lock);
+  if (!caller_waiting && in_flight && running)
+    pthread_cond_signal(&wake);
+  pthread_mutex_unlock(&lock);
+}
+
 static void *progress_loop(void *arg) {
   (void)arg;
   pthread_mutex_lock(&lock);
   while (!stopping) {
-    if (!in_flight) {
+    /* Each wake costs a context switch even when the pass does nothing. */
+    if (!in_flight || caller_waiting) {
       pthread_cond_wait(&wake, &lock);
       continue;
     }

@@ -800,9 +800,6 @@ void ZeroPass::runOnOperation() {
                                   "as ds-eval-step builds it");
     Type narrow =
         stage <= 2 ? castOnlyType(fn, grad, numParams, updates) : Type();
-    if (narrow && epSize > 1)
-      return (void)fail(fn, "16-bit parameters with expert parallelism are "
-                            "not supported yet; train in fp32");
     SmallVector<Value> masters(numParams);
     unsigned masterAt = 0;
     if (narrow) {
@@ -818,7 +815,10 @@ void ZeroPass::runOnOperation() {
       SmallVector<DictionaryAttr> attrs;
       SmallVector<Location> locs(numParams, fn.getLoc());
       for (unsigned p = 0; p < numParams; ++p) {
-        types.push_back(dp.chunkType(cast<RankedTensorType>(fullTypes[p])));
+        // An expert parameter's master is cut over the ranks holding the
+        // same experts, like its moments.
+        types.push_back(
+            groups.of(p).chunkType(cast<RankedTensorType>(fullTypes[p])));
         attrs.push_back(b.getDictionaryAttr(
             {b.getNamedAttr(
                  kStateAttrName,

@@ -10,11 +10,13 @@
 //===----------------------------------------------------------------------===//
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::ds {
 #define GEN_PASS_DEF_MIXEDPRECISION
@@ -37,7 +39,50 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
   /// Ops whose numerics need f32 inputs: the losses (a log-sum-exp over the
   /// vocabulary) and MoE routing (top-k over gate probabilities).
   static bool needsF32(Operation *op) {
-    return isa<CrossEntropyOp, MSELossOp, MoEOp, MoERouteOp, MoEGateOp>(op);
+    return isa<CrossEntropyOp, MSELossOp, MoERouteOp, MoEGateOp>(op);
+  }
+
+  /// The ops of a spelled-out MoE layer that stay f32 besides routing
+  /// itself: the gate's linear and softmax (DeepSpeed's gate casts its
+  /// input to f32) and the load-balancing loss (MoEOp::expand's
+  /// E · Σ mean(probs) · load).
+  DenseSet<Operation *> routingOps;
+
+  void keepRoutingF32(MoERouteOp route) {
+    if (auto softmax = route->getOperand(0).getDefiningOp<SoftmaxOp>()) {
+      routingOps.insert(softmax);
+      if (Operation *logits = softmax->getOperand(0).getDefiningOp())
+        if (isa<LinearOp>(logits))
+          routingOps.insert(logits);
+    }
+    for (Operation *mul : route.getLoad().getUsers()) {
+      if (!isa<MulOp>(mul))
+        continue;
+      routingOps.insert(mul);
+      for (Value v : mul->getOperands())
+        if (Operation *mean = v.getDefiningOp();
+            mean && isa<ReduceMeanOp>(mean))
+          routingOps.insert(mean);
+      for (Operation *sum : mul->getUsers()) {
+        if (!isa<ReduceSumOp>(sum))
+          continue;
+        routingOps.insert(sum);
+        for (Operation *scaled : sum->getUsers())
+          if (isa<MulOp>(scaled))
+            routingOps.insert(scaled);
+      }
+    }
+  }
+
+  /// An all-to-all (expert parallelism's token exchange) moves whatever its
+  /// operand holds: 16-bit tokens travel in 16 bits.
+  void followOperand(dist::AllToAllOp op) {
+    auto from = cast<RankedTensorType>(op.getInput().getType());
+    auto to = cast<RankedTensorType>(op.getType());
+    if (from.getElementType() == to.getElementType())
+      return;
+    original.try_emplace(op.getResult(), to);
+    op.getResult().setType(to.clone(from.getElementType()));
   }
 
   Value castTo(OpBuilder &b, Location loc, Value v, Type elem) {
@@ -77,7 +122,12 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
 
   void convertBlock(Block &block) {
     for (Operation &op : llvm::make_early_inc_range(block)) {
-      if (!isa<NNDialect>(op.getDialect()) || needsF32(&op)) {
+      if (auto exchange = dyn_cast<dist::AllToAllOp>(op)) {
+        followOperand(exchange);
+        continue;
+      }
+      if (!isa<NNDialect>(op.getDialect()) || needsF32(&op) ||
+          routingOps.contains(&op)) {
         restoreOperands(&op);
         continue;
       }
@@ -126,6 +176,16 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
                      << " must return one float loss (the model contract)";
       return signalPassFailure();
     }
+    // A MoE layer is spelled out (as ds-autodiff would) so that its
+    // routing stays f32 while the dispatched tokens, the experts and the
+    // combine run in 16 bits, as DeepSpeed runs its experts. With expert
+    // parallelism ds-moe-expert-parallel has already spelled it out.
+    SmallVector<MoEOp> moes;
+    fn.walk([&](MoEOp op) { moes.push_back(op); });
+    IRRewriter rewriter(&getContext());
+    for (MoEOp op : moes)
+      op.expand(rewriter);
+    fn.walk([&](MoERouteOp route) { keepRoutingF32(route); });
     convertBlock(body);
 
     if (!lossScale)
