@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
       send[i] = (float)(i % 1000) * 0.5f + (float)r;
     memset(recv, 0, (size_t)count * 4);
     /* More repeats for small sizes, where noise weighs most. */
-    int repeats = mib <= 1 ? 40 : mib <= 4 ? 20 : mib <= 16 ? 10 : 6;
+    int repeats = mib <= 1 ? 40 : mib <= 4 ? 20 : mib <= 16 ? 20 : 10;
     const char *kinds = getenv("COLLECTIVES_KINDS");
     for (int k = ALL_REDUCE; k <= ALL_TO_ALL; ++k) {
       if (kinds && *kinds ? !strstr(kinds, names[k]) : k == ALL_TO_ALL)

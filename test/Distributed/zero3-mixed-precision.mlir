@@ -4,7 +4,8 @@
 // cast, and casting commutes with gathering, so every gather moves bf16
 // chunks (half the bytes) in the forward and again in the backward (the
 // cast is recomputed there, not saved from the forward), and the gathered
-// copy is released after its last use.
+// copy is released after its last use. (overlap_comm is off: the blocking
+// collectives as ds-zero makes them; ds-schedule-comm is tested on its own.)
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK-SAME:      %[[WTE:[^:]*]]: tensor<512xf32> {dsdist.sharding
 // CHECK:         %[[C:.*]] = dsnn.cast %[[WTE]] : tensor<512xf32> -> tensor<512xbf16>
