@@ -55,15 +55,13 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
   if (attr.getName() == kPipeInputAttrName ||
       attr.getName() == kPipeGradAttrName)
     return verifyPipeIndex(op, attr, "argument", argIndex);
-  if (attr.getName() != kShardingAttrName &&
-      attr.getName() != kExpertsAttrName)
+  if (attr.getName() != kShardingAttrName && attr.getName() != kExpertsAttrName)
     return op->emitError() << "unknown argument attribute '"
                            << attr.getName().getValue()
                            << "'; the dsdist dialect defines '"
                            << kShardingAttrName << "', '" << kExpertsAttrName
-                           << "', '" << kPipeInputAttrName
-                           << "' and '" << kPipeGradAttrName
-                           << "' on arguments";
+                           << "', '" << kPipeInputAttrName << "' and '"
+                           << kPipeGradAttrName << "' on arguments";
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
   if (!sharding)
     return op->emitError() << "argument #" << argIndex << ": '"

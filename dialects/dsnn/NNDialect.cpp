@@ -1,7 +1,8 @@
-//===- NNDialect.cpp - dsnn dialect registration ---------------------------===//
+//===- NNDialect.cpp - dsnn dialect registration
+//---------------------------===//
 #include "dsnn/NNDialect.h"
-#include "dsnn/NNOps.h"
 #include "ds/Support/ShapeCheck.h"
+#include "dsnn/NNOps.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -28,16 +29,16 @@ void NNDialect::initialize() {
       >();
 }
 
-LogicalResult
-ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                  StringRef name, InitKind init, APFloat stdAttr, StringAttr tied,
-                  std::optional<int64_t> expert) {
+LogicalResult ParamAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                StringRef name, InitKind init, APFloat stdAttr,
+                                StringAttr tied,
+                                std::optional<int64_t> expert) {
   if (name.empty())
     return emitError() << "#dsnn.param needs a non-empty qualified name";
   double std = stdAttr.convertToDouble();
   if (std < 0)
-    return emitError() << "#dsnn.param \"" << name << "\": std is " << formatNumber(std)
-                       << " but must be >= 0";
+    return emitError() << "#dsnn.param \"" << name << "\": std is "
+                       << formatNumber(std) << " but must be >= 0";
   if (tied && tied.getValue().empty())
     return emitError() << "#dsnn.param \"" << name
                        << "\": tied group name is empty; omit it or name it";

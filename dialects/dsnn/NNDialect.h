@@ -1,4 +1,5 @@
-//===- NNDialect.h - dsnn dialect --------------------------------*- C++ -*-===//
+//===- NNDialect.h - dsnn dialect --------------------------------*- C++
+//-*-===//
 #ifndef DSNN_NNDIALECT_H
 #define DSNN_NNDIALECT_H
 

@@ -1,4 +1,5 @@
-//===- ShapeCheck.cpp - Shape helpers shared by ds verifiers ---------------===//
+//===- ShapeCheck.cpp - Shape helpers shared by ds verifiers
+//---------------===//
 #include "ds/Support/ShapeCheck.h"
 
 #include "llvm/Support/raw_ostream.h"

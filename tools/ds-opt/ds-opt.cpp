@@ -1,4 +1,5 @@
-//===- ds-opt.cpp - mlir-opt with every ds dialect and pass ----------------===//
+//===- ds-opt.cpp - mlir-opt with every ds dialect and pass
+//----------------===//
 //
 // The compiler engineer's window into ds: any phase's IR can be read,
 // fed back in and run through any pass, upstream or ds's own.

@@ -1,4 +1,5 @@
-//===- ShapeCheck.h - Shape helpers shared by ds verifiers -------*- C++ -*-===//
+//===- ShapeCheck.h - Shape helpers shared by ds verifiers -------*- C++
+//-*-===//
 //
 // Verifiers in every ds dialect print shapes the same way and treat dynamic
 // dims the same way; these helpers keep that in one place.

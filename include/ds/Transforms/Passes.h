@@ -1,4 +1,5 @@
-//===- Passes.h - ds passes --------------------------------------*- C++ -*-===//
+//===- Passes.h - ds passes --------------------------------------*- C++
+//-*-===//
 #ifndef DS_TRANSFORMS_PASSES_H
 #define DS_TRANSFORMS_PASSES_H
 

@@ -1006,6 +1006,14 @@ def OutlineLayers : Pass<"ds-outline-layers", "mlir::ModuleOp"> {
       %h = func.call @layer_GPT2Block(%x, %g, %b) : (...) -> tensor<4x8x16xf32>
       func.func private @layer_GPT2Block(%arg0: ..., %arg1: ..., %arg2: ...)
           -> tensor<4x8x16xf32> attributes {dsnn.layer_count = 1 : i64, ...}
+
+    Each top-level layer call is bracketed by calls of libdsrt's
+    `dsrt_trace_begin(name, backward)` and `dsrt_trace_end()` (the layer's
+    name a constant string in the module): the spans of `ds-train --trace`.
+    They return after one branch unless a trace is recording, so the
+    compiled step is the same with and without tracing. Layers nested in
+    another layer get no marks, so equal outer bodies still share one
+    function.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }

@@ -1,4 +1,5 @@
-//===- VerifyModelContract.cpp - Check the import output contract ----------===//
+//===- VerifyModelContract.cpp - Check the import output contract
+//----------===//
 //
 // Every importer (JSON spec, TorchScript, MLIR text) must produce the same
 // shape of module so the training passes can rely on it; this pass is where
@@ -45,9 +46,9 @@ struct VerifyModelContractPass
     // Statistics are compiled out of release LLVM builds; the remark is how
     // a user sees the model size.
     if (summary)
-      emitRemark(fn.getLoc()) << "model contract: " << params << " parameters, "
-                      << paramElements << " elements, " << layers
-                      << " layers";
+      emitRemark(fn.getLoc())
+          << "model contract: " << params << " parameters, " << paramElements
+          << " elements, " << layers << " layers";
   }
 
   int64_t params = 0, paramElements = 0, layers = 0;
@@ -90,9 +91,9 @@ struct VerifyModelContractPass
       }
       auto [it, inserted] = byName.try_emplace(param.getName(), i);
       if (!inserted) {
-        fn.emitError() << "model contract: parameter name \""
-                       << param.getName() << "\" is used by arguments #"
-                       << it->second << " and #" << i;
+        fn.emitError() << "model contract: parameter name \"" << param.getName()
+                       << "\" is used by arguments #" << it->second << " and #"
+                       << i;
         ok = false;
       }
       if (StringAttr tied = param.getTied()) {
@@ -110,7 +111,8 @@ struct VerifyModelContractPass
     auto loss = results.size() == 1
                     ? dyn_cast<RankedTensorType>(results.front())
                     : RankedTensorType();
-    if (!loss || loss.getRank() != 0 || !isa<FloatType>(loss.getElementType())) {
+    if (!loss || loss.getRank() != 0 ||
+        !isa<FloatType>(loss.getElementType())) {
       fn.emitError() << "model contract: @" << fn.getSymName()
                      << " must return exactly one scalar float loss "
                         "(tensor<f32>), got ("
@@ -125,8 +127,9 @@ struct VerifyModelContractPass
     fn.walk([&](Operation *op) {
       if (op == fn.getOperation())
         return;
-      if (op->getDialect() && isa<nn::NNDialect, arith::ArithDialect,
-                                  tensor::TensorDialect>(op->getDialect())) {
+      if (op->getDialect() &&
+          isa<nn::NNDialect, arith::ArithDialect, tensor::TensorDialect>(
+              op->getDialect())) {
         if (isa<nn::LayerOp>(op))
           ++layers;
         return;

@@ -62,7 +62,8 @@ LogicalResult MoEExpertParallelPass::setGrid(ModuleOp module, int64_t dp) {
   if (auto existing = module->getAttrOfType<dist::GridAttr>(
           dist::DistDialect::kGridAttrName);
       existing && existing != grid)
-    return fail(module, "the module's grid " + llvm::Twine(existing.formatAxes()) +
+    return fail(module, "the module's grid " +
+                            llvm::Twine(existing.formatAxes()) +
                             " is not the expert-parallel grid dp = " +
                             Twine(dp / epSize) + ", ep = " + Twine(epSize) +
                             "; run this pass before any other distribution");

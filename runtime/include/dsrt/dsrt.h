@@ -244,13 +244,14 @@ DSRT_API dsrt_comm *dsrt_comm_axes(uint64_t axes_mask);
  * and all_gather rebuilds the count elements from every rank's first
  * min(c, count - r*c) elements of send. */
 DSRT_API int dsrt_all_reduce(dsrt_comm *comm, const void *send, void *recv,
-                             int64_t count, int dtype, int op); /* in place ok */
+                             int64_t count, int dtype,
+                             int op); /* in place ok */
 /* In place: send == recv + r*c elements (this rank's slot). */
 DSRT_API int dsrt_all_gather(dsrt_comm *comm, const void *send, void *recv,
                              int64_t count, int dtype);
 /* In place: send == recv (count elements in; the slice lands at the front). */
-DSRT_API int dsrt_reduce_scatter(dsrt_comm *comm, const void *send,
-                                 void *recv, int64_t count, int dtype, int op);
+DSRT_API int dsrt_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
+                                 int64_t count, int dtype, int op);
 /* send and recv hold n blocks of count_per_rank elements; block j of send
  * goes to rank j and arrives as block r of rank j's recv. */
 DSRT_API int dsrt_all_to_all(dsrt_comm *comm, const void *send, void *recv,
@@ -270,8 +271,8 @@ DSRT_API int dsrt_barrier(dsrt_comm *comm);
  * dsrt_wait(*req) returns, which completes and frees the request (also when
  * it fails: never wait twice). On failure *req is NULL. */
 DSRT_API int dsrt_all_reduce_start(dsrt_comm *comm, const void *send,
-                                   void *recv, int64_t count, int dtype,
-                                   int op, dsrt_request **req);
+                                   void *recv, int64_t count, int dtype, int op,
+                                   dsrt_request **req);
 DSRT_API int dsrt_all_gather_start(dsrt_comm *comm, const void *send,
                                    void *recv, int64_t count, int dtype,
                                    dsrt_request **req);
@@ -295,8 +296,8 @@ DSRT_API int dsrt_wait(dsrt_request *req);
  * algorithm, message sizes or reduction placement (ZeRO 0-3 agree bit for
  * bit). Costs n times the traffic and memory of the reduction. The async
  * forms sum the same way inside their start, which returns a request that
- * is already complete; the nccl backend refuses the mode. Not collective: set it alike on
- * every rank before the first reduction. */
+ * is already complete; the nccl backend refuses the mode. Not collective: set
+ * it alike on every rank before the first reduction. */
 DSRT_API int dsrt_comm_set_deterministic(int on);
 DSRT_API int dsrt_comm_deterministic(void);
 
@@ -321,9 +322,9 @@ DSRT_API void dsrt_comm_seconds_reset(void);
 typedef enum dsrt_phase {
   DSRT_PHASE_NONE = 0,
   DSRT_PHASE_FORWARD = 1,
-  DSRT_PHASE_BACKWARD = 2,   /* includes accumulating micro-batch gradients */
-  DSRT_PHASE_REDUCTION = 3,  /* gradient all-reduce / reduce-scatter */
-  DSRT_PHASE_OPTIMIZER = 4,  /* clip, loss scale, update, ZeRO all-gathers */
+  DSRT_PHASE_BACKWARD = 2,  /* includes accumulating micro-batch gradients */
+  DSRT_PHASE_REDUCTION = 3, /* gradient all-reduce / reduce-scatter */
+  DSRT_PHASE_OPTIMIZER = 4, /* clip, loss scale, update, ZeRO all-gathers */
   DSRT_PHASE_COUNT = 5,
 } dsrt_phase;
 DSRT_API void dsrt_phase_begin(int32_t phase);
@@ -401,10 +402,10 @@ DSRT_API int dsrt_adam(float *param, const void *grad, int grad_dtype,
                        int param16_dtype);
 DSRT_API int dsrt_adam_multi(int64_t num_tensors, float *const *params,
                              const void *const *grads, int grad_dtype,
-                             float *const *exp_avgs,
-                             float *const *exp_avg_sqs, const int64_t *counts,
-                             int64_t step, float lr, float beta1, float beta2,
-                             float eps, float weight_decay, int adamw_mode,
+                             float *const *exp_avgs, float *const *exp_avg_sqs,
+                             const int64_t *counts, int64_t step, float lr,
+                             float beta1, float beta2, float eps,
+                             float weight_decay, int adamw_mode,
                              int bias_correction, float grad_scale,
                              void *const *params16, int param16_dtype);
 
@@ -440,12 +441,11 @@ DSRT_API int dsrt_lamb(float *param, const void *grad, int grad_dtype,
                        void *param16, int param16_dtype, float *trust_ratio);
 DSRT_API int dsrt_lamb_multi(int64_t num_tensors, float *const *params,
                              const void *const *grads, int grad_dtype,
-                             float *const *exp_avgs,
-                             float *const *exp_avg_sqs, const int64_t *counts,
-                             int64_t step, float lr, float beta1, float beta2,
-                             float eps, float weight_decay,
-                             int bias_correction, float min_coeff,
-                             float max_coeff, float grad_scale,
+                             float *const *exp_avgs, float *const *exp_avg_sqs,
+                             const int64_t *counts, int64_t step, float lr,
+                             float beta1, float beta2, float eps,
+                             float weight_decay, int bias_correction,
+                             float min_coeff, float max_coeff, float grad_scale,
                              void *const *params16, int param16_dtype,
                              float *trust_ratios);
 
