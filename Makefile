@@ -37,6 +37,7 @@ docs: build
 # the usual level under ASan, and the full build compiles much faster.
 SAN_BUILD ?= build-sanitize
 FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 0
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
   -fno-omit-frame-pointer -gline-tables-only -fsanitize=fuzzer-no-link
 
@@ -54,7 +55,7 @@ test-sanitize: $(SAN_BUILD)/build.ninja
 
 fuzz: $(SAN_BUILD)/build.ninja
 	ninja -C $(SAN_BUILD) -j $(JOBS) ds-fuzzers
-	@scripts/run-fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
+	@FUZZ_RUNS=$(FUZZ_RUNS) scripts/run-fuzz.sh $(SAN_BUILD) $(FUZZ_SECONDS)
 
 format:
 	git ls-files '*.cpp' '*.h' '*.c' | xargs clang-format -i

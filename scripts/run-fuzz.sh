@@ -4,9 +4,11 @@
 # prints executions and crashes per target. Crashing inputs land in
 # BUILD/fuzz/TARGET/ (crash-*, leak-*, oom-*, timeout-*): fix the reader,
 # then copy the input into test/fuzz/regressions/TARGET/.
-# Usage: scripts/run-fuzz.sh BUILD SECONDS [TARGET...]
+# With FUZZ_RUNS=N (make fuzz FUZZ_RUNS=N) a target stops after N
+# executions, or at SECONDS, whichever comes first.
+# Usage: [FUZZ_RUNS=N] scripts/run-fuzz.sh BUILD SECONDS [TARGET...]
 set -u
-build=$1 seconds=$2
+build=$1 seconds=$2 runs=${FUZZ_RUNS:-0}
 shift 2
 src=$(cd "$(dirname "$0")/.." && pwd)/test/fuzz
 targets=("$@")
@@ -24,6 +26,7 @@ for t in "${targets[@]}"; do
   # The corpus grows in $work/corpus; seeds and regressions are read only.
   "$build/bin/ds-fuzz-$t" "$work/corpus" "$src/corpus/$t" \
     "$src/regressions/$t" "${dict[@]}" -max_total_time="$seconds" \
+    $([ "$runs" -gt 0 ] && echo "-runs=$runs") \
     -timeout=20 -rss_limit_mb=2048 -malloc_limit_mb=1024 \
     -artifact_prefix="$work/" -print_final_stats=1 >"$log" 2>&1
   rc=$?

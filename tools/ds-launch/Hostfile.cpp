@@ -1,6 +1,7 @@
 //===- Hostfile.cpp - DeepSpeed's hostfile and --include/--exclude --------===//
 #include "Hostfile.h"
 
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -60,69 +61,108 @@ Expected<std::vector<Host>> ds::launch::parseHostfileText(StringRef text,
   return hosts;
 }
 
+namespace {
+/// One host's chosen slots: membership as a bit per slot and the order in
+/// which --include named them, so a spec naming a host of 65536 slots many
+/// times costs linear time, not quadratic.
+struct SlotSelection {
+  BitVector in;
+  std::vector<int64_t> order;
+};
+} // namespace
+
+/// Parses "HOST[:SLOT[,SLOT...]]" against `pool`; no slot list means every
+/// slot of the host (`allSlots`).
+static Expected<const Host *> parseNode(ArrayRef<Host> pool, StringRef node,
+                                        StringRef flag, StringRef poolName,
+                                        std::vector<int64_t> &slots,
+                                        bool &allSlots) {
+  auto [name, slotList] = node.split(':');
+  allSlots = !node.contains(':');
+  const Host *host = nullptr;
+  for (const Host &candidate : pool)
+    if (candidate.name == name)
+      host = &candidate;
+  if (!host) {
+    std::string names;
+    for (const Host &candidate : pool)
+      names += (names.empty() ? "" : ", ") + candidate.name;
+    return fail(flag + ": host '" + name + "' is not in " + poolName +
+                " (hosts: " + names + "); use one of those names");
+  }
+  slots.clear();
+  if (allSlots)
+    return host;
+  SmallVector<StringRef> items;
+  slotList.split(items, ',');
+  for (StringRef item : items) {
+    int64_t slot = 0;
+    if (item.trim().getAsInteger(10, slot))
+      return fail(flag + ": '" + item + "' in '" + node +
+                  "' is not a slot number; write HOST:SLOT[,SLOT...]");
+    if (slot < 0 || slot >= host->slots)
+      return fail(flag + ": host " + host->name + " has slots 0.." +
+                  Twine(host->slots - 1) + " (slots=" + Twine(host->slots) +
+                  " in " + poolName + "), no slot " + Twine(slot) +
+                  "; pick a slot in that range");
+    slots.push_back(slot);
+  }
+  return host;
+}
+
 Expected<std::vector<Resource>> ds::launch::applyFilter(ArrayRef<Host> pool,
                                                         StringRef spec,
                                                         bool isInclude,
                                                         StringRef poolName) {
   StringRef flag = isInclude ? "--include" : "--exclude";
-  StringMap<std::vector<int64_t>> chosen;
+  StringMap<SlotSelection> chosen;
   if (!isInclude)
     for (const Host &host : pool)
-      for (int64_t slot = 0; slot < host.slots; ++slot)
-        chosen[host.name].push_back(slot);
+      chosen[host.name].in.resize(host.slots, /*t=*/true);
 
   SmallVector<StringRef> nodes;
   spec.split(nodes, '@');
+  std::vector<int64_t> slots;
   for (StringRef node : nodes) {
-    auto [name, slotList] = node.split(':');
-    bool allSlots = !node.contains(':');
-    const Host *host = nullptr;
-    for (const Host &candidate : pool)
-      if (candidate.name == name)
-        host = &candidate;
-    if (!host) {
-      std::string names;
-      for (const Host &candidate : pool)
-        names += (names.empty() ? "" : ", ") + candidate.name;
-      return fail(flag + ": host '" + name + "' is not in " + poolName +
-                  " (hosts: " + names + "); use one of those names");
-    }
-    std::vector<int64_t> slots;
-    if (allSlots) {
-      for (int64_t slot = 0; slot < host->slots; ++slot)
-        slots.push_back(slot);
-    } else {
-      SmallVector<StringRef> items;
-      slotList.split(items, ',');
-      for (StringRef item : items) {
-        int64_t slot = 0;
-        if (item.trim().getAsInteger(10, slot))
-          return fail(flag + ": '" + item + "' in '" + node +
-                      "' is not a slot number; write HOST:SLOT[,SLOT...]");
-        if (slot < 0 || slot >= host->slots)
-          return fail(flag + ": host " + host->name + " has slots 0.." +
-                      Twine(host->slots - 1) + " (slots=" + Twine(host->slots) +
-                      " in " + poolName + "), no slot " + Twine(slot) +
-                      "; pick a slot in that range");
-        slots.push_back(slot);
-      }
-    }
-    std::vector<int64_t> &kept = chosen[host->name];
-    if (isInclude) {
+    bool allSlots = false;
+    auto host = parseNode(pool, node, flag, poolName, slots, allSlots);
+    if (!host)
+      return host.takeError();
+    SlotSelection &sel = chosen[(*host)->name];
+    sel.in.resize((*host)->slots);
+    if (!isInclude) {
+      if (allSlots)
+        sel.in.reset();
       for (int64_t slot : slots)
-        if (!is_contained(kept, slot))
-          kept.push_back(slot);
-    } else {
-      erase_if(kept, [&](int64_t slot) { return is_contained(slots, slot); });
+        sel.in.reset(slot);
+      continue;
     }
+    if (allSlots && sel.in.all())
+      continue;
+    auto add = [&](int64_t slot) {
+      if (!sel.in.test(slot)) {
+        sel.in.set(slot);
+        sel.order.push_back(slot);
+      }
+    };
+    if (allSlots)
+      for (int64_t slot = 0; slot < (*host)->slots; ++slot)
+        add(slot);
+    for (int64_t slot : slots)
+      add(slot);
   }
+  // --exclude keeps what is left in slot order.
+  if (!isInclude)
+    for (auto &entry : chosen)
+      for (int slot : entry.second.in.set_bits())
+        entry.second.order.push_back(slot);
 
   // Hostfile order decides rank order, whatever order the filter named hosts.
   std::vector<Resource> result;
   for (const Host &host : pool) {
     auto it = chosen.find(host.name);
-    if (it != chosen.end() && !it->second.empty())
-      result.push_back({host.name, it->second});
+    if (it != chosen.end() && !it->second.order.empty())
+      result.push_back({host.name, it->second.order});
   }
   if (result.empty())
     return fail(flag + " '" + spec + "' leaves no slots to run on; keep at " +
