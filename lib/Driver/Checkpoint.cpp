@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - Sharded checkpoints of the training state ---------===//
 #include "ds/Driver/Checkpoint.h"
 #include "ds/Driver/SafeTensors.h"
+#include "ds/Support/StrictJson.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -29,6 +30,8 @@
 #include <unistd.h>
 
 using namespace ds::driver;
+using ds::support::jsonInteger;
+using ds::support::jsonIntegers;
 using llvm::createStringError;
 using llvm::Twine;
 namespace fs = llvm::sys::fs;
@@ -852,24 +855,24 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
   try {
     if (m.at("format").get<std::string>() != "ds-checkpoint")
       throw std::runtime_error("format is not \"ds-checkpoint\"");
-    int version = m.at("format_version").get<int>();
+    int version = jsonInteger<int>(m, "format_version");
     if (version != kFormatVersion)
       throw std::runtime_error("format_version " + std::to_string(version) +
                                " is not the version this ds reads (" +
                                std::to_string(kFormatVersion) + ")");
     ckpt.dsVersion = m.at("ds_version").get<std::string>();
     CkptRunInfo &run = ckpt.runInfo;
-    run.step = m.at("step").get<int64_t>();
-    run.seed = m.at("seed").get<uint64_t>();
+    run.step = jsonInteger<int64_t>(m, "step");
+    run.seed = jsonInteger<uint64_t>(m, "seed");
     if (!m.at("seed_option").is_null())
-      run.seedOption = m.at("seed_option").get<uint64_t>();
+      run.seedOption = jsonInteger<uint64_t>(m, "seed_option");
     run.dataOrder = m.at("data_order").get<std::string>();
-    run.globalBatch = m.at("global_batch").get<int64_t>();
-    run.worldSize = m.at("world").at("world_size").get<int>();
-    run.dpSize = m.at("world").at("dp").get<int64_t>();
-    run.epSize = m.at("world").value("ep", int64_t(1));
-    run.stages = m.at("world").value("stages", int64_t(1));
-    run.zeroStage = m.at("world").at("zero_stage").get<int64_t>();
+    run.globalBatch = jsonInteger<int64_t>(m, "global_batch");
+    run.worldSize = jsonInteger<int>(m.at("world"), "world_size");
+    run.dpSize = jsonInteger<int64_t>(m.at("world"), "dp");
+    run.epSize = jsonInteger<int64_t>(m.at("world"), "ep", 1);
+    run.stages = jsonInteger<int64_t>(m.at("world"), "stages", 1);
+    run.zeroStage = jsonInteger<int64_t>(m.at("world"), "zero_stage");
     run.configJson = m.at("config").dump();
     run.modelPath = m.at("model").at("path").get<std::string>();
     run.modelHash = m.at("model").at("xxh3").get<std::string>();
@@ -879,9 +882,9 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
       if (info.name.find('/') != std::string::npos)
         throw std::runtime_error("file name \"" + info.name +
                                  "\" leaves the tag directory");
-      info.rank = f.at("rank").get<int>();
-      info.stage = f.value("stage", 0);
-      info.size = f.at("bytes").get<uint64_t>();
+      info.rank = jsonInteger<int>(f, "rank");
+      info.stage = jsonInteger<int>(f, "stage", 0);
+      info.size = jsonInteger<uint64_t>(f, "bytes");
       info.headerXxh3 = parseHex(f.at("header_xxh3").get<std::string>());
       ckpt.fileInfos.push_back(info);
     }
@@ -890,7 +893,7 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
       info.name = t.at("name").get<std::string>();
       info.kind = t.at("kind").get<std::string>();
       info.dtype = t.at("dtype").get<std::string>();
-      info.shape = t.at("shape").get<std::vector<int64_t>>();
+      info.shape = jsonIntegers(t, "shape");
       if (!info.elementBytes())
         throw std::runtime_error("tensor \"" + info.name +
                                  "\": unknown dtype " + info.dtype);
@@ -905,12 +908,12 @@ llvm::Expected<CheckpointReader> CheckpointReader::open(llvm::StringRef dir,
                                    " is negative or larger than a file");
       auto parseSlice = [&](const nlohmann::json &s) {
         CkptSlice slice;
-        slice.rank = s.at("rank").get<int>();
+        slice.rank = jsonInteger<int>(s, "rank");
         slice.file = s.at("file").get<std::string>();
-        slice.offset = s.at("offset").get<uint64_t>();
-        slice.length = s.at("length").get<uint64_t>();
-        slice.first = s.at("first").get<int64_t>();
-        slice.count = s.at("count").get<int64_t>();
+        slice.offset = jsonInteger<uint64_t>(s, "offset");
+        slice.length = jsonInteger<uint64_t>(s, "length");
+        slice.first = jsonInteger<int64_t>(s, "first");
+        slice.count = jsonInteger<int64_t>(s, "count");
         slice.xxh3 = parseHex(s.at("xxh3").get<std::string>());
         auto file = llvm::find_if(ckpt.fileInfos, [&](const CkptFileInfo &f) {
           return f.name == slice.file;

@@ -18,7 +18,9 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace ds::support {
 
@@ -68,6 +70,54 @@ std::optional<std::string> closestKey(llvm::StringRef key,
   if (result && !isLikelyTypo(key, *result))
     return std::nullopt;
   return result;
+}
+
+/// `value` as the integer type T, for readers of files ds wrote (checkpoint
+/// and artifact manifests). nlohmann's get<T>() converts a float or an
+/// out-of-range integer with a plain cast, undefined behaviour for a value
+/// like 3e25, so the type and range are checked first; `what` names the
+/// field in the std::runtime_error thrown otherwise.
+template <typename T>
+T jsonInteger(const nlohmann::json &value, const std::string &what) {
+  static_assert(std::is_integral_v<T>);
+  bool fits = false;
+  if (value.is_number_unsigned())
+    fits = value.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
+  else if (value.is_number_integer())
+    fits = std::is_signed_v<T>
+               ? value.get<int64_t>() >= int64_t(std::numeric_limits<T>::min())
+               : value.get<int64_t>() >= 0;
+  if (!fits)
+    throw std::runtime_error(what + ": expected an integer in [" +
+                             std::to_string(std::numeric_limits<T>::min()) +
+                             ", " +
+                             std::to_string(std::numeric_limits<T>::max()) +
+                             "], got " + describeJson(value));
+  return value.get<T>();
+}
+
+/// obj[key] as T (see jsonInteger); `fallback` when the key is absent.
+template <typename T>
+T jsonInteger(const nlohmann::json &obj, const char *key,
+              std::optional<T> fallback = std::nullopt) {
+  if (fallback && !obj.contains(key))
+    return *fallback;
+  return jsonInteger<T>(obj.at(key), std::string("\"") + key + "\"");
+}
+
+/// obj[key], an array of int64 (a shape, a list of ranks).
+inline std::vector<int64_t> jsonIntegers(const nlohmann::json &obj,
+                                         const char *key) {
+  const nlohmann::json &list = obj.at(key);
+  if (!list.is_array())
+    throw std::runtime_error(std::string("\"") + key +
+                             "\": expected an array of integers, got " +
+                             describeJson(list));
+  std::vector<int64_t> values;
+  for (const nlohmann::json &v : list)
+    values.push_back(
+        jsonInteger<int64_t>(v, std::string("\"") + key + "\" entry"));
+  return values;
 }
 
 } // namespace ds::support
