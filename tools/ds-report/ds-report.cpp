@@ -3,7 +3,9 @@
 // Without arguments: the versions of ds and of every library it uses, and
 // which collective backends this machine could run. With --config: the
 // resolved ds_config.json (--json for the machine-readable form); with
-// --model as well, the model's pipeline partition and schedules.
+// --model as well, the model's pipeline partition and schedules. With
+// --comm-profile, run on a job's ranks: measured collective times for
+// ds-schedule-comm's cost model.
 //
 // Optional libraries (NCCL, the CUDA driver) are probed with dlopen so that
 // the report works on machines without them, the same way libdsrt will load
@@ -11,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommProfile.h"
 #include "PipelineReport.h"
 
 #include "ds/Config/Config.h"
@@ -61,6 +64,21 @@ static cl::opt<bool> printBlasCore(
     "blas-core",
     cl::desc("print only the OpenBLAS core ds runs here (bench/ gives it to "
              "its baselines)"));
+
+static cl::opt<std::string> commProfilePath(
+    "comm-profile",
+    cl::desc("time all_gather, reduce_scatter and all_reduce on the ranks "
+             "of this job (start it with ds-launch) and write the points "
+             "to this JSON file, for ds-schedule-comm's comm-profile"),
+    cl::value_desc("file"));
+static cl::list<int64_t> commProfileSizes(
+    "comm-profile-sizes",
+    cl::desc("whole-tensor bytes to time (default 4 KiB to 64 MiB, x4)"),
+    cl::CommaSeparated, cl::value_desc("bytes,..."));
+static cl::opt<int>
+    commProfileRepeats("comm-profile-repeats",
+                       cl::desc("timed calls per size (the median)"),
+                       cl::init(5));
 
 namespace {
 
@@ -290,6 +308,22 @@ int main(int argc, char **argv) {
     dsrt_blas_info blas;
     dsrt_blas_info_get(&blas);
     llvm::outs() << blas.core << "\n";
+    return 0;
+  }
+  if (!commProfilePath.empty()) {
+    std::vector<int64_t> sizes(commProfileSizes.begin(),
+                               commProfileSizes.end());
+    if (sizes.empty())
+      for (int64_t bytes = 4096; bytes <= (int64_t(64) << 20); bytes *= 4)
+        sizes.push_back(bytes);
+    ds::report::CommProfileOptions options;
+    options.sizes = sizes;
+    options.repeats = commProfileRepeats;
+    if (llvm::Error err =
+            ds::report::writeCommProfile(commProfilePath, options)) {
+      llvm::errs() << "error: " << llvm::toString(std::move(err)) << "\n";
+      return 1;
+    }
     return 0;
   }
   if (configPath.empty()) {
