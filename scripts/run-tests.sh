@@ -9,7 +9,7 @@ if [ "${2:-}" = sanitize ]; then
   # make test-sanitize: any report fails its test. Leaks inside Open MPI and
   # Debian's LLVM (not instrumented, freed at exit or never) are suppressed.
   here=$(cd "$(dirname "$0")" && pwd)
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_odr_violation=0
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_odr_violation=0:allow_user_poisoning=0
   export LSAN_OPTIONS=suppressions=$here/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
