@@ -13,7 +13,9 @@ all-reduce), clip_grad_norm_, optimizer step. Rank r trains on the
 contiguous block [r*B/WORLD, (r+1)*B/WORLD) of each global batch of B
 random token rows (like ds-train --synthetic). Processes are started with
 torch.multiprocessing (torchrun needs --redirects/--tee/--log_dir on Python
-3.11), each pinned to THREADS threads.
+3.11), each pinned to THREADS threads; with RANK, WORLD_SIZE, MASTER_ADDR
+and MASTER_PORT in the environment (a launcher such as ds-launch started one
+process per rank, possibly on several hosts) it runs that one rank instead.
 
   python3 torch_dp.py MODE SPEC.json CONFIG.json THREADS STEPS OUT.jsonl
 
@@ -38,9 +40,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
 from torch_train import GPT, warmup_lr  # noqa: E402  (the single-rank bench's module)
 
 
-def worker(rank, world, port, mode, spec, cfg, threads, steps, out_path):
+def worker(rank, world, port, mode, spec, cfg, threads, steps, out_path,
+           addr="127.0.0.1"):
     torch.set_num_threads(threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+    dist.init_process_group("gloo", init_method=f"tcp://{addr}:{port}",
                             rank=rank, world_size=world)
     B = cfg["train_batch_size"]
     micro = cfg["train_micro_batch_size_per_gpu"]
@@ -111,6 +114,13 @@ def main():
     mode, spec_path, config_path, threads, steps, out_path = sys.argv[1:7]
     spec = json.load(open(spec_path))
     cfg = json.load(open(config_path))
+    if "RANK" in os.environ and "MASTER_ADDR" in os.environ:
+        # Started per rank by a launcher (ds-launch --hostfile: several
+        # hosts); GLOO_SOCKET_IFNAME comes from the caller.
+        worker(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
+               int(os.environ["MASTER_PORT"]), mode, spec, cfg, int(threads),
+               int(steps), out_path, os.environ["MASTER_ADDR"])
+        return
     world = cfg["train_batch_size"] // (
         cfg["train_micro_batch_size_per_gpu"]
         * cfg.get("gradient_accumulation_steps", 1))
