@@ -1,5 +1,6 @@
 //===- Artifact.cpp - A ds-compile artifact directory ---------------------===//
 #include "ds/Driver/Artifact.h"
+#include "ds/Support/StrictJson.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -13,6 +14,9 @@
 #endif
 
 using namespace ::ds::driver;
+using ds::support::jsonInteger;
+using ds::support::jsonIntegers;
+using ds::support::jsonIntegerValue;
 using nlohmann::json;
 namespace exec = mlir::ds::exec;
 
@@ -82,10 +86,10 @@ ArgSpec argOf(const json &j) {
   a.kind = ArgSpec::Kind(indexOf(kArgKinds, j.at("kind"), "argument kind"));
   a.name = j.at("name");
   a.dtype = parseDType(j.at("dtype"));
-  a.shape = j.at("shape").get<std::vector<int64_t>>();
+  a.shape = jsonIntegers(j, "shape");
   if (j.contains("full_shape"))
-    a.fullShape = j["full_shape"].get<std::vector<int64_t>>();
-  a.expertShards = j.value("expert_shards", int64_t{0});
+    a.fullShape = jsonIntegers(j, "full_shape");
+  a.expertShards = jsonInteger<decltype(a.expertShards)>(j, "expert_shards", 0);
   if (a.kind == ArgSpec::Param) {
     a.init = InitKind(indexOf(kInitKinds, j.at("init"), "init"));
     a.initStd = j.at("init_std");
@@ -97,7 +101,8 @@ ArgSpec argOf(const json &j) {
     a.stateInit.kind =
         StateInit::Kind(indexOf(kStateInits, init.at("kind"), "state init"));
     a.stateInit.floatValue = init.at("float");
-    a.stateInit.intValue = init.at("int");
+    a.stateInit.intValue =
+        jsonInteger<decltype(a.stateInit.intValue)>(init, "int");
   }
   return a;
 }
@@ -117,7 +122,7 @@ std::vector<exec::ValueInfo> valuesOf(const json &list) {
   for (const json &j : list) {
     exec::ValueInfo v;
     v.dtype = parseDType(j.at("dtype"));
-    auto shape = j.at("shape").get<std::vector<int64_t>>();
+    auto shape = jsonIntegers(j, "shape");
     v.shape.assign(shape.begin(), shape.end());
     v.isTensor = j.at("tensor");
     values.push_back(std::move(v));
@@ -152,20 +157,25 @@ StepManifest stepOf(const json &j) {
   StepManifest m;
   for (const json &a : j.at("args"))
     m.args.push_back(argOf(a));
-  m.batchArgs = j.at("batch_args").get<std::vector<size_t>>();
+  for (const json &i : j.at("batch_args"))
+    m.batchArgs.push_back(jsonIntegerValue<size_t>(i, "\"batch_args\" entry"));
   for (const json &r : j.at("results"))
     m.results.push_back({r.at("name"), r.at("updates"),
-                         parseDType(r.at("dtype")),
-                         r.at("shape").get<std::vector<int64_t>>()});
-  m.gradientAccumulationSteps = j.at("gradient_accumulation_steps");
-  m.gridSizes = j.at("grid").at("sizes").get<std::vector<int64_t>>();
+                         parseDType(r.at("dtype")), jsonIntegers(r, "shape")});
+  m.gradientAccumulationSteps =
+      jsonInteger<decltype(m.gradientAccumulationSteps)>(
+          j, "gradient_accumulation_steps");
+  m.gridSizes = jsonIntegers(j.at("grid"), "sizes");
   m.gridAxes = j.at("grid").at("axes");
   m.startupHash = parseHex64(j.at("startup_hash"));
-  m.crossEntropyClasses = j.at("cross_entropy_classes");
-  m.blasCallSites = j.at("blas_call_sites");
-  m.workspaceBytes = j.at("workspace_bytes");
+  m.crossEntropyClasses =
+      jsonInteger<decltype(m.crossEntropyClasses)>(j, "cross_entropy_classes");
+  m.blasCallSites =
+      jsonInteger<decltype(m.blasCallSites)>(j, "blas_call_sites");
+  m.workspaceBytes =
+      jsonInteger<decltype(m.workspaceBytes)>(j, "workspace_bytes");
   if (j.contains("init_seed"))
-    m.initSeed = j["init_seed"].get<uint64_t>();
+    m.initSeed = jsonInteger<uint64_t>(j, "init_seed");
   for (size_t i : m.batchArgs)
     if (i >= m.args.size())
       throw std::runtime_error("batch argument index out of range");
@@ -239,12 +249,25 @@ ds::driver::readArtifactManifest(const std::string &dir) {
   json j = json::parse((*buffer)->getBuffer().begin(),
                        (*buffer)->getBuffer().end(), nullptr,
                        /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() ||
-      j.value("format", "") != "ds-artifact")
+  // Read before the version check, so read defensively: any type may be
+  // there in a manifest of another version, or in a damaged one.
+  auto field = [&](const char *key) -> const json * {
+    auto it = j.find(key);
+    return it == j.end() ? nullptr : &*it;
+  };
+  auto text = [&](const char *key) {
+    const json *v = field(key);
+    return v && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  if (j.is_discarded() || !j.is_object() || text("format") != "ds-artifact")
     return makeError(path + ": not a ds-compile manifest");
   ArtifactManifest m;
-  m.formatVersion = j.value("format_version", int64_t(0));
-  m.dsVersion = j.value("ds_version", "");
+  const json *version = field("format_version");
+  m.formatVersion =
+      version && version->is_number_integer() && version->get<int64_t>() >= 0
+          ? version->get<int64_t>()
+          : -1;
+  m.dsVersion = text("ds_version");
   if (m.formatVersion != ArtifactManifest::kFormatVersion ||
       m.dsVersion != dsVersion())
     return makeError(dir + " was compiled by ds " + m.dsVersion +
@@ -253,7 +276,7 @@ ds::driver::readArtifactManifest(const std::string &dir) {
                      llvm::Twine(ArtifactManifest::kFormatVersion) +
                      "): compile it again with this ds-compile");
   try {
-    m.worldSize = j.at("world_size");
+    m.worldSize = jsonInteger<decltype(m.worldSize)>(j, "world_size");
     const json &cpu = j.at("cpu");
     m.cpuLevel = cpu.at("level");
     m.cpuName = cpu.at("name");
@@ -264,7 +287,7 @@ ds::driver::readArtifactManifest(const std::string &dir) {
     for (const json &p : j.at("programs")) {
       ArtifactProgram program;
       program.object = p.at("object");
-      program.ranks = p.at("ranks").get<std::vector<int64_t>>();
+      program.ranks = jsonIntegers(p, "ranks");
       program.signature.name = p.at("entry");
       program.signature.inputs = valuesOf(p.at("inputs"));
       program.signature.results = valuesOf(p.at("outputs"));

@@ -78,7 +78,7 @@ std::optional<std::string> closestKey(llvm::StringRef key,
 /// like 3e25, so the type and range are checked first; `what` names the
 /// field in the std::runtime_error thrown otherwise.
 template <typename T>
-T jsonInteger(const nlohmann::json &value, const std::string &what) {
+T jsonIntegerValue(const nlohmann::json &value, const std::string &what) {
   static_assert(std::is_integral_v<T>);
   bool fits = false;
   if (value.is_number_unsigned())
@@ -96,13 +96,13 @@ T jsonInteger(const nlohmann::json &value, const std::string &what) {
   return value.get<T>();
 }
 
-/// obj[key] as T (see jsonInteger); `fallback` when the key is absent.
+/// obj[key] as T (see jsonIntegerValue); `fallback` when the key is absent.
 template <typename T>
 T jsonInteger(const nlohmann::json &obj, const char *key,
               std::optional<T> fallback = std::nullopt) {
   if (fallback && !obj.contains(key))
     return *fallback;
-  return jsonInteger<T>(obj.at(key), std::string("\"") + key + "\"");
+  return jsonIntegerValue<T>(obj.at(key), std::string("\"") + key + "\"");
 }
 
 /// obj[key], an array of int64 (a shape, a list of ranks).
@@ -116,7 +116,7 @@ inline std::vector<int64_t> jsonIntegers(const nlohmann::json &obj,
   std::vector<int64_t> values;
   for (const nlohmann::json &v : list)
     values.push_back(
-        jsonInteger<int64_t>(v, std::string("\"") + key + "\" entry"));
+        jsonIntegerValue<int64_t>(v, std::string("\"") + key + "\" entry"));
   return values;
 }
 
