@@ -59,7 +59,9 @@ Runner::fromSource(llvm::StringRef source, const RunnerOptions &options,
   OwningOpRef<ModuleOp> module;
   {
     DiagnosticCapture diags(ctx.get());
-    module = parseSourceString<ModuleOp>(source, ctx.get(), sourceName);
+    // MLIR's lexer finds the end at a NUL; a StringRef need not have one.
+    std::string text = source.str();
+    module = parseSourceString<ModuleOp>(text, ctx.get(), sourceName);
     if (!module)
       return diags.error("cannot parse the input");
   }

@@ -191,8 +191,8 @@ mlir::ds::exec::createTargetMachine(const JitTarget &target, bool jit) {
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
   });
-  llvm::orc::JITTargetMachineBuilder builder(
-      llvm::Triple(llvm::sys::getProcessTriple()));
+  llvm::orc::JITTargetMachineBuilder builder{
+      llvm::Triple(llvm::sys::getProcessTriple())};
   builder.setCPU(target.cpu);
   builder.addFeatures(target.features);
   builder.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);

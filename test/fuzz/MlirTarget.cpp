@@ -45,7 +45,9 @@ int ::ds::fuzz::fuzzMlir(const uint8_t *data, size_t size) {
   context.allowUnregisteredDialects(false);
   ScopedDiagnosticHandler quiet(&context,
                                 [](Diagnostic &) { return success(); });
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer stops at a NUL, which a file read by ds-train always has
+  // after its last byte (MemoryBuffer); libFuzzer's input has none.
+  std::string text(reinterpret_cast<const char *>(data), size);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
   if (!module || failed(verify(*module)) || !config)
     return 0;
