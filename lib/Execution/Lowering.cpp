@@ -84,11 +84,12 @@ llvm::Expected<ValueInfo> valueInfo(Type type, llvm::StringRef fn,
 }
 
 /// The glue of a step: every defined function that is not a layer or
-/// kernel function (the entry point, @forward_backward). It is straight-line
-/// calls, copies and descriptor moves growing with depth, on which LLVM's
-/// instruction scheduling and register allocation are superlinear and
-/// optimization buys nothing; the arithmetic lives in the layer and kernel
-/// functions, which keep the full pipeline. optnone needs noinline.
+/// kernel function (the entry point, holding @forward_backward since
+/// ds-inline-glue). It is straight-line calls, copies and descriptor moves
+/// growing with depth, on which LLVM's instruction scheduling and register
+/// allocation are superlinear and optimization buys nothing; the
+/// arithmetic lives in the layer and kernel functions, which keep the full
+/// pipeline. optnone needs noinline.
 void markGlueOptimizeNone(ModuleOp module) {
   for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
     if (fn.isExternal() || fn->hasAttr("dsnn.layer_count") ||
