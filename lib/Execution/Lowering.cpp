@@ -2,7 +2,6 @@
 #include "ds/Execution/Lowering.h"
 
 #include "ds/Conversion/LinalgToRuntime.h"
-#include "ds/Conversion/Passes.h"
 #include "ds/Execution/PackedCall.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -296,10 +295,6 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
         fn.setPrivate();
     PassManager pm(ctx);
     pm.addPass(createSymbolDCEPass());
-    // The step's glue as one function (@forward_backward into
-    // @train_step): no call of thousands of tensors to bufferize and lower.
-    if (options.outlineKernels)
-      pm.addPass(ds::createInlineGlue());
     if (failed(pm.run(module)))
       return diags.error("dropping unused functions failed");
   }

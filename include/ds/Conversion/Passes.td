@@ -271,7 +271,10 @@ def InlineGlue : Pass<"ds-inline-glue", "mlir::ModuleOp"> {
     Every `func.call` of a defined single-block function with no
     `dsnn.layer_count` (not a layer function) whose only use is that call
     is replaced by the callee's body, its arguments mapped to the call's
-    operands and its results to the returned values; the callee is erased.
+    operands and its results to the returned values; a private callee is
+    erased, a public one stays for other callers (ds-train runs this pass
+    on the step contract, where @forward_backward is public, and drops it
+    later as unused).
     Functions called more than once stay (a pipeline schedule calls each
     stage's chunk functions once per micro-batch), and so do layer
     functions, which are compiled once for all their calls. The ops are

@@ -39,11 +39,10 @@ struct InlineGluePass : ds::impl::InlineGlueBase<InlineGluePass> {
       if (it == calls.end() || it->second.size() != 1 || fn.isExternal() ||
           fn->hasAttr("dsnn.layer_count") || !fn.getBody().hasOneBlock())
         continue;
-      // Only the call uses the symbol: not public, not referenced elsewhere.
+      // Only the call uses the symbol.
       std::optional<SymbolTable::UseRange> uses =
           SymbolTable::getSymbolUses(fn, module);
-      if (fn.isPublic() || !uses ||
-          std::distance(uses->begin(), uses->end()) != 1)
+      if (!uses || std::distance(uses->begin(), uses->end()) != 1)
         continue;
       inline_.emplace_back(it->second.front(), fn);
     }
@@ -60,7 +59,10 @@ struct InlineGluePass : ds::impl::InlineGlueBase<InlineGluePass> {
            llvm::zip_equal(call.getResults(), ret.getOperands()))
         result.replaceAllUsesWith(map.lookupOrDefault(value));
       call.erase();
-      fn.erase();
+      // A public function stays for other callers (ds-train's entry points
+      // drop it later, unused).
+      if (fn.isPrivate())
+        fn.erase();
       ++numInlined;
     }
   }

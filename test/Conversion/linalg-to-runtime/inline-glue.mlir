@@ -55,31 +55,24 @@ func.func private @forward_backward(%p: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// What stays: a function called twice, a public one, a layer function
-// called once, and a declaration.
+// What stays: a function called twice, a layer function called once, and
+// a declaration.
 // CHECK-LABEL: func.func @stays(
 // CHECK-NEXT:    call @twice(
 // CHECK-NEXT:    call @twice(
-// CHECK-NEXT:    call @public_fn(
 // CHECK-NEXT:    call @layer_Once(
 // CHECK-NEXT:    call @external(
 // CHECK-DAG:   func.func private @twice(
-// CHECK-DAG:   func.func @public_fn(
 // CHECK-DAG:   func.func private @layer_Once(
 // CHECK-DAG:   func.func private @external(
 func.func @stays(%p: tensor<4xf32>) -> tensor<4xf32> {
   %a = call @twice(%p) : (tensor<4xf32>) -> tensor<4xf32>
   %b = call @twice(%a) : (tensor<4xf32>) -> tensor<4xf32>
-  %c = call @public_fn(%b) : (tensor<4xf32>) -> tensor<4xf32>
-  %d = call @layer_Once(%c) : (tensor<4xf32>) -> tensor<4xf32>
+  %d = call @layer_Once(%b) : (tensor<4xf32>) -> tensor<4xf32>
   %e = call @external(%d) : (tensor<4xf32>) -> tensor<4xf32>
   return %e : tensor<4xf32>
 }
 func.func private @twice(%p: tensor<4xf32>) -> tensor<4xf32> {
-  %g = arith.mulf %p, %p : tensor<4xf32>
-  return %g : tensor<4xf32>
-}
-func.func @public_fn(%p: tensor<4xf32>) -> tensor<4xf32> {
   %g = arith.mulf %p, %p : tensor<4xf32>
   return %g : tensor<4xf32>
 }
@@ -89,3 +82,20 @@ func.func private @layer_Once(%p: tensor<4xf32>) -> tensor<4xf32>
   return %g : tensor<4xf32>
 }
 func.func private @external(tensor<4xf32>) -> tensor<4xf32>
+
+// -----
+
+// A public callee (the step contract's @forward_backward) is inlined and
+// stays for other callers.
+// CHECK-LABEL: func.func @step(
+// CHECK-NEXT:    %[[G:.*]] = arith.mulf
+// CHECK-NEXT:    return %[[G]]
+// CHECK:       func.func @forward_backward(
+func.func @step(%p: tensor<4xf32>) -> tensor<4xf32> {
+  %g = call @forward_backward(%p) : (tensor<4xf32>) -> tensor<4xf32>
+  return %g : tensor<4xf32>
+}
+func.func @forward_backward(%p: tensor<4xf32>) -> tensor<4xf32> {
+  %g = arith.mulf %p, %p : tensor<4xf32>
+  return %g : tensor<4xf32>
+}
