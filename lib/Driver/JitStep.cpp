@@ -1,5 +1,6 @@
 //===- JitStep.cpp - Compile @train_step in memory with the JIT -----------===//
 #include "ds/Driver/JitStep.h"
+#include "ds/Conversion/Passes.h"
 #include "ds/Driver/Artifact.h"
 #include "ds/Driver/LoadModel.h"
 #include "ds/Execution/JIT.h"
@@ -37,6 +38,9 @@ void addStepLowering(OpPassManager &pm) {
   pm.addPass(mlir::ds::createOutlineLayers());
   pm.addPass(mlir::ds::createLowerNNToLinalg());
   pm.addPass(mlir::ds::createLowerTrainToLinalg());
+  // The step's glue as one function (@forward_backward into @train_step):
+  // no call of thousands of tensors to bufferize and lower.
+  pm.addPass(mlir::ds::createInlineGlue());
 }
 
 InitKind initKindOf(nn::InitKind kind) {

@@ -10,6 +10,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
@@ -82,11 +83,12 @@ llvm::Expected<ValueInfo> valueInfo(Type type, llvm::StringRef fn,
 }
 
 /// The glue of a step: every defined function that is not a layer or
-/// kernel function (the entry point, @forward_backward). It is straight-line
-/// calls, copies and descriptor moves growing with depth, on which LLVM's
-/// instruction scheduling and register allocation are superlinear and
-/// optimization buys nothing; the arithmetic lives in the layer and kernel
-/// functions, which keep the full pipeline. optnone needs noinline.
+/// kernel function (the entry point, holding @forward_backward since
+/// ds-inline-glue). It is straight-line calls, copies and descriptor moves
+/// growing with depth, on which LLVM's instruction scheduling and register
+/// allocation are superlinear and optimization buys nothing; the
+/// arithmetic lives in the layer and kernel functions, which keep the full
+/// pipeline. optnone needs noinline.
 void markGlueOptimizeNone(ModuleOp module) {
   for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
     if (fn.isExternal() || fn->hasAttr("dsnn.layer_count") ||
@@ -334,6 +336,10 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
 
   {
     PassManager pm(ctx);
+    // Verified once below rather than after each of its ~40 passes: at 96
+    // layers verifying the step's glue after every pass took half of the
+    // MLIR time. Each pass is verified on its own by its lit tests.
+    pm.enableVerifier(false);
     ds::LowerToLLVMPipelineOptions pipeline;
     pipeline.fuseElementwise = options.fuseElementwise;
     pipeline.planBuffers = options.planBuffers;
@@ -351,6 +357,8 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
   // Without kernel outlining the glue still holds loops.
   if (options.outlineKernels)
     markGlueOptimizeNone(module);
+  if (failed(verify(module)))
+    return diags.error("the lowering produced invalid IR");
   lowered.mlirSeconds = seconds(mlirStart);
   if (options.onStage)
     options.onStage("llvm", module);

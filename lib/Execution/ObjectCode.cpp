@@ -13,6 +13,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/Transforms/Utils/Cloning.h"
 
 #include <chrono>
 
@@ -76,17 +77,53 @@ llvm::Error writeObject(llvm::Module &module, llvm::TargetMachine &tm,
   return llvm::Error::success();
 }
 
-llvm::Error link(const std::string &object, const std::string &so) {
+/// Moves the step's glue, the functions the lowering marked optnone
+/// (lib/Execution/Lowering.cpp), out of `module` into a module of its own,
+/// which is compiled at CodeGenOptLevel::None. LLVM picks the register
+/// allocator per module, not per function: at O3 the greedy allocator
+/// spent ~2 s on the glue of a 96-layer step, a straight block of
+/// thousands of calls and loads that the fast allocator takes as it
+/// comes. Local symbols either side reads become hidden externals; the
+/// shared object exports only the packed entries anyway. Returns null when
+/// there is no glue.
+std::unique_ptr<llvm::Module> splitGlue(llvm::Module &module) {
+  llvm::SmallPtrSet<const llvm::GlobalValue *, 8> glue;
+  llvm::SmallVector<llvm::Function *> bodies;
+  for (llvm::Function &fn : module)
+    if (!fn.isDeclaration() && fn.hasOptNone()) {
+      glue.insert(&fn);
+      bodies.push_back(&fn);
+    }
+  if (glue.empty())
+    return nullptr;
+  for (llvm::GlobalValue &value : module.global_values()) {
+    if (value.isDeclaration() || !value.hasLocalLinkage())
+      continue;
+    if (!value.hasName())
+      value.setName("__ds_local");
+    value.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    value.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  }
+  llvm::ValueToValueMapTy map;
+  std::unique_ptr<llvm::Module> glueModule =
+      llvm::CloneModule(module, map, [&](const llvm::GlobalValue *value) {
+        return glue.contains(value);
+      });
+  for (llvm::Function *fn : bodies)
+    fn->deleteBody();
+  return glueModule;
+}
+
+llvm::Error link(llvm::ArrayRef<std::string> objects, const std::string &so) {
   std::string linker = sharedObjectLinker();
   if (linker.empty())
     return makeError("cannot link the compiled step: no ld.lld on this "
                      "machine (install lld, e.g. apt install lld-22)");
   // No DT_NEEDED: dsrt_* and libm bind to the loading process's copies.
   llvm::SmallVector<llvm::StringRef> argv = {
-      linker,  "-shared",     "--hash-style=gnu",
-      "-z",    "noexecstack", "-z",
-      "relro", "-o",          so,
-      object};
+      linker, "-shared", "--hash-style=gnu", "-z", "noexecstack", "-z", "relro",
+      "-o",   so};
+  argv.append(objects.begin(), objects.end());
   std::string message;
   std::string errorFile = so + ".link-errors";
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, std::nullopt,
@@ -146,23 +183,31 @@ llvm::Expected<LoweredModule> mlir::ds::exec::compileSharedObject(
           makeOptimizer(options.optLevel, tm->get())(llvmModule.get()))
     return makeError("optimizing the step failed: " +
                      llvm::toString(std::move(err)));
-  // Only the packed entries are the object's interface.
-  for (llvm::GlobalValue &value : llvmModule->global_values())
-    if (!value.isDeclaration() && !value.hasLocalLinkage() &&
-        !llvm::is_contained(exported, value.getName().str()))
-      value.setVisibility(llvm::GlobalValue::HiddenVisibility);
+  std::unique_ptr<llvm::Module> glueModule = splitGlue(*llvmModule);
+  // Only the packed entries are the objects' interface.
+  for (llvm::Module *m : {llvmModule.get(), glueModule.get()})
+    if (m)
+      for (llvm::GlobalValue &value : m->global_values())
+        if (!value.isDeclaration() && !value.hasLocalLinkage() &&
+            !llvm::is_contained(exported, value.getName().str()))
+          value.setVisibility(llvm::GlobalValue::HiddenVisibility);
 
   // Written next to the target and renamed into place: ranks that load a
   // shared artifact directory never see a partial file.
   std::string tmp =
       soPath + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
-  std::string object = tmp + ".o";
-  if (llvm::Error err = writeObject(*llvmModule, **tm, object))
-    return std::move(err);
+  std::vector<std::string> objects = {tmp + ".o"};
+  llvm::Error written = writeObject(*llvmModule, **tm, objects.back());
+  if (!written && glueModule) {
+    (*tm)->setOptLevel(llvm::CodeGenOptLevel::None);
+    objects.push_back(tmp + ".glue.o");
+    written = writeObject(*glueModule, **tm, objects.back());
+  }
   double llvmSeconds = secondsSince(llvmStart);
   Clock::time_point linkStart = Clock::now();
-  llvm::Error linked = link(object, tmp);
-  llvm::sys::fs::remove(object);
+  llvm::Error linked = written ? std::move(written) : link(objects, tmp);
+  for (const std::string &object : objects)
+    llvm::sys::fs::remove(object);
   if (linked) {
     llvm::sys::fs::remove(tmp);
     return std::move(linked);

@@ -256,6 +256,49 @@ def OutlineKernels : Pass<"ds-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def InlineGlue : Pass<"ds-inline-glue", "mlir::ModuleOp"> {
+  let summary = "Inline each function called once that is not a layer function";
+  let description = [{
+    A step's @train_step calls @forward_backward once (or once in the
+    micro-batch loop), passing every parameter and receiving every
+    gradient: thousands of tensors at depth. Bufferization asks, for each
+    result of a call, which of its operands it may alias, one operand at
+    a time (quadratic in the call's arity: most of one-shot bufferization
+    at 96 layers), and lowered, the call passes every field of every
+    descriptor. Both functions are glue (the layers and kernels hold the
+    arithmetic), so one function of glue is what is compiled.
+
+    Every `func.call` of a defined single-block function with no
+    `dsnn.layer_count` (not a layer function) whose only use is that call
+    is replaced by the callee's body, its arguments mapped to the call's
+    operands and its results to the returned values; a private callee is
+    erased, a public one stays for other callers (ds-train runs this pass
+    on the step contract, where @forward_backward is public, and drops it
+    later as unused).
+    Functions called more than once stay (a pipeline schedule calls each
+    stage's chunk functions once per micro-batch), and so do layer
+    functions, which are compiled once for all their calls. The ops are
+    moved unchanged, so the arithmetic is the same.
+
+      func.func private @forward_backward(%p: tensor<4xf32>) -> tensor<4xf32> {
+        %g = call @layer_Block(%p) : (tensor<4xf32>) -> tensor<4xf32>
+        return %g : tensor<4xf32>
+      }
+      func.func @train_step(%p: tensor<4xf32>) -> tensor<4xf32> {
+        %g = call @forward_backward(%p) : (tensor<4xf32>) -> tensor<4xf32>
+        ...
+
+    becomes
+
+      func.func @train_step(%p: tensor<4xf32>) -> tensor<4xf32> {
+        %g = call @layer_Block(%p) : (tensor<4xf32>) -> tensor<4xf32>
+        ...
+  }];
+  let statistics = [
+    Statistic<"numInlined", "inlined", "calls replaced by the callee's body">,
+  ];
+}
+
 def InlineIntoCWrappers : Pass<"ds-inline-into-c-wrappers", "mlir::ModuleOp"> {
   let summary = "Move each C-interface function's body into its _mlir_ciface_ wrapper";
   let description = [{
