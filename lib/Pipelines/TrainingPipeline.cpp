@@ -146,6 +146,7 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   zero.dpSize = config.dpSize;
   zero.reduceBucketSize = config.zero.reduceBucketSize;
   zero.allgatherBucketSize = config.zero.allgatherBucketSize;
+  zero.paramPersistenceThreshold = config.zero.paramPersistenceThreshold;
   zero.prescaleGradients = config.prescaleGradients;
   zero.gradientPredivideFactor = config.gradientPredivideFactor;
   pm.addPass(createZero(zero));

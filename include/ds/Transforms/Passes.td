@@ -764,6 +764,12 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
       use in the forward, released after its last forward use, gathered
       again before its first backward use and released after its last;
       the step returns the updated chunks without gathering them.
+      Parameters of at most `param-persistence-threshold` elements
+      (DeepSpeed's stage3_param_persistence_threshold, default 1e5) persist:
+      as in DeepSpeed they stay whole on every rank and are treated as at
+      stage 2 (gradient reduce-scattered, state sharded, the updated chunks
+      all-gathered after the step), so the gradient function reads them
+      without a gather. 0 partitions every parameter.
 
     An eval function (`eval-entry`, made by ds-eval-step) reads the
     parameters as the step holds them: at stage 3 it takes the chunks and
@@ -819,6 +825,10 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
            "1.0",
            "gradient_predivide_factor: without prescaling, divide by this "
            "before the reduction (a sum) and by dp-size / this after it">,
+    Option<"paramPersistenceThreshold", "param-persistence-threshold",
+           "int64_t", "100000",
+           "stage3_param_persistence_threshold: at stage 3, parameters of at "
+           "most this many elements stay whole on every rank">,
     Option<"entry", "entry", "std::string", "\"train_step\"",
            "the step function">,
     Option<"gradientEntry", "gradient-entry", "std::string",
