@@ -901,8 +901,23 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     yet waited) within `prefetch-bucket-size` (DeepSpeed's
     stage3_max_live_parameters and stage3_prefetch_bucket_size, counted in
     elements as DeepSpeed counts them). A collective whose buffer alone
-    exceeds a budget stays where it was. Arithmetic does not move: the
-    schedule changes when bytes travel, never what is computed.
+    exceeds a budget stays where it was, and so does one whose buffer would
+    take the gathered bytes live past `memory-budget`. Arithmetic does not
+    move: the schedule changes when bytes travel, never what is computed.
+
+    Before that, adjacent all-gathers (those ds-zero puts before one op:
+    same group, element type and phase, only views and shard casts between
+    them) fuse into one collective of the chunks packed as rows
+    (`tensor.concat`, one `dsdist.all_gather`, each parameter its columns
+    of the result: copies only), as DeepCompile fuses them: a run grows
+    while the cost model predicts the fused gather to take less than 1.2 x
+    the longer of the run and the next gather, and stays under
+    `fuse-bytes`. The cost model is the alpha-beta ring model of
+    `ds/Transforms/CommCostModel.h`, with its documented defaults or
+    fitted to the measured points of `comm-profile`. `print-plan` emits a
+    remark per collective (where it starts, where it is waited, its
+    predicted time and the compute between) and per function (the peak of
+    gathered bytes live at once).
 
     Before (one layer, ZeRO-3):
 
@@ -930,12 +945,25 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     Option<"overlapReduce", "overlap-reduce", "bool", "true",
            "also start gradient reductions early and wait late "
            "(overlap_comm)">,
+    Option<"commProfile", "comm-profile", "std::string", "",
+           "JSON profile of measured collective times (see "
+           "docs/communication.md); empty: the default cost constants">,
+    Option<"fuseBytes", "fuse-bytes", "int64_t", "1000000000",
+           "largest fused all-gather, in bytes (0 turns fusion off)">,
+    Option<"memoryBudget", "memory-budget", "int64_t", "0",
+           "bytes of gathered parameters live at any point; 0: 90% of the "
+           "memory available when the pass runs (as DeepCompile)">,
+    Option<"printPlan", "print-plan", "bool", "false",
+           "print each collective's start, wait, predicted time and "
+           "overlap as remarks">,
   ];
   let statistics = [
     Statistic<"numAsync", "async-collectives",
               "collectives turned into start/wait pairs">,
     Statistic<"numHoisted", "hoisted-starts",
               "starts issued before at least one compute op">,
+    Statistic<"numFused", "fused-all-gathers",
+              "all-gathers merged into the one before them">,
   ];
   let dependentDialects = ["::mlir::ds::dist::DistDialect"];
 }
