@@ -14,6 +14,11 @@
 // RUN: ds-opt %s --ds-schedule-comm="memory-budget=64" --split-input-file | FileCheck %s --check-prefix=LIVE
 // RUN: not ds-opt %s --ds-schedule-comm="comm-profile=%S/Inputs/no-such-profile.json" 2>&1 | FileCheck %s --check-prefix=NOPROFILE
 // NOPROFILE: error: ds-schedule-comm: comm-profile {{.*}}no-such-profile.json: cannot read the communication profile
+// Selective unsharding (off by default): room for one buffer, none, all.
+// RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true fuse-bytes=0 memory-budget=576" --split-input-file | FileCheck %s --check-prefix=UNSHARD
+// RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true fuse-bytes=0 memory-budget=544" --split-input-file | FileCheck %s --check-prefix=KEEP
+// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0" --split-input-file | FileCheck %s --check-prefix=KEEP
+// RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true" --split-input-file | FileCheck %s --check-prefix=ALL
 
 // CHECK-LABEL: func @layer_gathers_prefetched
 // CHECK-NEXT:    %[[H0:.*]] = dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "forward"}
@@ -157,5 +162,57 @@ module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
     dsdist.release %g1 : tensor<16xf32>
     dsdist.release %g2 : tensor<16xf32>
     return %c : tensor<16xf32>
+  }
+}
+
+// -----
+
+// Selective unsharding: each parameter is gathered in the forward and again
+// in the backward. With room under the budget the forward buffer stays for
+// the backward; the smaller parameter goes first (its gather is mostly
+// start-up: the most predicted time per byte). The original peak is both
+// buffers, 32 + 512 B; a budget of 576 B has room for the small one only.
+// UNSHARD-LABEL: func @backward_reuses_forward_gather
+// UNSHARD:         %[[HA:.*]] = dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "forward"}
+// UNSHARD:         %[[HB:.*]] = dsdist.all_gather_start %arg1 over ["dp"] dim 0 {phase = "forward"}
+// UNSHARD-NOT:     %arg0
+// UNSHARD:         dsdist.all_gather_start %arg1 over ["dp"] dim 0 {phase = "backward"}
+// UNSHARD-NOT:     %arg0
+// UNSHARD:         dsnn.layer "h.0.backward"
+// UNSHARD:         return
+
+// No headroom (the budget is the peak), or unsharding off: both backward
+// gathers stay.
+// KEEP-LABEL: func @backward_reuses_forward_gather
+// KEEP:         dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "backward"}
+// KEEP:         dsdist.all_gather_start %arg1 over ["dp"] dim 0 {phase = "backward"}
+
+// With the default budget (most of the machine's memory) both stay live:
+// no backward gather is left.
+// ALL-LABEL: func @backward_reuses_forward_gather
+// CHECK-LABEL: func @backward_reuses_forward_gather
+// ALL-NOT:     phase = "backward"
+// ALL:         dsnn.layer "h.0.backward"
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @backward_reuses_forward_gather(%a: tensor<4xf32>, %b: tensor<64xf32>, %x: tensor<8xf32>, %y: tensor<128xf32>) -> (tensor<8xf32>, tensor<128xf32>) {
+    %fa = dsdist.all_gather %a over ["dp"] dim 0 {phase = "forward"} : tensor<4xf32> -> tensor<8xf32>
+    %fb = dsdist.all_gather %b over ["dp"] dim 0 {phase = "forward"} : tensor<64xf32> -> tensor<128xf32>
+    %o:2 = dsnn.layer "h.0"("Block") -> tensor<8xf32>, tensor<128xf32> {
+      %p = dsnn.mul %x, %fa : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+      %q = dsnn.mul %y, %fb : tensor<128xf32>, tensor<128xf32> -> tensor<128xf32>
+      dsnn.yield %p, %q : tensor<8xf32>, tensor<128xf32>
+    }
+    dsdist.release %fa : tensor<8xf32>
+    dsdist.release %fb : tensor<128xf32>
+    %ba = dsdist.all_gather %a over ["dp"] dim 0 {phase = "backward"} : tensor<4xf32> -> tensor<8xf32>
+    %bb = dsdist.all_gather %b over ["dp"] dim 0 {phase = "backward"} : tensor<64xf32> -> tensor<128xf32>
+    %g:2 = dsnn.layer "h.0.backward"("Block") -> tensor<8xf32>, tensor<128xf32> {
+      %p = dsnn.mul %o#0, %ba : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+      %q = dsnn.mul %o#1, %bb : tensor<128xf32>, tensor<128xf32> -> tensor<128xf32>
+      dsnn.yield %p, %q : tensor<8xf32>, tensor<128xf32>
+    }
+    dsdist.release %ba : tensor<8xf32>
+    dsdist.release %bb : tensor<128xf32>
+    return %g#0, %g#1 : tensor<8xf32>, tensor<128xf32>
   }
 }

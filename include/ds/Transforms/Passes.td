@@ -912,7 +912,14 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     of the result: copies only), as DeepCompile fuses them: a run grows
     while the cost model predicts the fused gather to take less than 1.2 x
     the longer of the run and the next gather, and stays under
-    `fuse-bytes`. The cost model is the alpha-beta ring model of
+    `fuse-bytes`. Before fusing, with `selective-unshard` (off by default
+    for now), selective unsharding (DeepCompile's selective gather): where
+    `memory-budget` (default 90% of the rank's share of the machine's
+    memory) and `max-live-parameters` have headroom over the peak of
+    gathered parameters, a parameter gathered in the forward and again in
+    the backward keeps its forward buffer until its last backward use and
+    the backward gather goes; greedily, the most predicted all-gather time
+    per byte first. The cost model is the alpha-beta ring model of
     `ds/Transforms/CommCostModel.h`, with its documented defaults or
     fitted to the measured points of `comm-profile`. `print-plan` emits a
     remark per collective (where it starts, where it is waited, its
@@ -951,8 +958,11 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     Option<"fuseBytes", "fuse-bytes", "int64_t", "1000000000",
            "largest fused all-gather, in bytes (0 turns fusion off)">,
     Option<"memoryBudget", "memory-budget", "int64_t", "0",
-           "bytes of gathered parameters live at any point; 0: 90% of the "
-           "memory available when the pass runs (as DeepCompile)">,
+           "bytes of gathered parameters live at any point; 0: 90% of this "
+           "rank's share of the machine's memory (as DeepCompile)">,
+    Option<"selectiveUnshard", "selective-unshard", "bool", "false",
+           "keep forward gathers live for the backward, most expensive per "
+           "byte first, while memory-budget and max-live-parameters allow">,
     Option<"printPlan", "print-plan", "bool", "false",
            "print each collective's start, wait, predicted time and "
            "overlap as remarks">,
@@ -964,8 +974,11 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
               "starts issued before at least one compute op">,
     Statistic<"numFused", "fused-all-gathers",
               "all-gathers merged into the one before them">,
+    Statistic<"numUnsharded", "unsharded-params",
+              "backward all-gathers dropped: the forward's buffer kept">,
   ];
-  let dependentDialects = ["::mlir::ds::dist::DistDialect"];
+  let dependentDialects = ["::mlir::ds::dist::DistDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {

@@ -182,14 +182,41 @@ double flopsOf(Operation *root) {
   return flops;
 }
 
-/// 90% of the memory this machine has available now (DeepCompile's budget
-/// is 90% of the device's), read as free pages.
-int64_t availableMemoryBudget() {
-  long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+/// 90% of this rank's share of the machine's memory, as DeepCompile
+/// budgets 90% of the device's: the physical memory over the ranks mpirun
+/// started on this host. Not the memory free right now: every rank of a
+/// host must compile the same schedule.
+int64_t defaultMemoryBudget() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0)
     return std::numeric_limits<int64_t>::max();
+  double ranks = 1;
+  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    ranks = std::max(1.0, std::atof(local));
   return static_cast<int64_t>(0.9 * static_cast<double>(pages) *
-                              static_cast<double>(page));
+                              static_cast<double>(page) / ranks);
+}
+
+/// The block argument a gather's input comes from, through a cast.
+Value gatheredArgument(dist::AllGatherOp g) {
+  Value v = g.getInput();
+  if (auto castOp = v.getDefiningOp<nn::CastOp>())
+    v = castOp.getInput();
+  return isa<BlockArgument>(v) ? v : Value();
+}
+
+/// The releases of `v` and of its views.
+SmallVector<Operation *> releasesOf(Value v) {
+  SmallVector<Operation *> out;
+  SmallVector<Value> work = {v};
+  while (!work.empty())
+    for (Operation *user : work.pop_back_val().getUsers()) {
+      if (isa<dist::ReleaseOp>(user))
+        out.push_back(user);
+      else if (isView(user))
+        work.push_back(user->getResult(0));
+    }
+  return out;
 }
 
 /// Seconds as microseconds with one decimal.
@@ -206,6 +233,10 @@ public:
 private:
   /// Fuses runs of adjacent all-gathers of `block`.
   void fuseGathers(Block &block);
+  /// Keeps forward gathers alive for the backward where the budgets allow.
+  void unshard(Block &block);
+  /// The most gathered bytes and elements live at once in `block`.
+  std::pair<int64_t, int64_t> peakGathered(Block &block);
   /// Replaces `run` (gathers of 1-d chunks, same group and type) by one
   /// all-gather of the chunks packed as rows.
   void fuseRun(ArrayRef<dist::AllGatherOp> run, Block &block);
@@ -315,6 +346,92 @@ void ScheduleCommPass::fuseGathers(Block &block) {
     }
   }
   flush();
+}
+
+std::pair<int64_t, int64_t> ScheduleCommPass::peakGathered(Block &block) {
+  DenseMap<Operation *, size_t> pos;
+  SmallVector<Operation *> ops;
+  for (Operation &op : block) {
+    pos[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  // +bytes where a gather starts, -bytes after its buffer's last use.
+  SmallVector<std::pair<int64_t, int64_t>> delta(ops.size() + 1, {0, 0});
+  for (auto g : block.getOps<dist::AllGatherOp>()) {
+    size_t from = pos.lookup(g), to = std::max(from, lastUse(g, block, pos));
+    int64_t bytes = bytesOf(g.getType()),
+            elements = g.getType().getNumElements();
+    delta[from].first += bytes;
+    delta[from].second += elements;
+    delta[to + 1].first -= bytes;
+    delta[to + 1].second -= elements;
+  }
+  std::pair<int64_t, int64_t> live{0, 0}, peak{0, 0};
+  for (auto [bytes, elements] : delta) {
+    live.first += bytes;
+    live.second += elements;
+    peak.first = std::max(peak.first, live.first);
+    peak.second = std::max(peak.second, live.second);
+  }
+  return peak;
+}
+
+/// DeepCompile's selective gather: where the memory budget has headroom
+/// over the peak of gathered bytes, a parameter's forward gather stays
+/// live to its last use in the backward and the backward's gather goes.
+/// Greedy, most predicted all-gather time per byte first (the start-up of
+/// a small gather dominates its time); each kept buffer is counted as if
+/// it were live at the peak, and its elements against
+/// max-live-parameters too.
+void ScheduleCommPass::unshard(Block &block) {
+  struct Candidate {
+    dist::AllGatherOp forward, backward;
+    double secondsPerByte;
+  };
+  DenseMap<std::pair<Value, Type>, dist::AllGatherOp> forward;
+  SmallVector<Candidate> candidates;
+  auto phaseOf = [](Operation *op) {
+    auto phase = op->getAttrOfType<StringAttr>("phase");
+    return phase ? phase.getValue() : StringRef();
+  };
+  for (auto g : block.getOps<dist::AllGatherOp>()) {
+    Value arg = gatheredArgument(g);
+    if (!arg)
+      continue;
+    std::pair<Value, Type> key{arg, g.getType()};
+    if (phaseOf(g) == "forward")
+      forward.try_emplace(key, g);
+    else if (phaseOf(g) == "backward" && forward.count(key)) {
+      int64_t bytes = bytesOf(g.getType());
+      double t =
+          model.seconds(CollectiveKind::AllGather, bytes, groupSizeOf(g, grid));
+      candidates.push_back({forward.lookup(key), g, t / double(bytes)});
+      forward.erase(key);
+    }
+  }
+  if (candidates.empty())
+    return;
+  llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
+    return a.secondsPerByte > b.secondsPerByte;
+  });
+  auto [peakBytes, peakElements] = peakGathered(block);
+  for (Candidate &c : candidates) {
+    int64_t bytes = bytesOf(c.forward.getType());
+    int64_t elements = c.forward.getType().getNumElements();
+    if (peakBytes + bytes > budgetBytes ||
+        peakElements + elements > maxLiveParameters)
+      continue;
+    peakBytes += bytes;
+    peakElements += elements;
+    for (Operation *release : releasesOf(c.forward.getResult()))
+      release->erase();
+    Operation *input = c.backward.getInput().getDefiningOp();
+    c.backward.getResult().replaceAllUsesWith(c.forward.getResult());
+    c.backward->erase();
+    if (input && input->use_empty())
+      input->erase();
+    ++numUnsharded;
+  }
 }
 
 size_t ScheduleCommPass::lastUse(Value v, Block &block,
@@ -528,10 +645,12 @@ void ScheduleCommPass::runOnOperation() {
   }
   grid =
       module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
-  budgetBytes = memoryBudget ? memoryBudget : availableMemoryBudget();
+  budgetBytes = memoryBudget ? memoryBudget : defaultMemoryBudget();
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
       continue;
+    if (selectiveUnshard)
+      unshard(fn.getBody().front());
     if (fuseBytes > 0)
       fuseGathers(fn.getBody().front());
     scheduleBlock(fn.getBody().front());
