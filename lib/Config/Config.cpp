@@ -330,7 +330,7 @@ const KeySet &topLevelKeys() {
        "wall_clock_breakdown", "zero_optimization", "fp16", "bf16", "bfloat16",
        "optimizer", "scheduler", "pipeline", "moe", "tensor_parallel",
        "prescale_gradients", "gradient_predivide_factor",
-       "gradient_allreduce_op", "allgather_size", "csv_monitor",
+       "gradient_allreduce_op", "allgather_size", "csv_monitor", "compile",
        // Read only to check its keys (readActivationCheckpointing).
        "activation_checkpointing"},
       // Monitoring, profiling, logging and checkpoint-file options: they
@@ -369,7 +369,6 @@ const KeySet &topLevelKeys() {
        {"hybrid_engine", "the hybrid (RLHF) engine"},
        {"nebula", "Nebula checkpointing"},
        {"weight_quantization", "weight quantization"},
-       {"compile", "torch.compile"},
        {"torch_autocast", "torch autocast"},
        {"sequence_parallel_size", "sequence parallelism (Ulysses)", 1}},
       {{"zenflow", "zero_optimization.zenflow"}}};
@@ -448,6 +447,33 @@ void readZero(const Section &s, ZeroConfig &zero) {
   readStage3("param_persistence_threshold", zero.paramPersistenceThreshold);
   readStage3("max_live_parameters", zero.maxLiveParameters);
   readStage3("max_reuse_distance", zero.maxReuseDistance);
+}
+
+/// DeepSpeed's compile section (deepspeed/compile/config.py). ds compiles
+/// every run; what DeepCompile adds on top is its communication schedule,
+/// which `deepcompile` turns on. Its offloading and activation passes are
+/// refused while on.
+void readCompile(const Section &s, CompileConfig &compile) {
+  static const KeySet keys = {
+      {"deepcompile", "debug_log"},
+      // How PyTorch inputs are kept and when a graph's buffers double up:
+      // nothing ds compiles reads them.
+      {"keep_int_input_tensors", "keep_all_input_tensors", "double_buffer",
+       "free_activation_threshold", "offload_activation_pin_memory"},
+      {{"free_activation", "freeing activations eagerly (free_activation)"},
+       {"offload_activation", "activation offload (offload_activation)"},
+       {"offload_opt_states", "optimizer-state offload (offload_opt_states)"},
+       {"offload_parameters", "parameter offload (offload_parameters)"},
+       {"symmetric_memory", "symmetric memory (symmetric_memory)"},
+       {"sync_before_reduce", "synchronizing around collectives"},
+       {"sync_after_reduce", "synchronizing around collectives"},
+       {"sync_before_allgather", "synchronizing around collectives"},
+       {"sync_after_allgather", "synchronizing around collectives"},
+       {"passes", "DeepCompile's compiler passes (autosp, autotp, z1, z3)",
+        json::array()}}};
+  s.checkKeys(keys);
+  s.read("deepcompile", compile.deepcompile);
+  s.read("debug_log", compile.debugLog);
 }
 
 void readFp16(const Section &s, Fp16Config &fp16) {
@@ -1252,6 +1278,8 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
       fail("gradient_allreduce_op: must be \"mean\" or \"sum\", got \"" + *op +
            "\"");
   }
+  if (auto s = top.section("compile"))
+    readCompile(*s, c.compile);
   if (auto s = top.section("fp16"))
     readFp16(*s, c.fp16);
   if (top.has("bf16") && top.has("bfloat16"))

@@ -167,6 +167,9 @@ json toJson(const Config &c) {
       {"stage3_max_live_parameters", z.maxLiveParameters},
       {"stage3_max_reuse_distance", z.maxReuseDistance}};
 
+  j["compile"] = {{"deepcompile", c.compile.deepcompile},
+                  {"debug_log", c.compile.debugLog}};
+
   const Fp16Config &f = c.fp16;
   j["fp16"] = {{"enabled", f.enabled},
                {"loss_scale", f.lossScale},

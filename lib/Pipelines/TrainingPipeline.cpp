@@ -146,17 +146,20 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
   zero.dpSize = config.dpSize;
   zero.reduceBucketSize = config.zero.reduceBucketSize;
   zero.allgatherBucketSize = config.zero.allgatherBucketSize;
+  zero.paramPersistenceThreshold = config.zero.paramPersistenceThreshold;
   zero.prescaleGradients = config.prescaleGradients;
   zero.gradientPredivideFactor = config.gradientPredivideFactor;
   pm.addPass(createZero(zero));
   pm.addPass(createMoERoutingMetrics());
   pm.addPass(createVerifyStepContract());
-  // overlap_comm: collectives start early and are waited late, so their
-  // bytes move while the ranks compute.
-  if (config.zero.overlapComm && config.dpSize > 1) {
+  // overlap_comm (or compile.deepcompile): collectives start early and are
+  // waited late, so their bytes move while the ranks compute.
+  if ((config.zero.overlapComm || config.compile.deepcompile) &&
+      config.dpSize > 1) {
     ScheduleCommOptions schedule;
     schedule.maxLiveParameters = config.zero.maxLiveParameters;
     schedule.prefetchBucketSize = config.zero.prefetchBucketSize;
+    schedule.printPlan = config.compile.debugLog;
     pm.addPass(createScheduleComm(schedule));
   }
   // Last: the timers mark where each phase of the final step begins.

@@ -7,6 +7,18 @@
 // No room to prefetch: each gather starts where it was.
 // RUN: ds-opt %s --ds-schedule-comm="prefetch-bucket-size=8" --split-input-file | FileCheck %s --check-prefix=NONE
 // RUN: ds-opt %s --ds-schedule-comm="overlap-reduce=false" --split-input-file | FileCheck %s --check-prefix=NORED
+// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0" --split-input-file | FileCheck %s --check-prefix=NOFUSE
+// RUN: ds-opt %s --ds-schedule-comm="comm-profile=%S/Inputs/comm-profile-bandwidth.json" --split-input-file | FileCheck %s --check-prefix=NOFUSE
+// A memory budget of 64 bytes (one 16-element f32 layer) holds back layer
+// 1's gather as max-live-parameters=16 does.
+// RUN: ds-opt %s --ds-schedule-comm="memory-budget=64" --split-input-file | FileCheck %s --check-prefix=LIVE
+// RUN: not ds-opt %s --ds-schedule-comm="comm-profile=%S/Inputs/no-such-profile.json" 2>&1 | FileCheck %s --check-prefix=NOPROFILE
+// NOPROFILE: error: ds-schedule-comm: comm-profile {{.*}}no-such-profile.json: cannot read the communication profile
+// Selective unsharding (off by default): room for one buffer, none, all.
+// RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true fuse-bytes=0 memory-budget=576" --split-input-file | FileCheck %s --check-prefix=UNSHARD
+// RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true fuse-bytes=0 memory-budget=544" --split-input-file | FileCheck %s --check-prefix=KEEP
+// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0" --split-input-file | FileCheck %s --check-prefix=KEEP
+// RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true" --split-input-file | FileCheck %s --check-prefix=ALL
 
 // CHECK-LABEL: func @layer_gathers_prefetched
 // CHECK-NEXT:    %[[H0:.*]] = dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "forward"}
@@ -74,5 +86,133 @@ module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
     %u = dsnn.mul %y, %y : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
     %s = dsnn.add %r, %u : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
     return %s : tensor<8xf32>
+  }
+}
+
+// -----
+
+// The gathers ds-zero puts before one layer fuse into one collective of the
+// chunks packed as rows (DeepCompile's rule: the fused gather is predicted
+// to take less than 1.2 x the longer of the two); each parameter is then
+// its rows of the result, the same bytes.
+// CHECK-LABEL: func @layer_gathers_fused
+// CHECK-DAG:     %[[A:.*]] = tensor.expand_shape %arg0 {{\[\[}}0, 1]] output_shape [1, 8]
+// CHECK-DAG:     %[[B:.*]] = tensor.expand_shape %arg1 {{\[\[}}0, 1]] output_shape [1, 4]
+// CHECK:         %[[P:.*]] = tensor.concat dim(1) %[[A]], %[[B]] : (tensor<1x8xf32>, tensor<1x4xf32>) -> tensor<1x12xf32>
+// CHECK-NEXT:    %[[H:.*]] = dsdist.all_gather_start %[[P]] over ["dp"] dim 0 {phase = "forward"} : tensor<1x12xf32> -> !dsdist.handle<tensor<2x12xf32>>
+// CHECK-NEXT:    %[[G:.*]] = dsdist.wait %[[H]]
+// CHECK-NEXT:    %[[RA:.*]] = tensor.extract_slice %[[G]][0, 0] [2, 8] [1, 1]
+// CHECK-NEXT:    %[[WA:.*]] = tensor.collapse_shape %[[RA]] {{\[\[}}0, 1]] : tensor<2x8xf32> into tensor<16xf32>
+// CHECK-NEXT:    %[[RB:.*]] = tensor.extract_slice %[[G]][0, 8] [2, 4] [1, 1]
+// CHECK-NEXT:    %[[WB:.*]] = tensor.collapse_shape %[[RB]] {{\[\[}}0, 1]] : tensor<2x4xf32> into tensor<8xf32>
+// CHECK-NEXT:    %[[VA:.*]] = tensor.expand_shape %[[WA]]
+// CHECK-NEXT:    %[[VB:.*]] = tensor.extract_slice %[[WB]]
+// CHECK-NEXT:    dsnn.layer "h.0"
+// CHECK:         dsdist.release %[[VA]]
+// CHECK-NEXT:    dsdist.release %[[VB]]
+
+// Fusion off, or a profile where bytes cost and start-up does not: two
+// gathers of similar size take about their sum fused, more than 1.2 x
+// either, so they stay apart.
+// NOFUSE-LABEL: func @layer_gathers_fused
+// NOFUSE-NOT:     tensor.concat
+// NOFUSE:         dsdist.all_gather_start %arg0
+// NOFUSE:         dsdist.all_gather_start %arg1
+// NOFUSE-LABEL: func @gathers_of_two_phases_stay_apart
+
+// The fused gather counts against the budgets as one buffer of both.
+// LIVE-LABEL: func @layer_gathers_fused
+// LIVE:         dsdist.all_gather_start %{{.*}} : tensor<1x12xf32>
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @layer_gathers_fused(%w: tensor<8xf32>, %b: tensor<4xf32>, %x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+    %gw = dsdist.all_gather %w over ["dp"] dim 0 {phase = "forward"} : tensor<8xf32> -> tensor<16xf32>
+    %ww = tensor.expand_shape %gw [[0, 1]] output_shape [4, 4] : tensor<16xf32> into tensor<4x4xf32>
+    %gb = dsdist.all_gather %b over ["dp"] dim 0 {phase = "forward"} : tensor<4xf32> -> tensor<8xf32>
+    %bb = tensor.extract_slice %gb[0] [4] [1] : tensor<8xf32> to tensor<4xf32>
+    %y = dsnn.layer "h.0"("Block") -> tensor<4x4xf32> {
+      %m = dsnn.matmul %x, %ww : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+      %a = dsnn.add %m, %bb : tensor<4x4xf32>, tensor<4xf32> -> tensor<4x4xf32>
+      dsnn.yield %a : tensor<4x4xf32>
+    }
+    dsdist.release %ww : tensor<4x4xf32>
+    dsdist.release %bb : tensor<4xf32>
+    return %y : tensor<4x4xf32>
+  }
+}
+
+// -----
+
+// A forward gather and a backward one never fuse, nor do gathers with
+// compute between them.
+// CHECK-LABEL: func @gathers_of_two_phases_stay_apart
+// CHECK-NOT:     tensor.concat
+// CHECK:         dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "forward"}
+// CHECK-NEXT:    dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "backward"}
+// CHECK-NEXT:    dsdist.all_gather_start %arg1
+// CHECK-NOT:     tensor.concat
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @gathers_of_two_phases_stay_apart(%w: tensor<8xf32>, %v: tensor<8xf32>, %x: tensor<16xf32>) -> tensor<16xf32> {
+    %g0 = dsdist.all_gather %w over ["dp"] dim 0 {phase = "forward"} : tensor<8xf32> -> tensor<16xf32>
+    %g1 = dsdist.all_gather %w over ["dp"] dim 0 {phase = "backward"} : tensor<8xf32> -> tensor<16xf32>
+    %a = dsnn.mul %x, %g0 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    %g2 = dsdist.all_gather %v over ["dp"] dim 0 {phase = "backward"} : tensor<8xf32> -> tensor<16xf32>
+    %b = dsnn.mul %a, %g1 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    %c = dsnn.mul %b, %g2 : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    dsdist.release %g0 : tensor<16xf32>
+    dsdist.release %g1 : tensor<16xf32>
+    dsdist.release %g2 : tensor<16xf32>
+    return %c : tensor<16xf32>
+  }
+}
+
+// -----
+
+// Selective unsharding: each parameter is gathered in the forward and again
+// in the backward. With room under the budget the forward buffer stays for
+// the backward; the smaller parameter goes first (its gather is mostly
+// start-up: the most predicted time per byte). The original peak is both
+// buffers, 32 + 512 B; a budget of 576 B has room for the small one only.
+// UNSHARD-LABEL: func @backward_reuses_forward_gather
+// UNSHARD:         %[[HA:.*]] = dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "forward"}
+// UNSHARD:         %[[HB:.*]] = dsdist.all_gather_start %arg1 over ["dp"] dim 0 {phase = "forward"}
+// UNSHARD-NOT:     %arg0
+// UNSHARD:         dsdist.all_gather_start %arg1 over ["dp"] dim 0 {phase = "backward"}
+// UNSHARD-NOT:     %arg0
+// UNSHARD:         dsnn.layer "h.0.backward"
+// UNSHARD:         return
+
+// No headroom (the budget is the peak), or unsharding off: both backward
+// gathers stay.
+// KEEP-LABEL: func @backward_reuses_forward_gather
+// KEEP:         dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "backward"}
+// KEEP:         dsdist.all_gather_start %arg1 over ["dp"] dim 0 {phase = "backward"}
+
+// With the default budget (most of the machine's memory) both stay live:
+// no backward gather is left.
+// ALL-LABEL: func @backward_reuses_forward_gather
+// CHECK-LABEL: func @backward_reuses_forward_gather
+// ALL-NOT:     phase = "backward"
+// ALL:         dsnn.layer "h.0.backward"
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @backward_reuses_forward_gather(%a: tensor<4xf32>, %b: tensor<64xf32>, %x: tensor<8xf32>, %y: tensor<128xf32>) -> (tensor<8xf32>, tensor<128xf32>) {
+    %fa = dsdist.all_gather %a over ["dp"] dim 0 {phase = "forward"} : tensor<4xf32> -> tensor<8xf32>
+    %fb = dsdist.all_gather %b over ["dp"] dim 0 {phase = "forward"} : tensor<64xf32> -> tensor<128xf32>
+    %o:2 = dsnn.layer "h.0"("Block") -> tensor<8xf32>, tensor<128xf32> {
+      %p = dsnn.mul %x, %fa : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+      %q = dsnn.mul %y, %fb : tensor<128xf32>, tensor<128xf32> -> tensor<128xf32>
+      dsnn.yield %p, %q : tensor<8xf32>, tensor<128xf32>
+    }
+    dsdist.release %fa : tensor<8xf32>
+    dsdist.release %fb : tensor<128xf32>
+    %ba = dsdist.all_gather %a over ["dp"] dim 0 {phase = "backward"} : tensor<4xf32> -> tensor<8xf32>
+    %bb = dsdist.all_gather %b over ["dp"] dim 0 {phase = "backward"} : tensor<64xf32> -> tensor<128xf32>
+    %g:2 = dsnn.layer "h.0.backward"("Block") -> tensor<8xf32>, tensor<128xf32> {
+      %p = dsnn.mul %o#0, %ba : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+      %q = dsnn.mul %o#1, %bb : tensor<128xf32>, tensor<128xf32> -> tensor<128xf32>
+      dsnn.yield %p, %q : tensor<8xf32>, tensor<128xf32>
+    }
+    dsdist.release %ba : tensor<8xf32>
+    dsdist.release %bb : tensor<128xf32>
+    return %g#0, %g#1 : tensor<8xf32>, tensor<128xf32>
   }
 }

@@ -3,10 +3,10 @@
 // RUN: ds-opt %s --ds-zero="stage=0 dp-size=2" | FileCheck %s --check-prefix=S0 --implicit-check-not=dsdist.reduce_scatter --implicit-check-not=dsdist.all_gather
 // RUN: ds-opt %s --ds-zero="stage=1 dp-size=2" | FileCheck %s --check-prefix=S1 --implicit-check-not=dsdist.reduce_scatter
 // RUN: ds-opt %s --ds-zero="stage=2 dp-size=2" | FileCheck %s --check-prefix=S2
-// RUN: ds-opt %s --ds-zero="stage=3 dp-size=2" | FileCheck %s --check-prefix=S3
+// RUN: ds-opt %s --ds-zero="stage=3 dp-size=2 param-persistence-threshold=0" | FileCheck %s --check-prefix=S3
 // RUN: ds-opt %s --ds-zero="stage=0 dp-size=2 reduce-bucket-size=8" | FileCheck %s --check-prefix=BUCKET
-// RUN: ds-opt %s --ds-zero="stage=3 dp-size=1" | FileCheck %s --check-prefix=DP1 --implicit-check-not=dsdist.all
-// RUN: ds-opt %s --ds-zero="stage=3 dp-size=2" --ds-verify-step-contract -o /dev/null
+// RUN: ds-opt %s --ds-zero="stage=3 dp-size=1 param-persistence-threshold=0" | FileCheck %s --check-prefix=DP1 --implicit-check-not=dsdist.all
+// RUN: ds-opt %s --ds-zero="stage=3 dp-size=2 param-persistence-threshold=0" --ds-verify-step-contract -o /dev/null
 
 module {
   func.func @forward_backward(%w: tensor<4x3xf32> {dsnn.param = #dsnn.param<name = "fc.weight", init = normal, std = 2.0e-02>},

@@ -45,6 +45,14 @@ struct ZeroConfig {
   int64_t maxReuseDistance = 1000000000;
 };
 
+/// compile: DeepSpeed's DeepCompile section. ds is a compiler either way;
+/// `deepcompile` turns on its communication schedule (ds-schedule-comm).
+struct CompileConfig {
+  bool deepcompile = false;
+  /// debug_log: the schedule prints its plan while compiling.
+  bool debugLog = false;
+};
+
 /// fp16 mixed precision with (by default dynamic) loss scaling.
 struct Fp16Config {
   bool enabled = false;
@@ -205,6 +213,7 @@ struct Config {
   PipelineConfig pipeline;
   MoEConfig moe;
   TensorParallelConfig tensorParallel;
+  CompileConfig compile;
 
   /// Key paths that were accepted but do not change training (monitoring,
   /// profiling, switched-off features), sorted.

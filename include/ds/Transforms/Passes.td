@@ -764,6 +764,12 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
       use in the forward, released after its last forward use, gathered
       again before its first backward use and released after its last;
       the step returns the updated chunks without gathering them.
+      Parameters of at most `param-persistence-threshold` elements
+      (DeepSpeed's stage3_param_persistence_threshold, default 1e5) persist:
+      as in DeepSpeed they stay whole on every rank and are treated as at
+      stage 2 (gradient reduce-scattered, state sharded, the updated chunks
+      all-gathered after the step), so the gradient function reads them
+      without a gather. 0 partitions every parameter.
 
     An eval function (`eval-entry`, made by ds-eval-step) reads the
     parameters as the step holds them: at stage 3 it takes the chunks and
@@ -819,6 +825,10 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
            "1.0",
            "gradient_predivide_factor: without prescaling, divide by this "
            "before the reduction (a sum) and by dp-size / this after it">,
+    Option<"paramPersistenceThreshold", "param-persistence-threshold",
+           "int64_t", "100000",
+           "stage3_param_persistence_threshold: at stage 3, parameters of at "
+           "most this many elements stay whole on every rank">,
     Option<"entry", "entry", "std::string", "\"train_step\"",
            "the step function">,
     Option<"gradientEntry", "gradient-entry", "std::string",
@@ -891,8 +901,30 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     yet waited) within `prefetch-bucket-size` (DeepSpeed's
     stage3_max_live_parameters and stage3_prefetch_bucket_size, counted in
     elements as DeepSpeed counts them). A collective whose buffer alone
-    exceeds a budget stays where it was. Arithmetic does not move: the
-    schedule changes when bytes travel, never what is computed.
+    exceeds a budget stays where it was, and so does one whose buffer would
+    take the gathered bytes live past `memory-budget`. Arithmetic does not
+    move: the schedule changes when bytes travel, never what is computed.
+
+    Before that, adjacent all-gathers (those ds-zero puts before one op:
+    same group, element type and phase, only views and shard casts between
+    them) fuse into one collective of the chunks packed as rows
+    (`tensor.concat`, one `dsdist.all_gather`, each parameter its columns
+    of the result: copies only), as DeepCompile fuses them: a run grows
+    while the cost model predicts the fused gather to take less than 1.2 x
+    the longer of the run and the next gather, and stays under
+    `fuse-bytes`. Before fusing, with `selective-unshard` (off by default
+    for now), selective unsharding (DeepCompile's selective gather): where
+    `memory-budget` (default 90% of the rank's share of the machine's
+    memory) and `max-live-parameters` have headroom over the peak of
+    gathered parameters, a parameter gathered in the forward and again in
+    the backward keeps its forward buffer until its last backward use and
+    the backward gather goes; greedily, the most predicted all-gather time
+    per byte first. The cost model is the alpha-beta ring model of
+    `ds/Transforms/CommCostModel.h`, with its documented defaults or
+    fitted to the measured points of `comm-profile`. `print-plan` emits a
+    remark per collective (where it starts, where it is waited, its
+    predicted time and the compute between) and per function (the peak of
+    gathered bytes live at once).
 
     Before (one layer, ZeRO-3):
 
@@ -920,14 +952,33 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     Option<"overlapReduce", "overlap-reduce", "bool", "true",
            "also start gradient reductions early and wait late "
            "(overlap_comm)">,
+    Option<"commProfile", "comm-profile", "std::string", "",
+           "JSON profile of measured collective times (see "
+           "docs/communication.md); empty: the default cost constants">,
+    Option<"fuseBytes", "fuse-bytes", "int64_t", "1000000000",
+           "largest fused all-gather, in bytes (0 turns fusion off)">,
+    Option<"memoryBudget", "memory-budget", "int64_t", "0",
+           "bytes of gathered parameters live at any point; 0: 90% of this "
+           "rank's share of the machine's memory (as DeepCompile)">,
+    Option<"selectiveUnshard", "selective-unshard", "bool", "false",
+           "keep forward gathers live for the backward, most expensive per "
+           "byte first, while memory-budget and max-live-parameters allow">,
+    Option<"printPlan", "print-plan", "bool", "false",
+           "print each collective's start, wait, predicted time and "
+           "overlap as remarks">,
   ];
   let statistics = [
     Statistic<"numAsync", "async-collectives",
               "collectives turned into start/wait pairs">,
     Statistic<"numHoisted", "hoisted-starts",
               "starts issued before at least one compute op">,
+    Statistic<"numFused", "fused-all-gathers",
+              "all-gathers merged into the one before them">,
+    Statistic<"numUnsharded", "unsharded-params",
+              "backward all-gathers dropped: the forward's buffer kept">,
   ];
-  let dependentDialects = ["::mlir::ds::dist::DistDialect"];
+  let dependentDialects = ["::mlir::ds::dist::DistDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {

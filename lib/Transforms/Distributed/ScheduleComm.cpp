@@ -1,20 +1,28 @@
 //===- ScheduleComm.cpp - Start collectives early, wait late --------------===//
 //
-// Works on one block at a time (each function's top level): positions are
-// indices into the block's ops as ds-zero left them, a start is placed
-// "before op k", and a gather's buffer is live from its start to its end
-// (the release of its result, else the last use). Starts rise in the
-// original order of their collectives, so ranks issue them alike.
+// Works on one block at a time (each function's top level). First, runs of
+// adjacent all-gathers (those ds-zero emits before one op) fuse into one
+// when the cost model predicts it pays. Then positions are indices into the
+// block's ops, a start is placed "before op k", and a gather's buffer is
+// live from its start to its end (the release of its result, else the last
+// use). Starts rise in the original order of their collectives, so ranks
+// issue them alike.
 //
 //===----------------------------------------------------------------------===//
+#include "ds/Transforms/CommCostModel.h"
 #include "ds/Transforms/Passes.h"
 #include "dsdist/DistOps.h"
+#include "dsnn/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <unistd.h>
 
 namespace mlir::ds {
 #define GEN_PASS_DEF_SCHEDULECOMM
@@ -26,22 +34,39 @@ using namespace mlir::ds;
 
 namespace {
 
+/// DeepCompile's fusion rule: fuse while the fused gather is predicted to
+/// take less than this times the longer of the two.
+constexpr double kFuseGain = 1.2;
+/// What the plan assumes one rank computes per second (a few CPU cores of
+/// sgemm); only the printed overlap estimate uses it.
+constexpr double kFlopsPerSecond = 50e9;
+
 /// One collective made asynchronous, in block positions.
 struct Async {
   Operation *start;
   Operation *wait;
   int64_t elements; // of the delivered buffer
+  int64_t bytes;    // of the delivered (all-gather) or reduced buffer
   bool gather;      // counts against the parameter budgets
   size_t earliest;  // its operand exists before op `earliest`
   size_t startAt;   // the start goes before op `startAt`
   size_t waitAt;    // the wait's position
   size_t end;       // last position its buffer is live
+  /// Pure ops that compute the start's operand from block arguments (a
+  /// cast of a shard, the packing of a fused gather): they rise with it.
+  SmallVector<Operation *> carried;
 };
 
 Operation *topLevel(Operation *op, Block &block) {
   while (op && op->getBlock() != &block)
     op = op->getParentOp();
   return op;
+}
+
+int64_t bytesOf(Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return t.getNumElements() *
+         llvm::divideCeil(t.getElementType().getIntOrFloatBitWidth(), 8);
 }
 
 /// The start form of a blocking collective: same operands and attributes,
@@ -69,6 +94,136 @@ bool isView(Operation *op) {
              tensor::CollapseShapeOp>(op);
 }
 
+/// A pure op computed from arguments of `block` only (a cast of a shard).
+bool isArgumentOnly(Operation *op, Block &block) {
+  return isMemoryEffectFree(op) && op->getNumRegions() == 0 &&
+         llvm::all_of(op->getOperands(), [&](Value v) {
+           return isa<BlockArgument>(v) && v.getParentBlock() == &block;
+         });
+}
+
+/// The casts and reshapes of `block` that compute `v` from block arguments
+/// alone, in block order; nullopt when `v` needs anything else. Only data
+/// movement: compute never rises with a start.
+std::optional<SmallVector<Operation *>> pureSlice(Value v, Block &block) {
+  SmallVector<Operation *> slice;
+  SmallVector<Value> work = {v};
+  DenseSet<Operation *> seen;
+  while (!work.empty()) {
+    Value cur = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(cur)) {
+      if (arg.getParentBlock() != &block)
+        return std::nullopt;
+      continue;
+    }
+    Operation *def = cur.getDefiningOp();
+    if (def->getBlock() != &block ||
+        !isa<nn::CastOp, tensor::ConcatOp, tensor::ExpandShapeOp,
+             tensor::CollapseShapeOp, tensor::ExtractSliceOp>(def))
+      return std::nullopt;
+    if (!seen.insert(def).second)
+      continue;
+    slice.push_back(def);
+    llvm::append_range(work, def->getOperands());
+  }
+  llvm::sort(slice,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  return slice;
+}
+
+int64_t groupSizeOf(Operation *op, dist::GridAttr grid) {
+  int64_t n = 1;
+  auto axes = op->getAttrOfType<ArrayAttr>("axes");
+  if (!grid || !axes)
+    return n;
+  for (auto axis : axes.getAsRange<StringAttr>())
+    n *= grid.getAxisSize(axis.getValue()).value_or(1);
+  return n;
+}
+
+CollectiveKind kindOf(Operation *op) {
+  if (isa<dist::AllGatherOp, dist::AllGatherStartOp>(op))
+    return CollectiveKind::AllGather;
+  if (isa<dist::ReduceScatterOp, dist::ReduceScatterStartOp>(op))
+    return CollectiveKind::ReduceScatter;
+  return CollectiveKind::AllReduce;
+}
+
+/// The bytes a collective's cost is counted on: the gathered result, the
+/// reduce-scatter's input, the all-reduced tensor.
+int64_t costBytes(Operation *op) {
+  if (kindOf(op) == CollectiveKind::ReduceScatter)
+    return bytesOf(op->getOperand(0).getType());
+  Type result = op->getResult(0).getType();
+  if (auto handle = dyn_cast<dist::HandleType>(result))
+    result = handle.getPayload();
+  return bytesOf(result);
+}
+
+/// A rough count of the floating-point operations of `op` and what it
+/// nests: 2MNK per matmul, one per result element for other dsnn ops.
+double flopsOf(Operation *root) {
+  double flops = 0;
+  root->walk([&](Operation *op) {
+    if (!isa<nn::NNDialect>(op->getDialect()) || op->getNumRegions() != 0 ||
+        op->getNumResults() == 0)
+      return;
+    auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!out || !out.hasStaticShape())
+      return;
+    double elements = static_cast<double>(out.getNumElements());
+    if (isa<nn::LinearOp, nn::MatmulOp, nn::BatchMatmulOp>(op)) {
+      auto lhs = cast<RankedTensorType>(op->getOperand(0).getType());
+      flops += 2 * elements * static_cast<double>(lhs.getShape().back());
+      return;
+    }
+    flops += elements;
+  });
+  return flops;
+}
+
+/// 90% of this rank's share of the machine's memory, as DeepCompile
+/// budgets 90% of the device's: the physical memory over the ranks mpirun
+/// started on this host. Not the memory free right now: every rank of a
+/// host must compile the same schedule.
+int64_t defaultMemoryBudget() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0)
+    return std::numeric_limits<int64_t>::max();
+  double ranks = 1;
+  if (const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE"))
+    ranks = std::max(1.0, std::atof(local));
+  return static_cast<int64_t>(0.9 * static_cast<double>(pages) *
+                              static_cast<double>(page) / ranks);
+}
+
+/// The block argument a gather's input comes from, through a cast.
+Value gatheredArgument(dist::AllGatherOp g) {
+  Value v = g.getInput();
+  if (auto castOp = v.getDefiningOp<nn::CastOp>())
+    v = castOp.getInput();
+  return isa<BlockArgument>(v) ? v : Value();
+}
+
+/// The releases of `v` and of its views.
+SmallVector<Operation *> releasesOf(Value v) {
+  SmallVector<Operation *> out;
+  SmallVector<Value> work = {v};
+  while (!work.empty())
+    for (Operation *user : work.pop_back_val().getUsers()) {
+      if (isa<dist::ReleaseOp>(user))
+        out.push_back(user);
+      else if (isView(user))
+        work.push_back(user->getResult(0));
+    }
+  return out;
+}
+
+/// Seconds as microseconds with one decimal.
+std::string micros(double seconds) {
+  return llvm::formatv("{0:f1}", seconds * 1e6).str();
+}
+
 class ScheduleCommPass
     : public mlir::ds::impl::ScheduleCommBase<ScheduleCommPass> {
 public:
@@ -76,14 +231,208 @@ public:
   void runOnOperation() override;
 
 private:
+  /// Fuses runs of adjacent all-gathers of `block`.
+  void fuseGathers(Block &block);
+  /// Keeps forward gathers alive for the backward where the budgets allow.
+  void unshard(Block &block);
+  /// The most gathered bytes and elements live at once in `block`.
+  std::pair<int64_t, int64_t> peakGathered(Block &block);
+  /// Replaces `run` (gathers of 1-d chunks, same group and type) by one
+  /// all-gather of the chunks packed as rows.
+  void fuseRun(ArrayRef<dist::AllGatherOp> run, Block &block);
   void scheduleBlock(Block &block);
   /// Last position the value (or a view of it) is used or released.
   size_t lastUse(Value v, Block &block,
                  const DenseMap<Operation *, size_t> &pos);
-  /// Sum of budgeted elements live / in flight before op k.
-  int64_t liveAt(ArrayRef<Async> done, size_t k) const;
+  /// Sum of budgeted elements (bytes) live / in flight before op k.
+  int64_t liveAt(ArrayRef<Async> done, size_t k, bool bytes = false) const;
   int64_t inFlightAt(ArrayRef<Async> done, size_t k) const;
+  void emitPlan(Block &block, ArrayRef<Async> placed,
+                ArrayRef<Operation *> ops);
+
+  CommCostModel model;
+  dist::GridAttr grid;
+  int64_t budgetBytes = 0;
 };
+
+void ScheduleCommPass::fuseRun(ArrayRef<dist::AllGatherOp> run, Block &block) {
+  dist::AllGatherOp first = run.front();
+  int64_t n = groupSizeOf(first, grid);
+  auto elt = cast<RankedTensorType>(first.getType()).getElementType();
+  // Each chunk's own pure inputs (a cast of its shard) move up to the run.
+  for (dist::AllGatherOp g : run.drop_front())
+    if (Operation *def = g.getInput().getDefiningOp();
+        def && def->getBlock() == &block && first->isBeforeInBlock(def))
+      def->moveBefore(first);
+  OpBuilder b(first);
+  Location loc = first.getLoc();
+  SmallVector<Value> rows;
+  SmallVector<int64_t> offsets;
+  int64_t total = 0;
+  for (dist::AllGatherOp g : run) {
+    int64_t c = cast<RankedTensorType>(g.getInput().getType()).getDimSize(0);
+    rows.push_back(tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({1, c}, elt), g.getInput(),
+        ArrayRef<ReassociationIndices>{{0, 1}}));
+    offsets.push_back(total);
+    total += c;
+  }
+  Value packed = tensor::ConcatOp::create(b, loc, 1, rows);
+  auto fused = dist::AllGatherOp::create(
+      b, loc, RankedTensorType::get({n, total}, elt), packed, first.getAxes(),
+      b.getI64IntegerAttr(0));
+  if (Attribute phase = first->getAttr("phase"))
+    fused->setAttr("phase", phase);
+  for (auto [k, constG] : llvm::enumerate(run)) {
+    dist::AllGatherOp g = constG;
+    int64_t c = cast<RankedTensorType>(g.getInput().getType()).getDimSize(0);
+    Value mine = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({n, c}, elt), fused, ValueRange{},
+        ValueRange{}, ValueRange{}, b.getDenseI64ArrayAttr({0, offsets[k]}),
+        b.getDenseI64ArrayAttr({n, c}), b.getDenseI64ArrayAttr({1, 1}));
+    Value flat = tensor::CollapseShapeOp::create(
+        b, loc, g.getType(), mine, ArrayRef<ReassociationIndices>{{0, 1}});
+    g.getResult().replaceAllUsesWith(flat);
+  }
+  // After the loop: the builder inserts before the first of them.
+  for (dist::AllGatherOp g : run)
+    g->erase();
+  numFused += run.size() - 1;
+}
+
+void ScheduleCommPass::fuseGathers(Block &block) {
+  SmallVector<dist::AllGatherOp> run;
+  int64_t runBytes = 0;
+  auto flush = [&] {
+    if (run.size() > 1)
+      fuseRun(run, block);
+    run.clear();
+    runBytes = 0;
+  };
+  for (Operation &op : llvm::make_early_inc_range(block)) {
+    auto g = dyn_cast<dist::AllGatherOp>(op);
+    if (!g) {
+      // Only a gather's views and the casts of the next gathers' shards
+      // may sit between the gathers of a run.
+      if (!isView(&op) && !isArgumentOnly(&op, block))
+        flush();
+      continue;
+    }
+    auto in = cast<RankedTensorType>(g.getInput().getType());
+    Value input = g.getInput();
+    bool ready =
+        isa<BlockArgument>(input) ||
+        (input.getDefiningOp() && isArgumentOnly(input.getDefiningOp(), block));
+    bool fits = ready && in.getRank() == 1 && g.getDim() == 0;
+    int64_t n = groupSizeOf(g, grid);
+    int64_t bytes = bytesOf(g.getType());
+    if (fits && !run.empty()) {
+      dist::AllGatherOp head = run.front();
+      auto kind = CollectiveKind::AllGather;
+      double fusedTime = model.seconds(kind, runBytes + bytes, n);
+      double longer = std::max(model.seconds(kind, runBytes, n),
+                               model.seconds(kind, bytes, n));
+      fits =
+          head.getAxes() == g.getAxes() &&
+          in.getElementType() == head.getInput().getType().getElementType() &&
+          head->getAttr("phase") == g->getAttr("phase") &&
+          runBytes + bytes < fuseBytes && fusedTime < kFuseGain * longer;
+    }
+    if (!fits)
+      flush();
+    if (ready && in.getRank() == 1 && g.getDim() == 0) {
+      run.push_back(g);
+      runBytes += bytes;
+    }
+  }
+  flush();
+}
+
+std::pair<int64_t, int64_t> ScheduleCommPass::peakGathered(Block &block) {
+  DenseMap<Operation *, size_t> pos;
+  SmallVector<Operation *> ops;
+  for (Operation &op : block) {
+    pos[&op] = ops.size();
+    ops.push_back(&op);
+  }
+  // +bytes where a gather starts, -bytes after its buffer's last use.
+  SmallVector<std::pair<int64_t, int64_t>> delta(ops.size() + 1, {0, 0});
+  for (auto g : block.getOps<dist::AllGatherOp>()) {
+    size_t from = pos.lookup(g), to = std::max(from, lastUse(g, block, pos));
+    int64_t bytes = bytesOf(g.getType()),
+            elements = g.getType().getNumElements();
+    delta[from].first += bytes;
+    delta[from].second += elements;
+    delta[to + 1].first -= bytes;
+    delta[to + 1].second -= elements;
+  }
+  std::pair<int64_t, int64_t> live{0, 0}, peak{0, 0};
+  for (auto [bytes, elements] : delta) {
+    live.first += bytes;
+    live.second += elements;
+    peak.first = std::max(peak.first, live.first);
+    peak.second = std::max(peak.second, live.second);
+  }
+  return peak;
+}
+
+/// DeepCompile's selective gather: where the memory budget has headroom
+/// over the peak of gathered bytes, a parameter's forward gather stays
+/// live to its last use in the backward and the backward's gather goes.
+/// Greedy, most predicted all-gather time per byte first (the start-up of
+/// a small gather dominates its time); each kept buffer is counted as if
+/// it were live at the peak, and its elements against
+/// max-live-parameters too.
+void ScheduleCommPass::unshard(Block &block) {
+  struct Candidate {
+    dist::AllGatherOp forward, backward;
+    double secondsPerByte;
+  };
+  DenseMap<std::pair<Value, Type>, dist::AllGatherOp> forward;
+  SmallVector<Candidate> candidates;
+  auto phaseOf = [](Operation *op) {
+    auto phase = op->getAttrOfType<StringAttr>("phase");
+    return phase ? phase.getValue() : StringRef();
+  };
+  for (auto g : block.getOps<dist::AllGatherOp>()) {
+    Value arg = gatheredArgument(g);
+    if (!arg)
+      continue;
+    std::pair<Value, Type> key{arg, g.getType()};
+    if (phaseOf(g) == "forward")
+      forward.try_emplace(key, g);
+    else if (phaseOf(g) == "backward" && forward.count(key)) {
+      int64_t bytes = bytesOf(g.getType());
+      double t =
+          model.seconds(CollectiveKind::AllGather, bytes, groupSizeOf(g, grid));
+      candidates.push_back({forward.lookup(key), g, t / double(bytes)});
+      forward.erase(key);
+    }
+  }
+  if (candidates.empty())
+    return;
+  llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
+    return a.secondsPerByte > b.secondsPerByte;
+  });
+  auto [peakBytes, peakElements] = peakGathered(block);
+  for (Candidate &c : candidates) {
+    int64_t bytes = bytesOf(c.forward.getType());
+    int64_t elements = c.forward.getType().getNumElements();
+    if (peakBytes + bytes > budgetBytes ||
+        peakElements + elements > maxLiveParameters)
+      continue;
+    peakBytes += bytes;
+    peakElements += elements;
+    for (Operation *release : releasesOf(c.forward.getResult()))
+      release->erase();
+    Operation *input = c.backward.getInput().getDefiningOp();
+    c.backward.getResult().replaceAllUsesWith(c.forward.getResult());
+    c.backward->erase();
+    if (input && input->use_empty())
+      input->erase();
+    ++numUnsharded;
+  }
+}
 
 size_t ScheduleCommPass::lastUse(Value v, Block &block,
                                  const DenseMap<Operation *, size_t> &pos) {
@@ -105,11 +454,12 @@ size_t ScheduleCommPass::lastUse(Value v, Block &block,
   return last;
 }
 
-int64_t ScheduleCommPass::liveAt(ArrayRef<Async> done, size_t k) const {
+int64_t ScheduleCommPass::liveAt(ArrayRef<Async> done, size_t k,
+                                 bool bytes) const {
   int64_t sum = 0;
   for (const Async &a : done)
     if (a.gather && a.startAt <= k && k <= a.end)
-      sum += a.elements;
+      sum += bytes ? a.bytes : a.elements;
   return sum;
 }
 
@@ -134,6 +484,7 @@ void ScheduleCommPass::scheduleBlock(Block &block) {
   // Each collective becomes a start and a wait in its place; the wait then
   // sinks to just before the first op that reads the result.
   SmallVector<Async> asyncs;
+  DenseSet<Operation *> claimed;
   for (Operation *op : blocking) {
     OpBuilder b(op);
     Operation *start = startFormOf(op, b);
@@ -150,19 +501,37 @@ void ScheduleCommPass::scheduleBlock(Block &block) {
     if (first && wait->getNextNode() != first)
       wait->moveBefore(first);
     auto type = cast<RankedTensorType>(wait.getResult().getType());
-    asyncs.push_back({start, wait, type.getNumElements(),
-                      isa<dist::AllGatherStartOp>(start), 0, 0, 0, 0});
+    Async a{start,
+            wait,
+            type.getNumElements(),
+            costBytes(start),
+            isa<dist::AllGatherStartOp>(start),
+            0,
+            0,
+            0,
+            0,
+            {}};
+    // What computes the operand from arguments alone rises with the start
+    // (once: an op two starts share rises with the first).
+    if (auto slice = pureSlice(start->getOperand(0), block))
+      for (Operation *op : *slice)
+        if (claimed.insert(op).second)
+          a.carried.push_back(op);
+    asyncs.push_back(std::move(a));
     ++numAsync;
   }
 
-  // Positions of the block as it stands, starts excluded (they move).
+  // Positions of the block as it stands, starts and what rises with them
+  // excluded (they move).
   SmallVector<Operation *> ops;
   DenseMap<Operation *, size_t> pos;
-  DenseSet<Operation *> starts;
-  for (Async &a : asyncs)
-    starts.insert(a.start);
+  DenseSet<Operation *> moving;
+  for (Async &a : asyncs) {
+    moving.insert(a.start);
+    moving.insert(a.carried.begin(), a.carried.end());
+  }
   for (Operation &op : block)
-    if (!starts.contains(&op)) {
+    if (!moving.contains(&op)) {
       pos[&op] = ops.size();
       ops.push_back(&op);
     }
@@ -172,48 +541,120 @@ void ScheduleCommPass::scheduleBlock(Block &block) {
   for (Async &a : asyncs) {
     a.waitAt = pos.lookup(a.wait);
     a.end = std::max(a.waitAt, lastUse(a.wait->getResult(0), block, pos));
-    Value input = a.start->getOperand(0);
-    Operation *def = input.getDefiningOp();
-    // A cast of a shard argument (mixed precision) rises with its start.
-    bool carryDef =
-        def && def->getBlock() == &block && def->hasOneUse() &&
-        isMemoryEffectFree(def) &&
-        llvm::all_of(def->getOperands(), [&](Value v) {
-          return isa<BlockArgument>(v) && v.getParentBlock() == &block;
-        });
-    a.earliest = def && !carryDef ? pos.lookup(topLevel(def, block)) + 1 : 0;
+    Operation *def = a.start->getOperand(0).getDefiningOp();
+    a.earliest = def && !pureSlice(a.start->getOperand(0), block)
+                     ? pos.lookup(topLevel(def, block)) + 1
+                     : 0;
     a.earliest = std::max(a.earliest, previousStart);
     a.startAt = a.waitAt;
     // Rise while the budgets hold at the op the start would pass.
     int64_t ownGather = a.gather ? a.elements : 0;
-    if (ownGather <= maxLiveParameters && ownGather <= prefetchBucketSize)
+    int64_t ownBytes = a.gather ? a.bytes : 0;
+    if (ownGather <= maxLiveParameters && ownGather <= prefetchBucketSize &&
+        ownBytes <= budgetBytes)
       while (a.startAt > a.earliest) {
         size_t k = a.startAt - 1;
         if (liveAt(placed, k) + ownGather > maxLiveParameters ||
-            inFlightAt(placed, k) + ownGather > prefetchBucketSize)
+            inFlightAt(placed, k) + ownGather > prefetchBucketSize ||
+            liveAt(placed, k, /*bytes=*/true) + ownBytes > budgetBytes)
           break;
         a.startAt = k;
       }
     previousStart = a.startAt;
     a.start->moveBefore(ops[a.startAt]);
-    if (carryDef)
-      def->moveBefore(a.start);
+    for (Operation *op : a.carried)
+      op->moveBefore(a.start);
     if (a.startAt < a.waitAt)
       ++numHoisted;
-    placed.push_back(a);
+    placed.push_back(std::move(a));
   }
+  if (printPlan)
+    emitPlan(block, placed, ops);
+}
+
+/// One remark per collective and one per function: where the start and
+/// the wait are, the predicted communication and the compute between them
+/// that hides it, and the most gathered bytes live at once.
+void ScheduleCommPass::emitPlan(Block &block, ArrayRef<Async> placed,
+                                ArrayRef<Operation *> ops) {
+  // Where a start or wait sits, named by the next op that is neither
+  // communication nor a view of a gathered buffer.
+  auto at = [&](size_t k) {
+    while (k < ops.size() &&
+           (isa<dist::DistDialect>(ops[k]->getDialect()) || isView(ops[k])))
+      ++k;
+    if (k == ops.size())
+      return std::string("the end");
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    os << "op " << k << " (" << ops[k]->getName();
+    if (auto layer = dyn_cast<nn::LayerOp>(ops[k]))
+      os << " \"" << layer.getLayerName() << "\"";
+    os << ")";
+    return s;
+  };
+  double commTotal = 0, hiddenTotal = 0;
+  for (const Async &a : placed) {
+    int64_t n = groupSizeOf(a.start, grid);
+    double comm = model.seconds(kindOf(a.start), a.bytes, n);
+    double flops = 0;
+    for (size_t k = a.startAt; k < a.waitAt; ++k)
+      flops += flopsOf(ops[k]);
+    double compute = flops / kFlopsPerSecond;
+    double hidden = std::min(comm, compute);
+    commTotal += comm;
+    hiddenTotal += hidden;
+    a.start->emitRemark() << "ds-schedule-comm: "
+                          << collectiveKindName(kindOf(a.start)) << " of "
+                          << a.bytes << " B on " << n
+                          << " ranks: starts before " << at(a.startAt)
+                          << ", waited before " << at(a.waitAt)
+                          << "; predicted " << micros(comm)
+                          << " us, overlapping " << micros(compute)
+                          << " us of compute (" << static_cast<int64_t>(flops)
+                          << " flop)";
+  }
+  int64_t peak = 0;
+  for (size_t k = 0; k < ops.size(); ++k)
+    peak = std::max(peak, liveAt(placed, k, /*bytes=*/true));
+  block.getParentOp()->emitRemark()
+      << "ds-schedule-comm: " << placed.size() << " collectives, predicted "
+      << micros(commTotal) << " us of communication, " << micros(hiddenTotal)
+      << " us of it hidden by compute; peak live gathered parameters " << peak
+      << " B";
 }
 
 void ScheduleCommPass::runOnOperation() {
-  if (maxLiveParameters < 0 || prefetchBucketSize < 0) {
-    getOperation().emitError()
-        << "ds-schedule-comm: max-live-parameters and prefetch-bucket-size "
-           "must be >= 0 (elements)";
+  ModuleOp module = getOperation();
+  if (maxLiveParameters < 0 || prefetchBucketSize < 0 || fuseBytes < 0 ||
+      memoryBudget < 0) {
+    module.emitError()
+        << "ds-schedule-comm: max-live-parameters, prefetch-bucket-size "
+           "(elements), fuse-bytes and memory-budget (bytes) must be >= 0";
     return signalPassFailure();
   }
-  for (auto fn : getOperation().getOps<func::FuncOp>())
-    if (!fn.isExternal())
-      scheduleBlock(fn.getBody().front());
+  if (!commProfile.empty()) {
+    llvm::Expected<CommCostModel> loaded =
+        CommCostModel::fromProfile(commProfile);
+    if (!loaded) {
+      module.emitError() << "ds-schedule-comm: comm-profile "
+                         << llvm::toString(loaded.takeError());
+      return signalPassFailure();
+    }
+    model = *loaded;
+  }
+  grid =
+      module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
+  budgetBytes = memoryBudget ? memoryBudget : defaultMemoryBudget();
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal())
+      continue;
+    if (selectiveUnshard)
+      unshard(fn.getBody().front());
+    if (fuseBytes > 0)
+      fuseGathers(fn.getBody().front());
+    scheduleBlock(fn.getBody().front());
+  }
 }
 
 } // namespace

@@ -381,7 +381,8 @@ struct ZeroPass : mlir::ds::impl::ZeroBase<ZeroPass> {
   }
 
   LogicalResult collectUpdates(func::FuncOp fn, SmallVector<Update> &updates);
-  LogicalResult gatherParamsInGradient(func::FuncOp grad, unsigned numParams,
+  LogicalResult gatherParamsInGradient(func::FuncOp grad,
+                                       ArrayRef<bool> partitioned,
                                        ArrayRef<Type> fullTypes);
   LogicalResult readNarrowParams(func::FuncOp eval, unsigned numParams,
                                  Type narrow);
@@ -497,7 +498,7 @@ Operation *topLevel(Operation *op, Block &block) {
 }
 
 LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
-                                               unsigned numParams,
+                                               ArrayRef<bool> partitioned,
                                                ArrayRef<Type> fullTypes) {
   Block &body = grad.getBody().front();
   // The backward starts at the first op autodiff marked as such; everything
@@ -513,7 +514,9 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
            (top == firstBackward || firstBackward->isBeforeInBlock(top));
   };
 
-  for (unsigned p = 0; p < numParams; ++p) {
+  for (unsigned p = 0; p < partitioned.size(); ++p) {
+    if (!partitioned[p])
+      continue;
     BlockArgument arg = body.getArgument(p);
     auto full = cast<RankedTensorType>(fullTypes[p]);
     // Uses grouped by phase: [forward, backward].
@@ -595,6 +598,13 @@ void ZeroPass::runOnOperation() {
   if (dpSize < 1 || reduceBucketSize < 1 || allgatherBucketSize < 1) {
     module.emitError() << "ds-zero: dp-size, reduce-bucket-size and "
                           "allgather-bucket-size must be >= 1";
+    return signalPassFailure();
+  }
+  if (paramPersistenceThreshold < 0) {
+    module.emitError() << "ds-zero: param-persistence-threshold is "
+                       << paramPersistenceThreshold
+                       << "; give a number of elements >= 0 (0 partitions "
+                          "every parameter)";
     return signalPassFailure();
   }
   if (!(gradientPredivideFactor > 0)) {
@@ -700,6 +710,12 @@ void ZeroPass::runOnOperation() {
     sizes.push_back(DpBuilder::numel(cast<RankedTensorType>(t)));
     chunkSizes.push_back(groups.of(p).chunk(cast<RankedTensorType>(t)));
   }
+  // Stage 3 partitions a parameter unless it persists (DeepSpeed's
+  // `ds_numel <= stage3_param_persistence_threshold`): a persistent one is
+  // whole on every rank, as at stage 2.
+  SmallVector<bool> partitioned;
+  for (int64_t size : sizes)
+    partitioned.push_back(stage == 3 && size > paramPersistenceThreshold);
   // Runs `f(builder, members, values of the group)` per group and puts its
   // results back in parameter order.
   using GroupFn = function_ref<SmallVector<Value>(
@@ -859,7 +875,7 @@ void ZeroPass::runOnOperation() {
           groups.of(u.paramArg)
               .chunkType(cast<RankedTensorType>(fullTypes[u.paramArg]));
       SmallVector<unsigned> sharded(u.stateArgs);
-      if (stage == 3)
+      if (partitioned[u.paramArg])
         sharded.push_back(u.paramArg);
       for (unsigned a : sharded) {
         argTypes[a] = chunkT;
@@ -873,9 +889,10 @@ void ZeroPass::runOnOperation() {
       Operation *op = u.op;
       b.setInsertionPoint(op);
       Value param = body.getArgument(u.paramArg);
-      Value paramChunk = narrow       ? masters[u.paramArg]
-                         : stage == 3 ? param
-                                      : groups.of(u.paramArg).shard(param);
+      Value paramChunk = narrow ? masters[u.paramArg]
+                         : partitioned[u.paramArg]
+                             ? param
+                             : groups.of(u.paramArg).shard(param);
       SmallVector<Value> operands(op->getOperands());
       operands[0] = paramChunk;
       operands[u.gradOperand] = finalGrads[u.paramArg];
@@ -894,25 +911,37 @@ void ZeroPass::runOnOperation() {
       }
       op->erase();
     }
-    if (stage <= 2) {
-      // Every rank needs the whole updated parameters for the next forward.
+    if (!llvm::all_of(partitioned, [](bool p) { return p; })) {
+      // Every rank needs the whole updated parameters (all of them below
+      // stage 3, the persistent ones at it) for the next forward.
       b.setInsertionPoint(ret);
       SmallVector<Type> gatherTypes(fullTypes);
       if (narrow)
         for (Type &t : gatherTypes)
           t = cast<RankedTensorType>(t).clone(narrow);
       SmallVector<Value> whole =
-          perGroup(newChunks,
-                   [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
-                     SmallVector<Type> types;
-                     for (unsigned p : members)
-                       types.push_back(gatherTypes[p]);
-                     return g.allGather(v, types,
-                                        makeBuckets(pick(chunkSizes, members),
-                                                    allgatherBucketSize));
-                   });
+          perGroup(newChunks, [&](DpBuilder &g, ArrayRef<unsigned> members,
+                                  ValueRange v) {
+            SmallVector<unsigned> kept;
+            SmallVector<Value> chunks;
+            SmallVector<Type> types;
+            for (auto [k, p] : llvm::enumerate(members))
+              if (!partitioned[p]) {
+                kept.push_back(p);
+                chunks.push_back(v[k]);
+                types.push_back(gatherTypes[p]);
+              }
+            SmallVector<Value> gathered = g.allGather(
+                chunks, types,
+                makeBuckets(pick(chunkSizes, kept), allgatherBucketSize));
+            SmallVector<Value> out(members.size());
+            for (auto [k, p] : llvm::enumerate(kept))
+              out[llvm::find(members, p) - members.begin()] = gathered[k];
+            return out;
+          });
       for (unsigned p = 0; p < numParams; ++p)
-        ret->setOperand(p, whole[p]);
+        if (!partitioned[p])
+          ret->setOperand(p, whole[p]);
     }
     if (narrow) {
       SmallVector<Value> results(ret.getOperands());
@@ -935,16 +964,20 @@ void ZeroPass::runOnOperation() {
                                   "parameters (ds-autodiff builds it)");
       SmallVector<Type> gradArgs(grad.getArgumentTypes());
       for (unsigned p = 0; p < numParams; ++p) {
+        if (!partitioned[p])
+          continue;
         gradArgs[p] = argTypes[p];
         grad.getBody().front().getArgument(p).setType(argTypes[p]);
         grad.setArgAttr(p, dist::DistDialect::kShardingAttrName, shardingOf(p));
       }
       grad.setFunctionType(
           FunctionType::get(ctx, gradArgs, grad.getResultTypes()));
-      if (failed(gatherParamsInGradient(grad, numParams, fullTypes)))
+      if (failed(gatherParamsInGradient(grad, partitioned, fullTypes)))
         return;
       if (eval) {
         for (unsigned p = 0; p < numParams; ++p) {
+          if (!partitioned[p])
+            continue;
           eval.getArgument(p).setType(argTypes[p]);
           eval.setArgAttr(p, dist::DistDialect::kShardingAttrName,
                           shardingOf(p));
@@ -952,7 +985,7 @@ void ZeroPass::runOnOperation() {
         eval.setFunctionType(
             FunctionType::get(ctx, eval.getBody().front().getArgumentTypes(),
                               eval.getResultTypes()));
-        if (failed(gatherParamsInGradient(eval, numParams, fullTypes)))
+        if (failed(gatherParamsInGradient(eval, partitioned, fullTypes)))
           return;
       }
     }
