@@ -196,7 +196,9 @@ cat <<'MSG'
   from ~ln(256) to below 2.5 in 300 steps.
 - The same model on two ranks with ZeRO-3: ds-zero sharded parameters,
   gradients and optimizer state, inserted the all-gathers (before each use,
-  forward and backward) and reduce-scatters. ds-compile compiled that step
+  forward and backward) and reduce-scatters; parameters of at most
+  stage3_param_persistence_threshold elements (1e4 in zero3.json: biases,
+  norms, the position table) stay whole, as in DeepSpeed. ds-compile compiled that step
   once into a shared object and a manifest; each rank ran it in ds-runner
   (libdsrt only, no LLVM or MLIR) and libdsrt ran the collectives over MPI.
 - fp16: ds-mixed-precision made the forward and backward 16-bit over f32
