@@ -111,7 +111,7 @@ def blas_cores():
 for core in blas_cores():
     config.available_features.add("blas-core-" + core)
 for name in ("OPENBLAS_CORETYPE", "DS_JIT_CPU", "ASAN_OPTIONS",
-             "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+             "UBSAN_OPTIONS", "LSAN_OPTIONS", "LD_PRELOAD"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 
