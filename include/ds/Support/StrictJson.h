@@ -81,12 +81,15 @@ template <typename T>
 T jsonIntegerValue(const nlohmann::json &value, const std::string &what) {
   static_assert(std::is_integral_v<T>);
   bool fits = false;
-  if (value.is_number_unsigned())
+  if (value.is_number_unsigned()) {
     fits = value.get<uint64_t>() <= uint64_t(std::numeric_limits<T>::max());
-  else if (value.is_number_integer())
-    fits = std::is_signed_v<T>
-               ? value.get<int64_t>() >= int64_t(std::numeric_limits<T>::min())
-               : value.get<int64_t>() >= 0;
+  } else if (value.is_number_integer()) {
+    // Negative when parsed, but a json built in code may hold any int64.
+    int64_t v = value.get<int64_t>();
+    fits = v < 0 ? std::is_signed_v<T> &&
+                       v >= int64_t(std::numeric_limits<T>::min())
+                 : uint64_t(v) <= uint64_t(std::numeric_limits<T>::max());
+  }
   if (!fits)
     throw std::runtime_error(what + ": expected an integer in [" +
                              std::to_string(std::numeric_limits<T>::min()) +
