@@ -12,7 +12,8 @@ if [ "${2:-}" = sanitize ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_odr_violation=0:allow_user_poisoning=0
   export LSAN_OPTIONS=suppressions=$here/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  shim=$build/lib/keep-dlopen.so
+  # Absolute: tests run in directories of their own.
+  shim=$(cd "$build" && pwd)/lib/keep-dlopen.so
   cc -shared -fPIC -O2 -o "$shim" "$here/keep-dlopen.c" || exit 1
   export LD_PRELOAD=$shim
 fi
