@@ -69,7 +69,8 @@ typedef struct dsrt_backend {
    * error) the backend has finished its work and freed req. */
   int (*test)(dsrt_request *req, int *done);
   /* Gives up on req after a timeout: cancels what can be cancelled and
-   * otherwise leaks, since the peer may still write into its buffers. */
+   * otherwise keeps it for the life of the process, since the peer may
+   * still write into its buffers. */
   void (*abandon)(dsrt_request *req);
   /* Ends every rank of the job (NULL: exit this process). */
   void (*abort_job)(int code);

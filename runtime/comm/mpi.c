@@ -42,7 +42,13 @@ typedef struct mpi_request {
   size_t zero_bytes;
   int *arrays; /* counts then displacements of the v-forms, which MPI
                   reads until the operation completes */
+  struct mpi_request *next_abandoned;
 } mpi_request;
+
+/* Collectives given up on by a timeout: MPI may still read and write their
+ * memory, so they live as long as the process, on this list (reachable, not
+ * leaked, for LeakSanitizer too). */
+static mpi_request *abandoned;
 
 static int we_initialized; /* MPI started here, so finalize ends it too */
 static MPI_Datatype half_type = MPI_DATATYPE_NULL;
@@ -280,9 +286,13 @@ static int mpi_test(dsrt_request *req, int *done) {
 static void mpi_abandon(dsrt_request *req) {
   mpi_request *r = (mpi_request *)req;
   dsrt_mpi_untrack(&r->link);
-  if (!r->cancellable)
-    return; /* MPI can neither cancel nor free a collective in flight, and a
-               late peer may still write into its buffers: leak it */
+  if (!r->cancellable) {
+    /* MPI can neither cancel nor free a collective in flight, and a late
+       peer may still write into its buffers: keep it */
+    r->next_abandoned = abandoned;
+    abandoned = r;
+    return;
+  }
   MPI_Cancel(r->mpi);
   MPI_Wait(r->mpi, MPI_STATUS_IGNORE);
   free(r);

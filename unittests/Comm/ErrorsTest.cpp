@@ -164,7 +164,7 @@ TEST_F(CommTest, CollectiveWithAStuckPeerTimesOut) {
     GTEST_SKIP() << "needs two ranks on the mpi backend";
   dsrt_comm *g = nullptr;
   ASSERT_EQ(dsrt_comm_split(world(), 0, 0, &g), DSRT_OK) << lastError();
-  // Kept alive past the test: a timed-out collective is leaked, not freed,
+  // Kept alive past the test: a timed-out collective is kept, not freed,
   // and still completes into it once rank 0 catches up.
   static float data[64];
   {

@@ -12,10 +12,11 @@ MODEL=$SRC/examples/models/gpt-tiny.json
 sed "s/STAGE/2/" "$SRC/test/Distributed/Inputs/zero.json" > z2.json
 # The compile cache of the test run, and the BLAS core of this shell: a rank
 # started over ssh inherits neither, and another OpenBLAS core rounds
-# differently.
+# differently. Under make test-sanitize, its sanitizer settings too, so a
+# rank on host B is judged as one on host A (suppressions, kept modules).
 {
   echo "DS_COMPILE_CACHE=$DS_COMPILE_CACHE"
-  env | grep '^OPENBLAS_CORETYPE=' || true
+  env | grep -E '^(OPENBLAS_CORETYPE|ASAN_OPTIONS|LSAN_OPTIONS|UBSAN_OPTIONS|LD_PRELOAD)=' || true
   echo "DS_MARK=from .deepspeed_env"
 } > .deepspeed_env
 # ds-train ZeRO-2 on the tiny GPT, bitwise reproducible.
