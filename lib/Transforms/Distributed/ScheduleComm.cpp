@@ -745,9 +745,23 @@ void ScheduleCommPass::scheduleBlock(Block &block) {
       ops.push_back(&op);
     }
 
+  // Gathers first, then reductions, each kind keeping its own order: a
+  // reduction started after a layer's backward must not hold back the
+  // gathers of the layers after it, which the runtime then posts ahead of
+  // it (it posts a group's collectives in the order started).
+  SmallVector<Async *> order;
+  for (bool gathers : {true, false})
+    for (Async &a : asyncs)
+      if (a.gather == gathers)
+        order.push_back(&a);
   SmallVector<Async> placed;
   size_t previousStart = 0;
-  for (Async &a : asyncs) {
+  bool previousGather = true;
+  for (Async *ap : order) {
+    Async &a = *ap;
+    if (a.gather != previousGather)
+      previousStart = 0;
+    previousGather = a.gather;
     a.waitAt = pos.lookup(a.wait);
     a.end = std::max(a.waitAt, lastUse(a.wait->getResult(0), block, pos));
     Operation *def = a.start->getOperand(0).getDefiningOp();
