@@ -2,7 +2,7 @@
  *
  * The thread sleeps on a condition variable while nothing is in flight.
  * While something is, it wakes every DSRT_COMM_PROGRESS_US microseconds
- * (default 50) and, if the caller made no MPI call since the last wake (a
+ * (default 250) and, if the caller made no MPI call since the last wake (a
  * rank inside a wait progresses by itself), tests every in-flight request:
  * each MPI_Test runs Open MPI's progress engine, which moves the bytes of
  * every pending transfer and steps libnbc's collective schedules. It never
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define DSRT_DEFAULT_PROGRESS_US 50
+#define DSRT_DEFAULT_PROGRESS_US 250
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
