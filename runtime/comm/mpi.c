@@ -264,46 +264,32 @@ static void divide(void *buf, int64_t count, dsrt_dtype dt, int n) {
 }
 
 /* out[i] = a[i] + b[i]; out may be a or b. Integers wrap. */
+#define DSRT_ADD(T, sum)                                                       \
+  {                                                                            \
+    const T *x = a, *y = b;                                                    \
+    T *o = out;                                                                \
+    for (int64_t i = 0; i < count; ++i)                                        \
+      o[i] = sum;                                                              \
+    break;                                                                     \
+  }
 static void add(const void *a, const void *b, void *out, int64_t count,
                 dsrt_dtype dt) {
   switch (dt) {
-  case DSRT_F32: {
-    const float *x = a, *y = b;
-    float *o = out;
-    for (int64_t i = 0; i < count; ++i)
-      o[i] = x[i] + y[i];
-    break;
-  }
-  case DSRT_I32: {
-    const uint32_t *x = a, *y = b;
-    uint32_t *o = out;
-    for (int64_t i = 0; i < count; ++i)
-      o[i] = x[i] + y[i];
-    break;
-  }
-  case DSRT_I64: {
-    const uint64_t *x = a, *y = b;
-    uint64_t *o = out;
-    for (int64_t i = 0; i < count; ++i)
-      o[i] = x[i] + y[i];
-    break;
-  }
-  case DSRT_F16: {
-    const uint16_t *x = a, *y = b;
-    uint16_t *o = out;
-    for (int64_t i = 0; i < count; ++i)
-      o[i] = dsrt_f32_to_f16(dsrt_f16_to_f32(x[i]) + dsrt_f16_to_f32(y[i]));
-    break;
-  }
-  case DSRT_BF16: {
-    const uint16_t *x = a, *y = b;
-    uint16_t *o = out;
-    for (int64_t i = 0; i < count; ++i)
-      o[i] = dsrt_f32_to_bf16(dsrt_bf16_to_f32(x[i]) + dsrt_bf16_to_f32(y[i]));
-    break;
-  }
+  case DSRT_F32:
+    DSRT_ADD(float, x[i] + y[i])
+  case DSRT_I32:
+    DSRT_ADD(uint32_t, x[i] + y[i])
+  case DSRT_I64:
+    DSRT_ADD(uint64_t, x[i] + y[i])
+  case DSRT_F16:
+    DSRT_ADD(uint16_t,
+             dsrt_f32_to_f16(dsrt_f16_to_f32(x[i]) + dsrt_f16_to_f32(y[i])))
+  case DSRT_BF16:
+    DSRT_ADD(uint16_t,
+             dsrt_f32_to_bf16(dsrt_bf16_to_f32(x[i]) + dsrt_bf16_to_f32(y[i])))
   }
 }
+#undef DSRT_ADD
 
 /*--- Requests ---------------------------------------------------------------*/
 
@@ -922,8 +908,10 @@ static int submit(const op_args *a, int64_t bytes, dsrt_request **req) {
 static int queue_test(dsrt_request *req, int *done) {
   mpi_request *r = (mpi_request *)req;
   mpi_group *g = r->group;
-  if (g)
-    advance(g);
+  /* Every group, not only r's: a peer may be waiting for something queued
+   * here in another group before it can take part in r (and the progress
+   * thread may be off). */
+  advance_all();
   int status;
   if (!r->proxy) {
     status = mpi_test(req, done);
