@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Transforms/CommCostModel.h"
+#include "ds/Transforms/CommPrediction.h"
 #include "ds/Transforms/Passes.h"
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
@@ -39,10 +40,6 @@ namespace {
 /// DeepCompile's fusion rule: fuse while the fused gather is predicted to
 /// take less than this times the longer of the two.
 constexpr double kFuseGain = 1.2;
-/// What the plan assumes one rank computes per second (a few CPU cores of
-/// sgemm); only the printed overlap estimate uses it.
-constexpr double kFlopsPerSecond = 50e9;
-
 /// One collective made asynchronous, in block positions.
 struct Async {
   Operation *start;
@@ -63,12 +60,6 @@ Operation *topLevel(Operation *op, Block &block) {
   while (op && op->getBlock() != &block)
     op = op->getParentOp();
   return op;
-}
-
-int64_t bytesOf(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  return t.getNumElements() *
-         llvm::divideCeil(t.getElementType().getIntOrFloatBitWidth(), 8);
 }
 
 /// The start form of a blocking collective: same operands and attributes,
@@ -131,57 +122,6 @@ std::optional<SmallVector<Operation *>> pureSlice(Value v, Block &block) {
   llvm::sort(slice,
              [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   return slice;
-}
-
-int64_t groupSizeOf(Operation *op, dist::GridAttr grid) {
-  int64_t n = 1;
-  auto axes = op->getAttrOfType<ArrayAttr>("axes");
-  if (!grid || !axes)
-    return n;
-  for (auto axis : axes.getAsRange<StringAttr>())
-    n *= grid.getAxisSize(axis.getValue()).value_or(1);
-  return n;
-}
-
-CollectiveKind kindOf(Operation *op) {
-  if (isa<dist::AllGatherOp, dist::AllGatherStartOp>(op))
-    return CollectiveKind::AllGather;
-  if (isa<dist::ReduceScatterOp, dist::ReduceScatterStartOp>(op))
-    return CollectiveKind::ReduceScatter;
-  return CollectiveKind::AllReduce;
-}
-
-/// The bytes a collective's cost is counted on: the gathered result, the
-/// reduce-scatter's input, the all-reduced tensor.
-int64_t costBytes(Operation *op) {
-  if (kindOf(op) == CollectiveKind::ReduceScatter)
-    return bytesOf(op->getOperand(0).getType());
-  Type result = op->getResult(0).getType();
-  if (auto handle = dyn_cast<dist::HandleType>(result))
-    result = handle.getPayload();
-  return bytesOf(result);
-}
-
-/// A rough count of the floating-point operations of `op` and what it
-/// nests: 2MNK per matmul, one per result element for other dsnn ops.
-double flopsOf(Operation *root) {
-  double flops = 0;
-  root->walk([&](Operation *op) {
-    if (!isa<nn::NNDialect>(op->getDialect()) || op->getNumRegions() != 0 ||
-        op->getNumResults() == 0)
-      return;
-    auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!out || !out.hasStaticShape())
-      return;
-    double elements = static_cast<double>(out.getNumElements());
-    if (isa<nn::LinearOp, nn::MatmulOp, nn::BatchMatmulOp>(op)) {
-      auto lhs = cast<RankedTensorType>(op->getOperand(0).getType());
-      flops += 2 * elements * static_cast<double>(lhs.getShape().back());
-      return;
-    }
-    flops += elements;
-  });
-  return flops;
 }
 
 /// 90% of this rank's share of the machine's memory, as DeepCompile
@@ -823,7 +763,7 @@ void ScheduleCommPass::emitPlan(Block &block, ArrayRef<Async> placed,
     double flops = 0;
     for (size_t k = a.startAt; k < a.waitAt; ++k)
       flops += flopsOf(ops[k]);
-    double compute = flops / kFlopsPerSecond;
+    double compute = flops / kPlanFlopsPerSecond;
     double hidden = std::min(comm, compute);
     commTotal += comm;
     hiddenTotal += hidden;
