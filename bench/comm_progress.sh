@@ -23,7 +23,7 @@ echo "bench: ${COMM_PROGRESS_RANKS:-2} ranks, $BENCH_THREADS OpenBLAS" \
   "thread(s) per rank ($bench_blas_core) + libdsrt's progress thread," \
   "btl ${COMM_PROGRESS_BTL:-self,vader}" >&2
 export COMM_PROGRESS_MIB=${COMM_PROGRESS_MIB:-64} COMM_PROGRESS_K=
-export DSRT_COMM_PROGRESS_US=${DSRT_COMM_PROGRESS_US:-50}
+export DSRT_COMM_PROGRESS_US=${DSRT_COMM_PROGRESS_US:-250}
 run() {
   # Ranks unbound: each rank's progress thread may run on the other core.
   mpirun --oversubscribe --bind-to none -n "${COMM_PROGRESS_RANKS:-2}" \

@@ -150,6 +150,8 @@ json stepJson(const StepManifest &m) {
             {"workspace_bytes", m.workspaceBytes}};
   if (m.initSeed)
     j["init_seed"] = *m.initSeed;
+  if (m.predictedCommMs >= 0)
+    j["predicted_comm_ms"] = {m.predictedCommMs, m.predictedExposedCommMs};
   return j;
 }
 
@@ -176,6 +178,15 @@ StepManifest stepOf(const json &j) {
       jsonInteger<decltype(m.workspaceBytes)>(j, "workspace_bytes");
   if (j.contains("init_seed"))
     m.initSeed = jsonInteger<uint64_t>(j, "init_seed");
+  if (j.contains("predicted_comm_ms")) {
+    const json &p = j.at("predicted_comm_ms");
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() ||
+        !p[1].is_number())
+      throw std::runtime_error(
+          "\"predicted_comm_ms\" must be [total, exposed] in ms");
+    m.predictedCommMs = p[0].get<double>();
+    m.predictedExposedCommMs = p[1].get<double>();
+  }
   for (size_t i : m.batchArgs)
     if (i >= m.args.size())
       throw std::runtime_error("batch argument index out of range");

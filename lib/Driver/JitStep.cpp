@@ -9,6 +9,7 @@
 #include "ds/Import/Import.h"
 #include "ds/InitAllDS.h"
 #include "ds/Pipelines/Pipelines.h"
+#include "ds/Transforms/CommPrediction.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
 #include "dsdist/DistOps.h"
@@ -274,6 +275,12 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   if (!manifest)
     return manifest.takeError();
   manifest->startupHash = startupHash;
+  {
+    mlir::ds::CommPrediction comm =
+        mlir::ds::predictComm(step, mlir::ds::CommCostModel());
+    manifest->predictedCommMs = comm.seconds * 1e3;
+    manifest->predictedExposedCommMs = comm.exposed * 1e3;
+  }
   auto evalArgs = evalArgsOf(*built.module);
   if (!evalArgs)
     return evalArgs.takeError();

@@ -224,6 +224,11 @@ llvm::Error StepLoop::report(int64_t s, const StepReport &r,
       {"comm_ms", r.commMs},
       {"model_state_bytes", modelStateBytes},
       {"rank", int64_t(rank)}};
+  if (manifest->predictedCommMs >= 0) {
+    // What the cost model expected of comm_ms (exposed) and in all.
+    fields.push_back({"comm_pred_ms", manifest->predictedExposedCommMs});
+    fields.push_back({"comm_pred_total_ms", manifest->predictedCommMs});
+  }
   if (stage) {
     // A pipeline stage: which one, and its wait on its neighbours.
     fields.push_back({"stage", *stage});

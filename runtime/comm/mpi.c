@@ -25,8 +25,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct mpi_request {
+typedef struct mpi_group mpi_group;
+typedef struct mpi_request mpi_request;
+
+/* A collective's arguments, kept while it waits in its group's queue. */
+typedef enum {
+  OP_ALL_REDUCE,
+  OP_ALL_GATHER,
+  OP_REDUCE_SCATTER,
+  OP_ALL_TO_ALL,
+  OP_BROADCAST,
+  OP_BARRIER
+} op_kind;
+typedef struct op_args {
+  op_kind kind;
+  dsrt_comm *comm;
+  const void *send;
+  void *recv;
+  int64_t count;
+  dsrt_dtype dt;
+  dsrt_reduce_op op;
+  int root;
+} op_args;
+
+struct mpi_request {
   dsrt_request base;
+  /* Its group's queue (see submit): the next entry, and the bytes it counts
+   * while posted. A queued operation is a proxy: `args` until posted, then
+   * `real` does the work (or `post_status` says why it could not start). */
+  mpi_group *group; /* NULL: not in a queue */
+  mpi_request *qnext;
+  int64_t qbytes;
+  int proxy;
+  op_args args;
+  mpi_request *real;
+  int post_status;
   dsrt_mpi_inflight link; /* in the progress thread's list while in flight */
   int nmpi;               /* MPI requests in mpi[], all done when this one is */
   MPI_Request *mpi;       /* stored after the struct, like arrays */
@@ -38,12 +71,30 @@ typedef struct mpi_request {
   void *copy_to; /* all-gather: this rank's own slot, copied when done */
   const void *copy_from;
   size_t copy_bytes;
-  void *zero; /* reduce_scatter past count: zero these bytes when done */
+  const void *add_a, *add_b; /* pairwise reduce-scatter: sum these into */
+  void *add_to;              /* add_to (first, before any avg) */
+  int64_t add_count;
+  void *scratch; /* freed with the request */
+  void *zero;    /* reduce_scatter past count: zero these bytes when done */
   size_t zero_bytes;
   int *arrays; /* counts then displacements of the v-forms, which MPI
                   reads until the operation completes */
   struct mpi_request *next_abandoned;
-} mpi_request;
+};
+
+/* A group's communicator and its queue: its collectives in the order the
+ * caller started them, those posted to MPI whose transfer still runs first,
+ * then those not posted yet. */
+struct mpi_group {
+  MPI_Comm comm; /* first: comm_of reads it */
+  mpi_request *head, *tail;
+  int64_t in_flight; /* bytes of the posted ones in the queue */
+  mpi_group *next;   /* every group, for the progress thread */
+};
+static mpi_group *groups;
+static int64_t inflight_cap; /* DSRT_COMM_INFLIGHT_BYTES */
+#define DSRT_DEFAULT_INFLIGHT_BYTES (4 << 20)
+static void advance_all(void);
 
 /* Collectives given up on by a timeout: MPI may still read and write their
  * memory, so they live as long as the process, on this list (reachable, not
@@ -53,6 +104,10 @@ static mpi_request *abandoned;
 static int we_initialized; /* MPI started here, so finalize ends it too */
 static MPI_Datatype half_type = MPI_DATATYPE_NULL;
 static MPI_Op half_ops[2][3]; /* [f16, bf16][sum, max, min] */
+/* The point-to-point messages of libdsrt's own collectives (all-gather,
+ * reduce-scatter on few ranks). Every rank posts its collectives in the same
+ * order and MPI matches messages between two ranks on one tag in order, so
+ * one tag serves them all. */
 #define DSRT_GATHER_TAG 32768 /* past every tag dsrt_send may use */
 static int gather_tag_ok;     /* MPI_TAG_UB allows DSRT_GATHER_TAG */
 
@@ -214,6 +269,34 @@ static void divide(void *buf, int64_t count, dsrt_dtype dt, int n) {
   }
 }
 
+/* out[i] = a[i] + b[i]; out may be a or b. Integers wrap. */
+#define DSRT_ADD(T, sum)                                                       \
+  {                                                                            \
+    const T *x = a, *y = b;                                                    \
+    T *o = out;                                                                \
+    for (int64_t i = 0; i < count; ++i)                                        \
+      o[i] = sum;                                                              \
+    break;                                                                     \
+  }
+static void add(const void *a, const void *b, void *out, int64_t count,
+                dsrt_dtype dt) {
+  switch (dt) {
+  case DSRT_F32:
+    DSRT_ADD(float, x[i] + y[i])
+  case DSRT_I32:
+    DSRT_ADD(uint32_t, x[i] + y[i])
+  case DSRT_I64:
+    DSRT_ADD(uint64_t, x[i] + y[i])
+  case DSRT_F16:
+    DSRT_ADD(uint16_t,
+             dsrt_f32_to_f16(dsrt_f16_to_f32(x[i]) + dsrt_f16_to_f32(y[i])))
+  case DSRT_BF16:
+    DSRT_ADD(uint16_t,
+             dsrt_f32_to_bf16(dsrt_bf16_to_f32(x[i]) + dsrt_bf16_to_f32(y[i])))
+  }
+}
+#undef DSRT_ADD
+
 /*--- Requests ---------------------------------------------------------------*/
 
 /* A request for nmpi MPI requests and narrays ints, in one block. */
@@ -256,6 +339,28 @@ static int issued(const char *call, int rc, mpi_request *r,
   return DSRT_OK;
 }
 
+/* Takes e out of its group's queue; a posted one's bytes stop counting. */
+static void retire(mpi_request *e) {
+  mpi_group *g = e->group;
+  if (!g)
+    return;
+  mpi_request *prev = NULL;
+  for (mpi_request *q = g->head; q; prev = q, q = q->qnext)
+    if (q == e) {
+      if (prev)
+        prev->qnext = e->qnext;
+      else
+        g->head = e->qnext;
+      if (g->tail == e)
+        g->tail = prev;
+      break;
+    }
+  if (!e->proxy || e->real)
+    g->in_flight -= e->qbytes;
+  e->group = NULL;
+  e->qnext = NULL;
+}
+
 static int mpi_test(dsrt_request *req, int *done) {
   mpi_request *r = (mpi_request *)req;
   int flag = 0, rc = r->nmpi == 1 ? MPI_Test(r->mpi, &flag, MPI_STATUS_IGNORE)
@@ -264,6 +369,8 @@ static int mpi_test(dsrt_request *req, int *done) {
   if (rc != MPI_SUCCESS) {
     const char *what = r->base.what;
     dsrt_mpi_untrack(&r->link);
+    retire(r);
+    free(r->scratch);
     free(r);
     char call[96];
     snprintf(call, sizeof(call), "%s: MPI_Test", what ? what : "dsrt_wait");
@@ -272,6 +379,10 @@ static int mpi_test(dsrt_request *req, int *done) {
   if (!flag)
     return DSRT_OK;
   dsrt_mpi_untrack(&r->link);
+  retire(r);
+  if (r->add_count)
+    add(r->add_a, r->add_b, r->add_to, r->add_count, r->dt);
+  free(r->scratch);
   if (r->divisor)
     divide(r->result, r->result_count, r->dt, r->divisor);
   if (r->zero_bytes)
@@ -285,6 +396,13 @@ static int mpi_test(dsrt_request *req, int *done) {
 
 static void mpi_abandon(dsrt_request *req) {
   mpi_request *r = (mpi_request *)req;
+  retire(r);
+  if (r->proxy) {
+    if (r->real)
+      mpi_abandon(&r->real->base);
+    free(r);
+    return;
+  }
   dsrt_mpi_untrack(&r->link);
   if (!r->cancellable) {
     /* MPI can neither cancel nor free a collective in flight, and a late
@@ -295,6 +413,7 @@ static void mpi_abandon(dsrt_request *req) {
   }
   MPI_Cancel(r->mpi);
   MPI_Wait(r->mpi, MPI_STATUS_IGNORE);
+  free(r->scratch);
   free(r);
 }
 
@@ -311,6 +430,9 @@ static int set_group(dsrt_comm *out, MPI_Comm *comm) {
   if (rc != MPI_SUCCESS)
     return mpi_error("MPI_Comm_set_errhandler", rc);
   out->impl = comm;
+  mpi_group *g = (mpi_group *)comm;
+  g->next = groups;
+  groups = g;
   return DSRT_OK;
 }
 
@@ -318,6 +440,11 @@ static void mpi_free(dsrt_comm *comm) {
   MPI_Comm *c = comm->impl;
   if (!c)
     return;
+  for (mpi_group **g = &groups; *g; g = &(*g)->next)
+    if (*g == (mpi_group *)c) {
+      *g = (*g)->next;
+      break;
+    }
   if (*c != MPI_COMM_WORLD)
     MPI_Comm_free(c);
   free(c);
@@ -340,7 +467,7 @@ static int mpi_init(dsrt_comm *world) {
       return mpi_error("dsrt_comm_init: MPI_Init_thread", rc);
     we_initialized = 1;
   }
-  MPI_Comm *comm = malloc(sizeof(*comm));
+  MPI_Comm *comm = calloc(1, sizeof(mpi_group)); /* comm first */
   if (!comm)
     return dsrt_fail(DSRT_ERR_OUT_OF_MEMORY, "mpi backend: out of memory");
   /* MPI_COMM_WORLD itself when MPI is ours (measured: 20-30% faster than a
@@ -367,7 +494,9 @@ static int mpi_init(dsrt_comm *world) {
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
   gather_tag_ok = found && *tag_ub >= DSRT_GATHER_TAG;
   dsrt_mpi_liveness_start();
-  dsrt_mpi_progress_start();
+  const char *cap = getenv("DSRT_COMM_INFLIGHT_BYTES");
+  inflight_cap = cap && *cap ? atoll(cap) : DSRT_DEFAULT_INFLIGHT_BYTES;
+  dsrt_mpi_progress_start(advance_all);
   return DSRT_OK;
 }
 
@@ -402,7 +531,7 @@ static int mpi_split(dsrt_comm *parent, int color, int key, dsrt_comm *out) {
   req->comm = parent;
   if ((status = dsrt_comm_wait_on(&dsrt_comm_mpi_backend, req)))
     return status;
-  MPI_Comm *comm = malloc(sizeof(*comm));
+  MPI_Comm *comm = calloc(1, sizeof(mpi_group)); /* comm first */
   if (!comm)
     return dsrt_fail(DSRT_ERR_OUT_OF_MEMORY, "mpi backend: out of memory");
   dsrt_mpi_lock();
@@ -539,6 +668,55 @@ static int mpi_all_gather(dsrt_comm *comm, const void *send, void *recv,
                 r, req);
 }
 
+/* On two ranks a sum's reduce-scatter is one exchange: each rank sends the
+ * peer its slice and adds the peer's contribution to its own at completion,
+ * both directions of the link busy at once. libnbc reduces the whole buffer
+ * onto one rank and scatters half of it back, one direction at a time:
+ * measured on the two-host 1 Gbit/s link, its 16 MiB reduce-scatter took
+ * 195 ms, three times the wire time of a slice. a + b is b + a in IEEE
+ * arithmetic (also rounded from f32 for the 16-bit types), so the result is
+ * the bits of any other order; max and min keep libnbc (their NaN and
+ * signed-zero results depend on the order). */
+static int pairwise_reduce_scatter(dsrt_comm *comm, const void *send,
+                                   void *recv, int64_t count, dsrt_dtype dt,
+                                   dsrt_reduce_op op, dsrt_request **req) {
+  int me = comm->rank, peer = 1 - me;
+  size_t es = dsrt_dtype_size(dt), c = (size_t)dsrt_shard_stride(count, 2);
+  int mine = (int)dsrt_shard_count(count, 2, me);
+  int theirs = (int)dsrt_shard_count(count, 2, peer);
+  mpi_request *r = new_request(2, 0);
+  if (!r)
+    return DSRT_ERR_OUT_OF_MEMORY;
+  const char *own = (const char *)send + me * c * es;
+  /* In place, recv is still the input (ours, and the slice in flight to
+   * the peer) until completion, so the peer's part lands aside. */
+  void *in = recv;
+  if (send == recv && mine && !(in = r->scratch = malloc((size_t)mine * es))) {
+    free(r);
+    return dsrt_fail(DSRT_ERR_OUT_OF_MEMORY, "mpi backend: out of memory");
+  }
+  MPI_Datatype type = mpi_type(dt);
+  MPI_Comm mc = comm_of(comm);
+  int k = 0, rc = MPI_SUCCESS;
+  if (mine)
+    rc = MPI_Irecv(in, mine, type, peer, DSRT_GATHER_TAG, mc, &r->mpi[k++]);
+  if (theirs && rc == MPI_SUCCESS)
+    rc = MPI_Isend((const char *)send + peer * c * es, theirs, type, peer,
+                   DSRT_GATHER_TAG, mc, &r->mpi[k++]);
+  r->nmpi = k;
+  r->dt = dt;
+  r->add_count = mine;
+  r->add_a = me == 0 ? own : in; /* rank 0's term first */
+  r->add_b = me == 0 ? in : own;
+  r->add_to = recv;
+  average_later(r, comm, op, dt, recv, mine);
+  r->zero = (char *)recv + (size_t)mine * es;
+  r->zero_bytes = (c - (size_t)mine) * es;
+  if (rc != MPI_SUCCESS)
+    free(r->scratch);
+  return issued("MPI_Isend/MPI_Irecv", rc, r, req);
+}
+
 static int mpi_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
                               int64_t count, dsrt_dtype dt, dsrt_reduce_op op,
                               dsrt_request **req) {
@@ -546,6 +724,8 @@ static int mpi_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
   if (status)
     return status;
   int n = comm->size;
+  if (n == 2 && gather_tag_ok && (op == DSRT_SUM || op == DSRT_AVG))
+    return pairwise_reduce_scatter(comm, send, recv, count, dt, op, req);
   int64_t c = dsrt_shard_stride(count, n);
   int64_t mine = dsrt_shard_count(count, n, comm->rank);
   size_t es = dsrt_dtype_size(dt);
@@ -627,6 +807,140 @@ static int mpi_recv(dsrt_comm *comm, void *buf, int64_t count, dsrt_dtype dt,
                 r, req);
 }
 
+/*--- The queue: collectives of a group posted in order --------------------*/
+
+/* A started collective reaches MPI only while the bytes of the group's
+ * posted, unfinished collectives stay within DSRT_COMM_INFLIGHT_BYTES
+ * (default 4 MiB; 0: no limit), one at least; later ones wait in the
+ * group's queue and are posted, in the order started, as earlier transfers
+ * end. Posted all at once, the link served every gather ds-schedule-comm
+ * prefetched at the same time, so the one needed first finished among the
+ * last: on the two-host 1 Gbit/s link the first layer of the bench GPT
+ * waited 56 ms for gathers that take 29 ms alone. In order, it is served
+ * first, as a CUDA stream serves NCCL's. Every rank starts a group's
+ * collectives in the same order, so they post them in the same order,
+ * whenever each one does. */
+
+static int post_now(const op_args *a, dsrt_request **req) {
+  switch (a->kind) {
+  case OP_ALL_REDUCE:
+    return mpi_all_reduce(a->comm, a->send, a->recv, a->count, a->dt, a->op,
+                          req);
+  case OP_ALL_GATHER:
+    return mpi_all_gather(a->comm, a->send, a->recv, a->count, a->dt, req);
+  case OP_REDUCE_SCATTER:
+    return mpi_reduce_scatter(a->comm, a->send, a->recv, a->count, a->dt, a->op,
+                              req);
+  case OP_ALL_TO_ALL:
+    return mpi_all_to_all(a->comm, a->send, a->recv, a->count, a->dt, req);
+  case OP_BROADCAST:
+    return mpi_broadcast(a->comm, a->recv, a->count, a->dt, a->root, req);
+  case OP_BARRIER:
+    break;
+  }
+  return mpi_barrier(a->comm, req);
+}
+
+static void enqueue(mpi_group *g, mpi_request *e, int64_t bytes) {
+  e->group = g;
+  e->qbytes = bytes;
+  e->qnext = NULL;
+  if (g->tail)
+    g->tail->qnext = e;
+  else
+    g->head = e;
+  g->tail = e;
+}
+
+static int fits(const mpi_group *g, int64_t bytes) {
+  return !g->in_flight || !inflight_cap || g->in_flight + bytes <= inflight_cap;
+}
+
+/* Retires the finished transfers at the front of g's queue (their
+ * finishing work still waits for dsrt_wait), then posts what now fits. */
+static void advance(mpi_group *g) {
+  mpi_request *e = g->head, *next;
+  for (; e && (!e->proxy || e->real); e = next) {
+    next = e->qnext;
+    mpi_request *x = e->proxy ? e->real : e;
+    int flag = 0;
+    if (MPI_Testall(x->nmpi, x->mpi, &flag, MPI_STATUSES_IGNORE) ==
+            MPI_SUCCESS &&
+        flag)
+      retire(e);
+  }
+  for (e = g->head; e; e = next) {
+    next = e->qnext;
+    if (!e->proxy || e->real)
+      continue;
+    if (!fits(g, e->qbytes))
+      break;
+    dsrt_request *got;
+    if ((e->post_status = post_now(&e->args, &got))) {
+      retire(e); /* its wait reports the error */
+      continue;
+    }
+    e->real = (mpi_request *)got;
+    g->in_flight += e->qbytes;
+  }
+}
+
+/* The progress thread's pass. */
+static void advance_all(void) {
+  for (mpi_group *g = groups; g; g = g->next)
+    if (g->head)
+      advance(g);
+}
+
+static int submit(const op_args *a, int64_t bytes, dsrt_request **req) {
+  mpi_group *g = a->comm->impl;
+  if (g->head)
+    advance(g);
+  int waiting = g->tail && g->tail->proxy && !g->tail->real;
+  if (!waiting && fits(g, bytes)) {
+    int status = post_now(a, req);
+    if (status)
+      return status;
+    enqueue(g, (mpi_request *)*req, bytes);
+    g->in_flight += bytes;
+    return DSRT_OK;
+  }
+  mpi_request *p = new_request(0, 0);
+  if (!p)
+    return DSRT_ERR_OUT_OF_MEMORY;
+  p->proxy = 1;
+  p->args = *a;
+  enqueue(g, p, bytes);
+  *req = &p->base;
+  return DSRT_OK;
+}
+
+static int queue_test(dsrt_request *req, int *done) {
+  mpi_request *r = (mpi_request *)req;
+  mpi_group *g = r->group;
+  /* Every group, not only r's: a peer may be waiting for something queued
+   * here in another group before it can take part in r (and the progress
+   * thread may be off). */
+  advance_all();
+  int status;
+  if (!r->proxy) {
+    status = mpi_test(req, done);
+  } else if (!r->real) {
+    if (!(status = r->post_status))
+      return DSRT_OK; /* still queued */
+    free(r);
+  } else {
+    r->real->base = r->base; /* names the call in errors */
+    if ((status = mpi_test(&r->real->base, done)) || *done) {
+      retire(r);
+      free(r);
+    }
+  }
+  if (g && (status || *done))
+    advance(g); /* what waited behind it */
+  return status;
+}
+
 /*--- The table: every MPI call under the progress lock
  * ------------------------*/
 
@@ -640,7 +954,8 @@ static int locked_all_reduce(dsrt_comm *comm, const void *send, void *recv,
                              int64_t count, dsrt_dtype dt, dsrt_reduce_op op,
                              dsrt_request **req) {
   dsrt_mpi_lock();
-  int status = mpi_all_reduce(comm, send, recv, count, dt, op, req);
+  op_args a = {OP_ALL_REDUCE, comm, send, recv, count, dt, op, 0};
+  int status = submit(&a, count * (int64_t)dsrt_dtype_size(dt), req);
   dsrt_mpi_unlock();
   return status;
 }
@@ -648,7 +963,8 @@ static int locked_all_reduce(dsrt_comm *comm, const void *send, void *recv,
 static int locked_all_gather(dsrt_comm *comm, const void *send, void *recv,
                              int64_t count, dsrt_dtype dt, dsrt_request **req) {
   dsrt_mpi_lock();
-  int status = mpi_all_gather(comm, send, recv, count, dt, req);
+  op_args a = {OP_ALL_GATHER, comm, send, recv, count, dt, DSRT_SUM, 0};
+  int status = submit(&a, count * (int64_t)dsrt_dtype_size(dt), req);
   dsrt_mpi_unlock();
   return status;
 }
@@ -657,7 +973,8 @@ static int locked_reduce_scatter(dsrt_comm *comm, const void *send, void *recv,
                                  int64_t count, dsrt_dtype dt,
                                  dsrt_reduce_op op, dsrt_request **req) {
   dsrt_mpi_lock();
-  int status = mpi_reduce_scatter(comm, send, recv, count, dt, op, req);
+  op_args a = {OP_REDUCE_SCATTER, comm, send, recv, count, dt, op, 0};
+  int status = submit(&a, count * (int64_t)dsrt_dtype_size(dt), req);
   dsrt_mpi_unlock();
   return status;
 }
@@ -666,7 +983,10 @@ static int locked_all_to_all(dsrt_comm *comm, const void *send, void *recv,
                              int64_t count_per_rank, dsrt_dtype dt,
                              dsrt_request **req) {
   dsrt_mpi_lock();
-  int status = mpi_all_to_all(comm, send, recv, count_per_rank, dt, req);
+  op_args a = {OP_ALL_TO_ALL,  comm, send,     recv,
+               count_per_rank, dt,   DSRT_SUM, 0};
+  int status = submit(
+      &a, count_per_rank * comm->size * (int64_t)dsrt_dtype_size(dt), req);
   dsrt_mpi_unlock();
   return status;
 }
@@ -674,7 +994,8 @@ static int locked_all_to_all(dsrt_comm *comm, const void *send, void *recv,
 static int locked_broadcast(dsrt_comm *comm, void *buf, int64_t count,
                             dsrt_dtype dt, int root, dsrt_request **req) {
   dsrt_mpi_lock();
-  int status = mpi_broadcast(comm, buf, count, dt, root, req);
+  op_args a = {OP_BROADCAST, comm, NULL, buf, count, dt, DSRT_SUM, root};
+  int status = submit(&a, count * (int64_t)dsrt_dtype_size(dt), req);
   dsrt_mpi_unlock();
   return status;
 }
@@ -697,14 +1018,15 @@ static int locked_recv(dsrt_comm *comm, void *buf, int64_t count, dsrt_dtype dt,
 
 static int locked_barrier(dsrt_comm *comm, dsrt_request **req) {
   dsrt_mpi_lock();
-  int status = mpi_barrier(comm, req);
+  op_args a = {OP_BARRIER, comm, NULL, NULL, 0, DSRT_F32, DSRT_SUM, 0};
+  int status = submit(&a, 0, req);
   dsrt_mpi_unlock();
   return status;
 }
 
 static int locked_test(dsrt_request *req, int *done) {
   dsrt_mpi_lock();
-  int status = mpi_test(req, done);
+  int status = queue_test(req, done);
   dsrt_mpi_unlock();
   return status;
 }

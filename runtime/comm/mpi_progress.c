@@ -2,7 +2,7 @@
  *
  * The thread sleeps on a condition variable while nothing is in flight.
  * While something is, it wakes every DSRT_COMM_PROGRESS_US microseconds
- * (default 50) and, if the caller made no MPI call since the last wake (a
+ * (default 250) and, if the caller made no MPI call since the last wake (a
  * rank inside a wait progresses by itself), tests every in-flight request:
  * each MPI_Test runs Open MPI's progress engine, which moves the bytes of
  * every pending transfer and steps libnbc's collective schedules. It never
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#define DSRT_DEFAULT_PROGRESS_US 50
+#define DSRT_DEFAULT_PROGRESS_US 250
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
@@ -28,6 +28,7 @@ static int caller_waiting; /* threads inside a wait, which progress MPI */
 static int running, stopping;
 static long interval_ns;
 static pthread_t thread;
+static void (*pass_hook)(void);
 
 void dsrt_mpi_lock(void) { pthread_mutex_lock(&lock); }
 
@@ -80,6 +81,8 @@ static void *progress_loop(void *arg) {
       pthread_cond_wait(&wake, &lock);
       continue;
     }
+    if (!caller_called && pass_hook)
+      pass_hook();
     if (!caller_called)
       for (dsrt_mpi_inflight *op = in_flight; op; op = op->next) {
         int flag;
@@ -95,7 +98,7 @@ static void *progress_loop(void *arg) {
   return NULL;
 }
 
-int dsrt_mpi_progress_start(void) {
+int dsrt_mpi_progress_start(void (*each_pass)(void)) {
   const char *env = getenv("DSRT_COMM_PROGRESS_US");
   long us = env && *env ? atol(env) : DSRT_DEFAULT_PROGRESS_US;
   int level = MPI_THREAD_SINGLE;
@@ -103,6 +106,7 @@ int dsrt_mpi_progress_start(void) {
   if (us <= 0 || level < MPI_THREAD_SERIALIZED || running)
     return running;
   interval_ns = us * 1000;
+  pass_hook = each_pass;
   stopping = 0;
   running = pthread_create(&thread, NULL, progress_loop, NULL) == 0;
   return running;

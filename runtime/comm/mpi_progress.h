@@ -21,8 +21,10 @@ typedef struct dsrt_mpi_inflight {
 } dsrt_mpi_inflight;
 
 /* Starts the thread unless DSRT_COMM_PROGRESS_US is 0 or MPI's thread level
- * is below MPI_THREAD_SERIALIZED; returns whether it runs. */
-int dsrt_mpi_progress_start(void);
+ * is below MPI_THREAD_SERIALIZED; returns whether it runs. Each pass that
+ * tests the requests in flight first calls each_pass (under the lock): the
+ * backend posts the operations that waited for earlier ones. */
+int dsrt_mpi_progress_start(void (*each_pass)(void));
 void dsrt_mpi_progress_stop(void);
 
 /* Around every MPI call of the backend. */

@@ -216,3 +216,81 @@ module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
     return %g#0, %g#1 : tensor<8xf32>, tensor<128xf32>
   }
 }
+
+// -----
+
+// A bucket of gradients a call returns moves into the callee, cut where each
+// gradient becomes ready (the predicted time of the two rows joined is
+// above 1.2 x one row's), so h.1's part starts before h.0's backward; the
+// callee returns the reduced pieces and the caller reads its slices there.
+// CHECK-LABEL: func @grads
+// CHECK-SAME:    -> (tensor<1x32768xf32>, tensor<1x32768xf32>)
+// CHECK:         %[[G1:.*]] = dsnn.layer "h.1.backward"
+// CHECK:         %[[E1:.*]] = tensor.expand_shape %[[G1]]
+// CHECK-NEXT:    %[[H1:.*]] = dsdist.reduce_scatter_start avg %[[E1]] over ["dp"] dim 0 : tensor<2x32768xf32>
+// CHECK-NEXT:    %[[G0:.*]] = dsnn.layer "h.0.backward"
+// CHECK:         %[[E0:.*]] = tensor.expand_shape %[[G0]]
+// CHECK-NEXT:    %[[H0:.*]] = dsdist.reduce_scatter_start avg %[[E0]]
+// CHECK-NEXT:    %[[R1:.*]] = dsdist.wait %[[H1]]
+// CHECK-NEXT:    %[[R0:.*]] = dsdist.wait %[[H0]]
+// CHECK-NEXT:    return %[[R1]], %[[R0]]
+// CHECK-LABEL: func @step
+// CHECK-NEXT:    %[[C:.*]]:2 = call @grads(%arg0) : (tensor<65536xf32>) -> (tensor<1x32768xf32>, tensor<1x32768xf32>)
+// CHECK-NEXT:    tensor.extract_slice %[[C]]#0[0, 0] [1, 32768] [1, 1]
+// CHECK-NEXT:    tensor.extract_slice %[[C]]#1[0, 0] [1, 32768] [1, 1]
+// CHECK-NOT:     dsdist.reduce
+
+// NORED-LABEL: func @grads
+// NORED-NOT:     dsdist
+// NORED-LABEL: func @step
+// NORED:         dsdist.reduce_scatter avg %{{.*}} : tensor<2x65536xf32>
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @grads(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>) {
+    %g1 = dsnn.layer "h.1.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %x, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    %g0 = dsnn.layer "h.0.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %g1, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    return %g1, %g0 : tensor<65536xf32>, tensor<65536xf32>
+  }
+  func.func @step(%x: tensor<65536xf32>) -> (tensor<32768xf32>, tensor<32768xf32>) {
+    %r:2 = call @grads(%x) : (tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>)
+    %e1 = tensor.expand_shape %r#0 [[0, 1]] output_shape [2, 32768] : tensor<65536xf32> into tensor<2x32768xf32>
+    %e0 = tensor.expand_shape %r#1 [[0, 1]] output_shape [2, 32768] : tensor<65536xf32> into tensor<2x32768xf32>
+    %c = tensor.concat dim(1) %e1, %e0 : (tensor<2x32768xf32>, tensor<2x32768xf32>) -> tensor<2x65536xf32>
+    %rs = dsdist.reduce_scatter avg %c over ["dp"] dim 0 : tensor<2x65536xf32> -> tensor<1x65536xf32>
+    %s1 = tensor.extract_slice %rs[0, 0] [1, 32768] [1, 1] : tensor<1x65536xf32> to tensor<1x32768xf32>
+    %s0 = tensor.extract_slice %rs[0, 32768] [1, 32768] [1, 1] : tensor<1x65536xf32> to tensor<1x32768xf32>
+    %f1 = tensor.collapse_shape %s1 [[0, 1]] : tensor<1x32768xf32> into tensor<32768xf32>
+    %f0 = tensor.collapse_shape %s0 [[0, 1]] : tensor<1x32768xf32> into tensor<32768xf32>
+    return %f1, %f0 : tensor<32768xf32>, tensor<32768xf32>
+  }
+}
+
+// -----
+
+// With two calls (gradient accumulation) the gradients the callee returns
+// are not yet the ones to reduce: the bucket stays in the caller.
+// CHECK-LABEL: func @grads_twice
+// CHECK-SAME:    -> tensor<16xf32>
+// CHECK-NOT:     dsdist
+// CHECK-LABEL: func @step_twice
+// CHECK:         dsdist.reduce_scatter_start avg
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @grads_twice(%x: tensor<16xf32>) -> tensor<16xf32> {
+    %g = dsnn.mul %x, %x : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+    return %g : tensor<16xf32>
+  }
+  func.func @step_twice(%x: tensor<16xf32>) -> tensor<1x8xf32> {
+    %a = call @grads_twice(%x) : (tensor<16xf32>) -> tensor<16xf32>
+    %b = call @grads_twice(%a) : (tensor<16xf32>) -> tensor<16xf32>
+    %e = tensor.expand_shape %b [[0, 1]] output_shape [2, 8] : tensor<16xf32> into tensor<2x8xf32>
+    %c = tensor.concat dim(1) %e : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %rs = dsdist.reduce_scatter avg %c over ["dp"] dim 0 : tensor<2x8xf32> -> tensor<1x8xf32>
+    %s = tensor.extract_slice %rs[0, 0] [1, 8] [1, 1] : tensor<1x8xf32> to tensor<1x8xf32>
+    return %s : tensor<1x8xf32>
+  }
+}

@@ -105,6 +105,10 @@ struct StepManifest {
   /// micro-batch; StepRequest::eval): parameters by name, then batch
   /// arguments. Empty when the step has none.
   std::vector<ArgSpec> evalArgs;
+  /// The communication of one step as ds-schedule-comm's cost model
+  /// predicts it (CommPrediction.h), in ms: all of it, and the part not
+  /// hidden by compute; negative when not known (a --compiled artifact).
+  double predictedCommMs = -1, predictedExposedCommMs = -1;
   /// Filled once code is generated.
   int64_t blasCallSites = 0;
   int64_t workspaceBytes = 0;

@@ -926,6 +926,15 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     predicted time and the compute between) and per function (the peak of
     gathered bytes live at once).
 
+    With `overlap-reduce`, a `dsdist.reduce_scatter` of gradients that a
+    function returns (ds-zero packs them as the rows of one bucket after
+    the call) moves into that function when it has this one call: the
+    bucket is cut where its gradients become ready (the layer that
+    produces them), pieces kept together while the cost model predicts the
+    joined collective under 1.2 x the longer piece, so each piece starts
+    during the backward of the layers before its own; the function returns
+    the reduced pieces. The sums are the same element by element.
+
     Before (one layer, ZeRO-3):
 
       %g1 = dsdist.all_gather %w1 over ["dp"] dim 0 {phase = "forward"} ...
@@ -976,6 +985,9 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
               "all-gathers merged into the one before them">,
     Statistic<"numUnsharded", "unsharded-params",
               "backward all-gathers dropped: the forward's buffer kept">,
+    Statistic<"numSunk", "sunk-reductions",
+              "gradient reduce-scatters moved into the gradient function, "
+              "split where the gradients become ready">,
   ];
   let dependentDialects = ["::mlir::ds::dist::DistDialect",
                            "::mlir::tensor::TensorDialect"];

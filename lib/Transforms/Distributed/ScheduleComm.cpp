@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Transforms/CommCostModel.h"
+#include "ds/Transforms/CommPrediction.h"
 #include "ds/Transforms/Passes.h"
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
@@ -18,6 +19,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -37,10 +40,6 @@ namespace {
 /// DeepCompile's fusion rule: fuse while the fused gather is predicted to
 /// take less than this times the longer of the two.
 constexpr double kFuseGain = 1.2;
-/// What the plan assumes one rank computes per second (a few CPU cores of
-/// sgemm); only the printed overlap estimate uses it.
-constexpr double kFlopsPerSecond = 50e9;
-
 /// One collective made asynchronous, in block positions.
 struct Async {
   Operation *start;
@@ -61,12 +60,6 @@ Operation *topLevel(Operation *op, Block &block) {
   while (op && op->getBlock() != &block)
     op = op->getParentOp();
   return op;
-}
-
-int64_t bytesOf(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  return t.getNumElements() *
-         llvm::divideCeil(t.getElementType().getIntOrFloatBitWidth(), 8);
 }
 
 /// The start form of a blocking collective: same operands and attributes,
@@ -131,57 +124,6 @@ std::optional<SmallVector<Operation *>> pureSlice(Value v, Block &block) {
   return slice;
 }
 
-int64_t groupSizeOf(Operation *op, dist::GridAttr grid) {
-  int64_t n = 1;
-  auto axes = op->getAttrOfType<ArrayAttr>("axes");
-  if (!grid || !axes)
-    return n;
-  for (auto axis : axes.getAsRange<StringAttr>())
-    n *= grid.getAxisSize(axis.getValue()).value_or(1);
-  return n;
-}
-
-CollectiveKind kindOf(Operation *op) {
-  if (isa<dist::AllGatherOp, dist::AllGatherStartOp>(op))
-    return CollectiveKind::AllGather;
-  if (isa<dist::ReduceScatterOp, dist::ReduceScatterStartOp>(op))
-    return CollectiveKind::ReduceScatter;
-  return CollectiveKind::AllReduce;
-}
-
-/// The bytes a collective's cost is counted on: the gathered result, the
-/// reduce-scatter's input, the all-reduced tensor.
-int64_t costBytes(Operation *op) {
-  if (kindOf(op) == CollectiveKind::ReduceScatter)
-    return bytesOf(op->getOperand(0).getType());
-  Type result = op->getResult(0).getType();
-  if (auto handle = dyn_cast<dist::HandleType>(result))
-    result = handle.getPayload();
-  return bytesOf(result);
-}
-
-/// A rough count of the floating-point operations of `op` and what it
-/// nests: 2MNK per matmul, one per result element for other dsnn ops.
-double flopsOf(Operation *root) {
-  double flops = 0;
-  root->walk([&](Operation *op) {
-    if (!isa<nn::NNDialect>(op->getDialect()) || op->getNumRegions() != 0 ||
-        op->getNumResults() == 0)
-      return;
-    auto out = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!out || !out.hasStaticShape())
-      return;
-    double elements = static_cast<double>(out.getNumElements());
-    if (isa<nn::LinearOp, nn::MatmulOp, nn::BatchMatmulOp>(op)) {
-      auto lhs = cast<RankedTensorType>(op->getOperand(0).getType());
-      flops += 2 * elements * static_cast<double>(lhs.getShape().back());
-      return;
-    }
-    flops += elements;
-  });
-  return flops;
-}
-
 /// 90% of this rank's share of the machine's memory, as DeepCompile
 /// budgets 90% of the device's: the physical memory over the ranks mpirun
 /// started on this host. Not the memory free right now: every rank of a
@@ -241,6 +183,10 @@ private:
   /// all-gather of the chunks packed as rows.
   void fuseRun(ArrayRef<dist::AllGatherOp> run, Block &block);
   void scheduleBlock(Block &block);
+  /// Moves `rs`, a reduce-scatter of gradients a call returns, into the
+  /// callee, cut where the gradients become ready; false if it does not
+  /// have that form (nothing changed then).
+  bool sinkReduction(dist::ReduceScatterOp rs, ModuleOp module);
   /// Last position the value (or a view of it) is used or released.
   size_t lastUse(Value v, Block &block,
                  const DenseMap<Operation *, size_t> &pos);
@@ -471,6 +417,209 @@ int64_t ScheduleCommPass::inFlightAt(ArrayRef<Async> done, size_t k) const {
   return sum;
 }
 
+/// The value `v` views through single-use reshapes (ds-zero's packing of
+/// a gradient as a bucket row), and those reshapes from it to `v`.
+Value viewedValue(Value v, SmallVectorImpl<Operation *> &chain) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def) ||
+        !def->hasOneUse())
+      break;
+    chain.push_back(def);
+    v = def->getOperand(0);
+  }
+  std::reverse(chain.begin(), chain.end());
+  return v;
+}
+
+bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
+                                     ModuleOp module) {
+  // The bucket: rows (reshapes of call results) concatenated along dim 1,
+  // reduce-scattered along dim 0; its users take one row's columns each.
+  auto cat = rs.getInput().getDefiningOp<tensor::ConcatOp>();
+  auto outType = cast<RankedTensorType>(rs.getType());
+  if (!cat || cat.getDim() != 1 || !cat->hasOneUse() || outType.getRank() != 2)
+    return false;
+  func::CallOp call;
+  struct Row {
+    SmallVector<Operation *> chain;
+    unsigned result; // of the call
+    int64_t offset, width, bytes;
+    Operation *anchor = nullptr; // where the callee has the gradient
+    size_t pos = 0;
+  };
+  SmallVector<Row> rows;
+  int64_t offset = 0;
+  for (Value in : cat.getInputs()) {
+    Row row;
+    Value src = viewedValue(in, row.chain);
+    auto res = dyn_cast<OpResult>(src);
+    auto c = res ? dyn_cast<func::CallOp>(res.getOwner()) : func::CallOp();
+    if (!c || (call && c != call) || !src.hasOneUse() || row.chain.empty())
+      return false;
+    call = c;
+    auto t = cast<RankedTensorType>(in.getType());
+    row.result = res.getResultNumber();
+    row.offset = offset;
+    row.width = t.getDimSize(1);
+    row.bytes = bytesOf(t);
+    offset += row.width;
+    rows.push_back(std::move(row));
+  }
+  if (!call || call->getBlock() != rs->getBlock())
+    return false;
+  auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+  if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock())
+    return false;
+  std::optional<SymbolTable::UseRange> uses =
+      SymbolTable::getSymbolUses(callee, module);
+  if (!uses || !llvm::hasSingleElement(*uses))
+    return false;
+  // Every user of the result reads within one row.
+  for (Operation *user : rs->getUsers()) {
+    auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
+    if (!slice || !slice.hasUnitStride() || slice.getType().getRank() != 2 ||
+        ShapedType::isDynamicShape(slice.getStaticOffsets()) ||
+        ShapedType::isDynamicShape(slice.getStaticSizes()))
+      return false;
+    int64_t at = slice.getStaticOffsets()[1], width = slice.getStaticSizes()[1];
+    if (!llvm::any_of(rows, [&](const Row &r) {
+          return r.offset <= at && at + width <= r.offset + r.width;
+        }))
+      return false;
+  }
+
+  Block &body = callee.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  DenseMap<Operation *, size_t> pos;
+  size_t k = 0;
+  for (Operation &op : body)
+    pos[&op] = k++;
+  for (Row &row : rows) {
+    Value grad = ret.getOperand(row.result);
+    row.anchor =
+        grad.getDefiningOp() ? topLevel(grad.getDefiningOp(), body) : nullptr;
+    row.pos = row.anchor ? pos.lookup(row.anchor) + 1 : 0;
+  }
+  // Pieces: rows ready at one op stay together; the next group joins the
+  // piece while the joined collective is predicted to take < 1.2 x the
+  // longer of the two (DeepCompile's fusion rule), else it starts a piece.
+  int64_t n = groupSizeOf(rs, grid);
+  auto secs = [&](int64_t bytes) {
+    return model.seconds(CollectiveKind::ReduceScatter, bytes, n);
+  };
+  SmallVector<SmallVector<unsigned>> pieces;
+  int64_t pieceBytes = 0;
+  size_t pieceReady = 0;
+  for (unsigned i = 0; i < rows.size();) {
+    unsigned j = i;
+    int64_t groupBytes = 0;
+    for (; j < rows.size() && rows[j].pos == rows[i].pos; ++j)
+      groupBytes += rows[j].bytes;
+    bool join = !pieces.empty() &&
+                (rows[i].pos <= pieceReady ||
+                 secs(pieceBytes + groupBytes) <
+                     kFuseGain * std::max(secs(pieceBytes), secs(groupBytes)));
+    if (!join) {
+      pieces.emplace_back();
+      pieceBytes = 0;
+    }
+    for (; i < j; ++i)
+      pieces.back().push_back(i);
+    pieceBytes += groupBytes;
+    pieceReady = std::max(pieceReady, rows[j - 1].pos);
+  }
+
+  // In the callee: each piece packed and reduce-scattered after the op that
+  // makes its last gradient, in bucket order.
+  Location loc = rs.getLoc();
+  auto elt = outType.getElementType();
+  SmallVector<Value> reduced;
+  SmallVector<int64_t> pieceStart;
+  Operation *last = nullptr;
+  for (ArrayRef<unsigned> piece : pieces) {
+    Operation *anchor = nullptr;
+    for (unsigned i : piece)
+      if (rows[i].anchor &&
+          (!anchor || anchor->isBeforeInBlock(rows[i].anchor)))
+        anchor = rows[i].anchor;
+    OpBuilder b(&body, body.begin());
+    if (last && (!anchor || !last->isBeforeInBlock(anchor)))
+      b.setInsertionPointAfter(last);
+    else if (anchor)
+      b.setInsertionPointAfter(anchor);
+    SmallVector<Value> packed;
+    int64_t width = 0;
+    for (unsigned i : piece) {
+      IRMapping map;
+      map.map(rows[i].chain.front()->getOperand(0),
+              ret.getOperand(rows[i].result));
+      Operation *copy = nullptr;
+      for (Operation *op : rows[i].chain)
+        copy = b.clone(*op, map);
+      packed.push_back(copy->getResult(0));
+      width += rows[i].width;
+    }
+    Value in = packed.size() == 1
+                   ? packed.front()
+                   : tensor::ConcatOp::create(b, loc, 1, packed).getResult();
+    OperationState state(loc, dist::ReduceScatterOp::getOperationName());
+    state.addOperands(in);
+    state.addAttributes(rs->getAttrs());
+    state.addTypes(RankedTensorType::get({outType.getDimSize(0), width}, elt));
+    last = b.create(state);
+    reduced.push_back(last->getResult(0));
+    pieceStart.push_back(rows[piece.front()].offset);
+  }
+  // The callee returns the pieces instead of the gradients.
+  llvm::BitVector gone(callee.getNumResults());
+  for (const Row &row : rows)
+    gone.set(row.result);
+  SmallVector<Value> operands;
+  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
+    if (!gone.test(i))
+      operands.push_back(v);
+  llvm::append_range(operands, reduced);
+  unsigned kept = operands.size() - reduced.size();
+  ret->setOperands(operands);
+  if (failed(callee.eraseResults(gone)))
+    return false; // not reached: results are plain
+  for (auto [i, v] : llvm::enumerate(reduced))
+    (void)callee.insertResult(kept + i, v.getType(), DictionaryAttr());
+
+  // The caller reads the pieces.
+  OpBuilder b(call);
+  auto newCall =
+      func::CallOp::create(b, call.getLoc(), callee, call.getOperands());
+  unsigned next = 0;
+  for (auto [i, r] : llvm::enumerate(call.getResults()))
+    if (!gone.test(i))
+      r.replaceAllUsesWith(newCall.getResult(next++));
+  for (Operation *user : llvm::make_early_inc_range(rs->getUsers())) {
+    auto slice = cast<tensor::ExtractSliceOp>(user);
+    int64_t at = slice.getStaticOffsets()[1];
+    unsigned p = pieces.size() - 1;
+    while (pieceStart[p] > at)
+      --p;
+    OpBuilder sb(slice);
+    auto moved = tensor::ExtractSliceOp::create(
+        sb, slice.getLoc(), slice.getType(), newCall.getResult(kept + p),
+        ValueRange{}, ValueRange{}, ValueRange{},
+        sb.getDenseI64ArrayAttr(
+            {slice.getStaticOffsets()[0], at - pieceStart[p]}),
+        slice.getStaticSizes(), slice.getStaticStrides());
+    slice.getResult().replaceAllUsesWith(moved.getResult());
+    slice->erase();
+  }
+  rs->erase();
+  cat->erase();
+  for (Row &row : llvm::reverse(rows))
+    for (Operation *op : llvm::reverse(row.chain))
+      op->erase();
+  call->erase();
+  ++numSunk;
+  return true;
+}
+
 void ScheduleCommPass::scheduleBlock(Block &block) {
   SmallVector<Operation *> blocking;
   for (Operation &op : block) {
@@ -536,9 +685,23 @@ void ScheduleCommPass::scheduleBlock(Block &block) {
       ops.push_back(&op);
     }
 
+  // Gathers first, then reductions, each kind keeping its own order: a
+  // reduction started after a layer's backward must not hold back the
+  // gathers of the layers after it, which the runtime then posts ahead of
+  // it (it posts a group's collectives in the order started).
+  SmallVector<Async *> order;
+  for (bool gathers : {true, false})
+    for (Async &a : asyncs)
+      if (a.gather == gathers)
+        order.push_back(&a);
   SmallVector<Async> placed;
   size_t previousStart = 0;
-  for (Async &a : asyncs) {
+  bool previousGather = true;
+  for (Async *ap : order) {
+    Async &a = *ap;
+    if (a.gather != previousGather)
+      previousStart = 0;
+    previousGather = a.gather;
     a.waitAt = pos.lookup(a.wait);
     a.end = std::max(a.waitAt, lastUse(a.wait->getResult(0), block, pos));
     Operation *def = a.start->getOperand(0).getDefiningOp();
@@ -600,7 +763,7 @@ void ScheduleCommPass::emitPlan(Block &block, ArrayRef<Async> placed,
     double flops = 0;
     for (size_t k = a.startAt; k < a.waitAt; ++k)
       flops += flopsOf(ops[k]);
-    double compute = flops / kFlopsPerSecond;
+    double compute = flops / kPlanFlopsPerSecond;
     double hidden = std::min(comm, compute);
     commTotal += comm;
     hiddenTotal += hidden;
@@ -646,6 +809,15 @@ void ScheduleCommPass::runOnOperation() {
   grid =
       module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
   budgetBytes = memoryBudget ? memoryBudget : defaultMemoryBudget();
+  if (overlapReduce) {
+    SmallVector<dist::ReduceScatterOp> buckets;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal())
+        for (auto rs : fn.getBody().front().getOps<dist::ReduceScatterOp>())
+          buckets.push_back(rs);
+    for (dist::ReduceScatterOp rs : buckets)
+      sinkReduction(rs, module);
+  }
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
       continue;
