@@ -315,6 +315,10 @@ def InlineIntoCWrappers : Pass<"ds-inline-into-c-wrappers", "mlir::ModuleOp"> {
     fields the body reads are loaded one by one where they are first used:
     held from the top of a step, thousands of pointers would each be
     spilled, and LLVM's fast instruction selection has no aggregate loads.
+    The body's reads of the descriptors it rebuilds from those fields
+    (FuncToLLVM's entry block) are forwarded to the fields first, so a
+    field the body does not read is never loaded, and one it reads is
+    loaded where it is used, not where the descriptor was rebuilt.
 
       llvm.func @step(%a: !llvm.ptr, %b: !llvm.ptr, %off: i64, ...) { body }
       llvm.func @_mlir_ciface_step(%d: !llvm.ptr) {
