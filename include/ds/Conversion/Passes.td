@@ -370,6 +370,24 @@ def InternalizeFunctions : Pass<"ds-internalize-functions", "mlir::ModuleOp"> {
   ];
 }
 
+def CanonicalizeCallees : Pass<"ds-canonicalize-callees", "mlir::ModuleOp"> {
+  let summary = "Canonicalize every LLVM function but the entry points' C wrappers";
+  let description = [{
+    The canonicalizer at the end of ds-lower-to-llvm, less the step's glue
+    (the `_mlir_ciface_` wrappers that ds-inline-into-c-wrappers moved the
+    entry points into). That glue is compiled without optimization and
+    holds nothing left to fold (the descriptors it rebuilt are gone); what
+    the canonicalizer did there was only merging duplicate constants,
+    which LLVM IR does not have, yet visiting the glue's ~130000 ops of a
+    96-layer step took it about half a second. Layer and kernel functions
+    are canonicalized as before, each on its own (the canonicalizer folds
+    within a function, so the result is the same).
+
+      llvm.func @_mlir_ciface_step(...) { %c = llvm.mlir.constant(0 : i64) ... }  // as is
+      llvm.func internal @kernel_0(...) { ... }                                   // canonicalized
+  }];
+}
+
 def SplitEntryBlocks : Pass<"ds-split-entry-blocks", "mlir::ModuleOp"> {
   let summary = "Move each function's body out of its entry block";
   let description = [{
