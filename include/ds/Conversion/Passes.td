@@ -315,6 +315,10 @@ def InlineIntoCWrappers : Pass<"ds-inline-into-c-wrappers", "mlir::ModuleOp"> {
     fields the body reads are loaded one by one where they are first used:
     held from the top of a step, thousands of pointers would each be
     spilled, and LLVM's fast instruction selection has no aggregate loads.
+    The body's reads of the descriptors it rebuilds from those fields
+    (FuncToLLVM's entry block) are forwarded to the fields first, so a
+    field the body does not read is never loaded, and one it reads is
+    loaded where it is used, not where the descriptor was rebuilt.
 
       llvm.func @step(%a: !llvm.ptr, %b: !llvm.ptr, %off: i64, ...) { body }
       llvm.func @_mlir_ciface_step(%d: !llvm.ptr) {
@@ -364,6 +368,24 @@ def InternalizeFunctions : Pass<"ds-internalize-functions", "mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numInternalized", "internalized", "functions made internal">,
   ];
+}
+
+def CanonicalizeCallees : Pass<"ds-canonicalize-callees", "mlir::ModuleOp"> {
+  let summary = "Canonicalize every LLVM function but the entry points' C wrappers";
+  let description = [{
+    The canonicalizer at the end of ds-lower-to-llvm, less the step's glue
+    (the `_mlir_ciface_` wrappers that ds-inline-into-c-wrappers moved the
+    entry points into). That glue is compiled without optimization and
+    holds nothing left to fold (the descriptors it rebuilt are gone); what
+    the canonicalizer did there was only merging duplicate constants,
+    which LLVM IR does not have, yet visiting the glue's ~130000 ops of a
+    96-layer step took it about half a second. Layer and kernel functions
+    are canonicalized as before, each on its own (the canonicalizer folds
+    within a function, so the result is the same).
+
+      llvm.func @_mlir_ciface_step(...) { %c = llvm.mlir.constant(0 : i64) ... }  // as is
+      llvm.func internal @kernel_0(...) { ... }                                   // canonicalized
+  }];
 }
 
 def SplitEntryBlocks : Pass<"ds-split-entry-blocks", "mlir::ModuleOp"> {

@@ -67,9 +67,45 @@ struct InlineIntoCWrappersPass
         continue;
       call.erase();
       callee.erase();
+      forwardRebuiltDescriptors(wrapper);
       sinkDescriptorLoads(wrapper);
       ++numInlined;
     }
+  }
+
+  // The body rebuilds every memref argument's descriptor from its fields
+  // (FuncToLLVM: poison, then one insertvalue per field) and reads back
+  // one or two of them. Those reads are forwarded to the fields and the
+  // rebuilt descriptors erased, so that only the fields the body reads are
+  // loaded below. Left to the canonicalizer after this pass, a load per
+  // field was made and erased again with its descriptor: ~80000 ops of a
+  // 24-layer step's glue, a fifth of the MLIR time at 96 layers.
+  static void forwardRebuiltDescriptors(LLVM::LLVMFuncOp wrapper) {
+    wrapper.walk([](LLVM::ExtractValueOp extract) {
+      ArrayRef<int64_t> position = extract.getPosition();
+      Value container = extract.getContainer();
+      while (auto insert = container.getDefiningOp<LLVM::InsertValueOp>()) {
+        ArrayRef<int64_t> inserted = insert.getPosition();
+        if (inserted == position) {
+          extract.replaceAllUsesWith(insert.getValue());
+          return;
+        }
+        // A position inside the read one, or around it: the field is not
+        // one value here.
+        size_t common = std::min(inserted.size(), position.size());
+        if (inserted.take_front(common) == position.take_front(common))
+          return;
+        container = insert.getContainer();
+      }
+    });
+    // Users come after their operands in the body's straight-line blocks,
+    // so one backward sweep erases whole descriptor chains.
+    for (Block &block : llvm::reverse(wrapper.getBody()))
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (isa<LLVM::ExtractValueOp, LLVM::InsertValueOp, LLVM::PoisonOp,
+                LLVM::UndefOp>(op) &&
+            op.use_empty())
+          op.erase();
   }
 
   // The wrapper loads every descriptor first; held in registers through

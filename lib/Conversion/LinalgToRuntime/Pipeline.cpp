@@ -144,7 +144,7 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // internal, LLVM drops the descriptor fields they never read.
   pm.addPass(ds::createInlineIntoCWrappers());
   pm.addPass(ds::createInternalizeFunctions());
-  pm.addPass(createCanonicalizerPass());
+  pm.addPass(ds::createCanonicalizeCallees());
 }
 
 void ds::registerLowerToLLVMPipeline() {
