@@ -2,6 +2,7 @@
 #include "ds/Execution/JIT.h"
 
 #include "ds/Execution/JitTarget.h"
+#include "ds/Support/CInterface.h"
 
 #include "dsrt/dsrt.h"
 
@@ -142,13 +143,13 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
   engine_->initialize();
   // Compile everything now, so the first call is not the slow one.
   for (const FunctionSignature &sig : functions_) {
-    auto fn = engine_->lookupPacked("_mlir_ciface_" + sig.name);
+    auto fn = engine_->lookupPacked(mlir::ds::cWrapperName(sig.name));
     if (!fn)
       return makeError("cannot compile @" + sig.name + ": " +
                        llvm::toString(fn.takeError()));
     entries_.push_back(reinterpret_cast<PackedEntry>(*fn));
     if (dumpObject)
-      if (auto addr = engine_->lookup("_mlir_ciface_" + sig.name))
+      if (auto addr = engine_->lookup(mlir::ds::cWrapperName(sig.name)))
         llvm::errs() << "ds-jit: @" << sig.name << " (C interface) at " << *addr
                      << "\n";
   }

@@ -3,6 +3,7 @@
 
 #include "ds/Conversion/LinalgToRuntime.h"
 #include "ds/Execution/PackedCall.h"
+#include "ds/Support/CInterface.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -109,8 +110,7 @@ void markGlueOptimizeNone(ModuleOp module) {
 /// their number, and the packed wrapper that called it was one call
 /// passing all of them.
 void packEntryPoint(ModuleOp module, llvm::StringRef name) {
-  auto fn =
-      module.lookupSymbol<LLVM::LLVMFuncOp>(("_mlir_ciface_" + name).str());
+  auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(mlir::ds::cWrapperName(name));
   if (!fn || fn.isExternal())
     return;
   MLIRContext *ctx = module.getContext();

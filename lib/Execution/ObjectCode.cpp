@@ -1,6 +1,8 @@
 //===- ObjectCode.cpp - A ds module compiled into a shared object ---------===//
 #include "ds/Execution/ObjectCode.h"
 
+#include "ds/Support/CInterface.h"
+
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"
@@ -174,7 +176,7 @@ llvm::Expected<LoweredModule> mlir::ds::exec::compileSharedObject(
     if (llvmModule->getFunction(exported.back()))
       continue;
     llvm::Function *ciface =
-        llvmModule->getFunction("_mlir_ciface_" + sig.name);
+        llvmModule->getFunction(mlir::ds::cWrapperName(sig.name));
     if (!ciface)
       return makeError("@" + sig.name + " has no C interface");
     addPackedWrapper(*llvmModule, *ciface, exported.back());

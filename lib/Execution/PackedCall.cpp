@@ -1,6 +1,8 @@
 //===- PackedCall.cpp - Call compiled functions on host Tensors -----------===//
 #include "ds/Execution/PackedCall.h"
 
+#include "ds/Support/CInterface.h"
+
 #include "dsrt/dsrt.h"
 
 using namespace mlir::ds::exec;
@@ -51,7 +53,8 @@ llvm::Error checkValue(const Tensor &t, const ValueInfo &info,
 } // namespace
 
 std::string mlir::ds::exec::packedEntrySymbol(llvm::StringRef name) {
-  return ("_mlir__mlir_ciface_" + name).str();
+  // The JIT's packed form of a C wrapper.
+  return "_mlir_" + mlir::ds::cWrapperName(name);
 }
 
 // UBSan's -fsanitize=function (part of -fsanitize=undefined) reads a type

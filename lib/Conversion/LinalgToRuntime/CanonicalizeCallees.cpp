@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Conversion/Passes.h"
+#include "ds/Support/CInterface.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/PatternMatch.h"
@@ -19,8 +20,6 @@ namespace mlir::ds {
 using namespace mlir;
 
 namespace {
-
-constexpr llvm::StringLiteral kWrapperPrefix = "_mlir_ciface_";
 
 struct CanonicalizeCalleesPass
     : ds::impl::CanonicalizeCalleesBase<CanonicalizeCalleesPass> {
@@ -43,7 +42,7 @@ struct CanonicalizeCalleesPass
     config.setUseTopDownTraversal(true).setRegionSimplificationLevel(
         GreedySimplifyRegionLevel::Normal);
     for (auto fn : getOperation().getOps<LLVM::LLVMFuncOp>())
-      if (!fn.isExternal() && !fn.getName().starts_with(kWrapperPrefix))
+      if (!fn.isExternal() && !fn.getName().starts_with(ds::kCWrapperPrefix))
         (void)applyPatternsGreedily(fn, patterns, config);
   }
 

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Conversion/Passes.h"
+#include "ds/Support/CInterface.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/Transforms/InlinerInterfaceImpl.h"
@@ -20,8 +21,6 @@ namespace mlir::ds {
 using namespace mlir;
 
 namespace {
-
-constexpr llvm::StringLiteral kWrapperPrefix = "_mlir_ciface_";
 
 struct InlineIntoCWrappersPass
     : ds::impl::InlineIntoCWrappersBase<InlineIntoCWrappersPass> {
@@ -44,11 +43,11 @@ struct InlineIntoCWrappersPass
     };
     SmallVector<LLVM::LLVMFuncOp> wrappers;
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>())
-      if (fn.getName().starts_with(kWrapperPrefix) && !fn.isExternal())
+      if (fn.getName().starts_with(ds::kCWrapperPrefix) && !fn.isExternal())
         wrappers.push_back(fn);
     for (LLVM::LLVMFuncOp wrapper : wrappers) {
       auto callee = symbols.lookup<LLVM::LLVMFuncOp>(
-          wrapper.getName().drop_front(kWrapperPrefix.size()));
+          wrapper.getName().drop_front(ds::kCWrapperPrefix.size()));
       if (!callee || callee.isExternal() || callee.getNoInline())
         continue;
       // Only the wrapper may call it: another caller would need the body
