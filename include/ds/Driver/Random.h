@@ -17,16 +17,42 @@
 namespace ds::driver {
 
 /// One SplitMix64 step: a bijective 64-bit mix.
-uint64_t mix64(uint64_t x);
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
 
-/// The index-th 64-bit value of the stream (seed, stream).
-uint64_t randomBits(uint64_t seed, uint64_t stream, uint64_t index);
+/// The key of the stream (seed, stream): what every value of the stream
+/// shares, computed once per tensor rather than once per element.
+inline uint64_t streamKey(uint64_t seed, uint64_t stream) {
+  return mix64(mix64(seed) ^ stream);
+}
+
+/// The index-th 64-bit value of the stream with `key`.
+inline uint64_t randomBitsAt(uint64_t key, uint64_t index) {
+  return mix64(key ^ index);
+}
 
 /// Uniform double in [0, 1) with 53 random bits.
-double randomUniform(uint64_t seed, uint64_t stream, uint64_t index);
+inline double randomUniformAt(uint64_t key, uint64_t index) {
+  return static_cast<double>(randomBitsAt(key, index) >> 11) * 0x1.0p-53;
+}
 
 /// Standard normal via Box-Muller over the uniform pair (2i, 2i+1).
-double randomNormal(uint64_t seed, uint64_t stream, uint64_t index);
+double randomNormalAt(uint64_t key, uint64_t index);
+
+/// The same, keyed by (seed, stream).
+inline uint64_t randomBits(uint64_t seed, uint64_t stream, uint64_t index) {
+  return randomBitsAt(streamKey(seed, stream), index);
+}
+inline double randomUniform(uint64_t seed, uint64_t stream, uint64_t index) {
+  return randomUniformAt(streamKey(seed, stream), index);
+}
+inline double randomNormal(uint64_t seed, uint64_t stream, uint64_t index) {
+  return randomNormalAt(streamKey(seed, stream), index);
+}
 
 /// FNV-1a of a name: the stream of a named parameter, so its values do not
 /// depend on the order parameters are declared in.
