@@ -1,14 +1,23 @@
-//===- ParamInit.cpp - Deterministic parameter initialization
-//--------------===//
+//===- ParamInit.cpp - Deterministic parameter initialization -------------===//
 #include "ds/Driver/ParamInit.h"
 #include "ds/Driver/Random.h"
 
+#include "dsrt/dsrt.h"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
 using namespace ds::driver;
 
-void ds::driver::initParameter(llvm::StringRef name, InitKind kind,
-                               double scale, uint64_t seed, int64_t first,
-                               int64_t count, float *out) {
-  uint64_t key = streamKey(seed, streamOf(name));
+namespace {
+
+/// Elements below which one thread draws a tensor: a thread's start-up
+/// costs about as much as drawing this many normals.
+constexpr int64_t kParallelMinElements = 1 << 16;
+
+void drawRange(uint64_t key, InitKind kind, double scale, int64_t first,
+               int64_t count, float *out) {
   for (int64_t i = 0; i < count; ++i) {
     uint64_t index = static_cast<uint64_t>(first + i);
     switch (kind) {
@@ -27,4 +36,31 @@ void ds::driver::initParameter(llvm::StringRef name, InitKind kind,
       break;
     }
   }
+}
+
+} // namespace
+
+void ds::driver::initParameter(llvm::StringRef name, InitKind kind,
+                               double scale, uint64_t seed, int64_t first,
+                               int64_t count, float *out) {
+  uint64_t key = streamKey(seed, streamOf(name));
+  // Each element depends only on its index, so the runtime's threads (the
+  // BLAS thread count the user or the launcher chose) draw contiguous
+  // pieces and the values are the same for any thread count.
+  int64_t threads = std::min<int64_t>(std::max(1, dsrt_threads_get()),
+                                      count / kParallelMinElements);
+  if (threads <= 1) {
+    drawRange(key, kind, scale, first, count, out);
+    return;
+  }
+  std::vector<std::thread> workers;
+  auto piece = [&](int64_t t) {
+    int64_t begin = count * t / threads, end = count * (t + 1) / threads;
+    drawRange(key, kind, scale, first + begin, end - begin, out + begin);
+  };
+  for (int64_t t = 1; t < threads; ++t)
+    workers.emplace_back(piece, t);
+  piece(0);
+  for (std::thread &w : workers)
+    w.join();
 }

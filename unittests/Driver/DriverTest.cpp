@@ -6,6 +6,8 @@
 #include "ds/Driver/Random.h"
 #include "ds/Driver/SafeTensors.h"
 
+#include "dsrt/dsrt.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -106,6 +108,23 @@ TEST(ParamInit, ShardsComposeToTheWhole) {
     EXPECT_EQ(whole[i], a[i]);
   for (int i = 0; i < 63; ++i)
     EXPECT_EQ(whole[37 + i], b[i]);
+}
+
+TEST(ParamInit, AnyThreadCountDrawsTheSameValues) {
+  // Large tensors are drawn by the runtime's threads in pieces; each value
+  // must still be Box-Muller of its own index (the per-element formula).
+  const int64_t n = 300000, first = 5;
+  const int before = dsrt_threads_get();
+  for (int threads : {1, 3, 4}) {
+    dsrt_threads_set(threads);
+    std::vector<float> v(n);
+    initParameter("h.1.w", InitKind::Normal, 0.02, 9, first, n, v.data());
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(v[i], static_cast<float>(
+                          0.02 * randomNormal(9, streamOf("h.1.w"), first + i)))
+          << "element " << i << " with " << threads << " threads";
+  }
+  dsrt_threads_set(before);
 }
 
 TEST(ParamInit, NamesAreIndependentStreams) {

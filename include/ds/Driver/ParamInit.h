@@ -19,7 +19,8 @@ namespace ds::driver {
 enum class InitKind { Zeros, Ones, Normal, Uniform };
 
 /// Fills elements [first, first + count) of parameter `name`: zeros, ones,
-/// normal(0, scale) or uniform(-scale, scale).
+/// normal(0, scale) or uniform(-scale, scale). Large ranges are drawn by
+/// the runtime's threads (dsrt_threads_get), with the same values.
 void initParameter(llvm::StringRef name, InitKind kind, double scale,
                    uint64_t seed, int64_t first, int64_t count, float *out);
 
