@@ -12,7 +12,10 @@
 #    "first_step_s@n_layer=N" (process start to the end of step 1) and
 #    "to_first_step_s@n_layer=N" (the same less step 1's own step_ms from
 #    the metrics file: what start-up costs before any training compute,
-#    which is where compilation is). Then "depth_scaling" and
+#    which is where compilation is), and "compile_cpu_s@n_layer=N": the
+#    CPU seconds (user + sys) of ds-compile alone for one rank, against
+#    the same at the shallowest depth: its ratio, t(shallowest) / t(N), is
+#    1 when the compile does not grow with depth. Then "depth_scaling" and
 #    "to_first_step_scaling" = t(deepest) / t(shallowest) per side: compile
 #    once per distinct layer makes ds's close to 1. STARTUP_LAYERS (default
 #    "2 8 24 96") picks the depths.
@@ -73,6 +76,13 @@ PY
 
 first="" last=""
 for n in $layers; do
+  /usr/bin/time -f "%U %S" -o "$tmp/cc$n" "$ds_compile" --model "$(spec "$n")" \
+    --config "$config" --world-size 1 -o "$tmp/cc$n.art" --quiet
+  cc_s=$("$PYTHON" -c "u, s = open('$tmp/cc$n').read().split(); print(float(u) + float(s))")
+  [ -n "$first" ] || cc_first=$cc_s
+  echo "bench: n_layer $n: ds-compile ${cc_s} CPU s" >&2
+  bench_json startup "compile_cpu_s@n_layer=$n" "$cc_s" "$cc_first" \
+    "ds-compile at the shallowest depth" 0
   timed "$tmp/ds$n" env DS_COMPILE_CACHE="$tmp/cold$n" "$ds_train" \
     --model "$(spec "$n")" --config "$config" --synthetic --steps 1 --quiet \
     --metrics "$tmp/ds$n.jsonl"
