@@ -353,10 +353,9 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
       return diags.error("lowering to LLVM failed");
   }
   // Heap buffers through libdsrt, which counts them (dsrt_mem_peak_bytes).
-  for (auto [libc, dsrt] :
-       {std::pair{"malloc", "dsrt_malloc"},
-        std::pair{"aligned_alloc", "dsrt_aligned_alloc"},
-        std::pair{"free", "dsrt_free"}})
+  for (auto [libc, dsrt] : {std::pair{"malloc", "dsrt_malloc"},
+                            std::pair{"aligned_alloc", "dsrt_aligned_alloc"},
+                            std::pair{"free", "dsrt_free"}})
     if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(libc)) {
       if (failed(SymbolTable::replaceAllSymbolUses(
               fn, StringAttr::get(ctx, dsrt), module)))

@@ -27,8 +27,8 @@ static void account(int64_t delta) {
  * so the pointer keeps it). */
 static void *tracked(size_t alignment, size_t bytes) {
   size_t header = alignment < 16 ? 16 : alignment;
-  char *base = aligned_alloc(header, header + (bytes + header - 1) / header *
-                                                  header);
+  char *base =
+      aligned_alloc(header, header + (bytes + header - 1) / header * header);
   if (!base)
     return NULL;
   char *p = base + header;

@@ -1,4 +1,4 @@
-//===- MemoryPlan.h - The step's peak memory per rank, from its IR -*- C++ -*-===//
+//===- MemoryPlan.h - The step's peak memory per rank -------*- C++ -*-===//
 //
 // What ds-plan-memory predicts a rank holds at most during one call of the
 // step, read off the tensor IR after the training pipeline (and

@@ -148,8 +148,28 @@ bool contiguousSlice(tensor::ExtractSliceOp slice) {
 class BlockPeak {
 public:
   enum Kind { Plain, Gathered, InFlight };
+  struct Buffer {
+    int64_t bytes;
+    Kind kind;
+    unsigned def, last;
+    /// A started collective's result: in flight until its wait, then
+    /// `waitedKind` (a gathered parameter, or plain).
+    unsigned waited = ~0u;
+    Kind waitedKind = Plain;
+    Kind kindAt(unsigned at) const { return at < waited ? kind : waitedKind; }
+  };
   struct Outer {
     int64_t total = 0, gathered = 0, inFlight = 0;
+    void add(int64_t bytes, Kind kind) {
+      total += bytes;
+      gathered += kind == Gathered ? bytes : 0;
+      inFlight += kind == InFlight ? bytes : 0;
+    }
+    void add(const Outer &o) {
+      total += o.total;
+      gathered += o.gathered;
+      inFlight += o.inFlight;
+    }
   };
 
   BlockPeak(ModuleOp module, PeakMemoryPlan &plan,
@@ -161,11 +181,6 @@ public:
   /// the terminator's operands are this block's buffers (else the
   /// caller's: the entry's results, a layer's out-params).
   int64_t run(Block &block, Outer outer, bool owned) {
-    struct Buffer {
-      int64_t bytes;
-      Kind kind;
-      unsigned def, last;
-    };
     SmallVector<Buffer> buffers;
     DenseMap<Value, unsigned> root;
     DenseMap<Operation *, unsigned> pos;
@@ -200,10 +215,11 @@ public:
       } else if (auto wait = dyn_cast<dist::WaitOp>(op)) {
         if (wait.getResult()) {
           alias(wait.getResult(), wait.getHandle());
-          auto it = root.find(wait.getHandle());
-          if (it != root.end() && buffers[it->second].kind == InFlight &&
-              isa<dist::AllGatherStartOp>(wait.getHandle().getDefiningOp()))
-            buffers[it->second].kind = Gathered;
+          if (auto it = root.find(wait.getHandle()); it != root.end()) {
+            buffers[it->second].waited = at;
+            if (isa<dist::AllGatherStartOp>(wait.getHandle().getDefiningOp()))
+              buffers[it->second].waitedKind = Gathered;
+          }
         }
       } else if (isa<dist::AllGatherStartOp, dist::ReduceScatterStartOp,
                      dist::AllReduceStartOp, dist::AllToAllStartOp>(op)) {
@@ -215,6 +231,8 @@ public:
         make(handle,
              bytesOf(cast<dist::HandleType>(handle.getType()).getPayload()),
              InFlight, at);
+      } else if (auto gather = dyn_cast<dist::AllGatherOp>(op)) {
+        make(gather.getResult(), bytesOf(gather.getType()), Gathered, at);
       } else if (isa<dist::AllReduceOp>(op)) {
         // In place on its operand's buffer.
         alias(op.getResult(0), op.getOperand(0));
@@ -288,15 +306,25 @@ public:
           if (auto it = root.find(v); it != root.end())
             buffers[it->second].bytes = 0;
     }
+    // One sweep: each buffer adds its bytes where it starts to live (or
+    // changes kind) and takes them back after.
+    SmallVector<Outer> delta(n + 1);
+    auto range = [&](unsigned from, unsigned to, int64_t bytes, Kind kind) {
+      to = std::min(to, n - 1);
+      if (from > to)
+        return;
+      delta[from].add(bytes, kind);
+      delta[to + 1].add(-bytes, kind);
+    };
+    for (const Buffer &b : buffers) {
+      range(b.def, std::min(b.last, b.waited - 1), b.bytes, b.kind);
+      if (b.waited != ~0u)
+        range(std::max(b.def, b.waited), b.last, b.bytes, b.waitedKind);
+    }
     int64_t peak = 0;
+    Outer live;
     for (unsigned at = 0; at < n; ++at) {
-      Outer live;
-      for (const Buffer &b : buffers)
-        if (b.def <= at && at <= b.last) {
-          live.total += b.bytes;
-          live.gathered += b.kind == Gathered ? b.bytes : 0;
-          live.inFlight += b.kind == InFlight ? b.bytes : 0;
-        }
+      live.add(delta[at]);
       int64_t here = live.total + extra[at];
       peak = std::max(peak, here);
       plan.gatheredPeak =
@@ -313,14 +341,10 @@ public:
   }
 
 private:
-  template <typename Buffers>
-  static Outer liveAt(const Buffers &buffers, unsigned at, Outer outer) {
-    for (const auto &b : buffers)
-      if (b.def <= at && at <= b.last) {
-        outer.total += b.bytes;
-        outer.gathered += b.kind == Gathered ? b.bytes : 0;
-        outer.inFlight += b.kind == InFlight ? b.bytes : 0;
-      }
+  static Outer liveAt(ArrayRef<Buffer> buffers, unsigned at, Outer outer) {
+    for (const Buffer &b : buffers)
+      if (b.def <= at && at <= b.last)
+        outer.add(b.bytes, b.kindAt(at));
     return outer;
   }
 
