@@ -25,16 +25,17 @@ struct PeakMemoryPlan {
   /// The most bytes of the step's own buffers live at once (its micro-batch
   /// loop and the functions it calls included: one arena, reused).
   int64_t transient = 0;
-  /// Each layer function's temporaries, summed over the distinct layer
-  /// functions (each has an arena of its own, all held at once).
-  int64_t layers = 0;
+  /// The buffers of the functions with an arena of their own (all held at
+  /// once): each distinct layer function, and a function called from more
+  /// than one place (a pipeline stage's forward and backward).
+  int64_t functions = 0;
   /// Of the buffers live at the transient peak: gathered parameters
   /// (waited, not yet released) and collectives in flight (started, not
   /// waited: snapshot and result). The largest of each alone, too.
   int64_t gatheredAtPeak = 0, inFlightAtPeak = 0;
   int64_t gatheredPeak = 0, inFlightPeak = 0;
 
-  int64_t total() const { return held + transient + layers; }
+  int64_t total() const { return held + transient + functions; }
 };
 
 /// The plan of `entry`'s peak, or nullopt when it has no body.

@@ -1034,14 +1034,16 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
     it to its last use, through views; a gathered parameter to its
     `dsdist.release`; a collective between its start and wait holds a
     snapshot of its operand and its result; a loop's accumulators two
-    slots; a callee's buffers where it is called), plus each distinct
-    layer function's temporaries (an arena each). ds-train reports it as
+    slots; a function called once has its buffers counted where it is
+    called), plus the buffers of the functions with an arena of their own
+    (each distinct layer function, a function called from more than one
+    place), all held at once. ds-train reports it as
     `planned_peak_bytes` next to libdsrt's measured `peak_tracked_bytes`.
 
       (GPT-tiny, micro-batch 2, ZeRO-3 on 2 ranks with overlap_comm)
       remark: ds-plan-memory: peak per rank 299808 B = arguments and
         results 93460 B + step buffers 184844 B (gathered parameters
-        0 B, in flight 57216 B of it) + layer temporaries 21504 B;
+        0 B, in flight 57216 B of it) + other functions' buffers 21504 B;
         gathered parameters at most 13120 B, in flight at most 83808 B
   }];
   let options = [

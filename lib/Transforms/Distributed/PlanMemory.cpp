@@ -172,9 +172,21 @@ public:
     }
   };
 
-  BlockPeak(ModuleOp module, PeakMemoryPlan &plan,
-            llvm::StringMap<int64_t> &layerPeaks)
-      : module(module), plan(plan), layerPeaks(layerPeaks) {}
+  /// What the simulations of one step share.
+  struct Step {
+    ModuleOp module;
+    PeakMemoryPlan &plan;
+    /// Static call sites per callee: ds-inline-glue inlines a function
+    /// called once; one called more often keeps an arena of its own.
+    llvm::StringMap<unsigned> callSites;
+    /// The peak of each function with an arena of its own.
+    llvm::StringMap<int64_t> arenas;
+  };
+
+  /// `timeline`: whether these buffers share the step's arena (their peak
+  /// is the plan's), or are a function's with an arena of its own.
+  BlockPeak(Step &step, bool timeline)
+      : module(step.module), plan(step.plan), step(step), timeline(timeline) {}
 
   /// Simulates `block` under `outer` bytes live around it, records the
   /// peaks in the plan, and returns this block's own peak. `owned`: whether
@@ -245,10 +257,20 @@ public:
             results += bytesOf(r.getType());
           }
         if (callee && !callee.isExternal()) {
-          // The callee's own returns are the results counted here.
-          Outer inner = liveAt(buffers, at, outer);
-          extra[at] = std::max<int64_t>(
-              0, run(callee.getBody().front(), inner, true) - results);
+          if (step.callSites.lookup(callee.getName()) == 1 &&
+              callee.getBody().hasOneBlock() &&
+              !callee->hasAttr("dsnn.layer_count")) {
+            // Inlined: the callee's own returns are the results counted
+            // here.
+            Outer inner = liveAt(buffers, at, outer);
+            extra[at] = std::max<int64_t>(
+                0, run(callee.getBody().front(), inner, true) - results);
+          } else {
+            int64_t inside = BlockPeak(step, false)
+                                 .run(callee.getBody().front(), Outer(), false);
+            int64_t &peak = step.arenas["@" + callee.getName().str()];
+            peak = std::max(peak, inside);
+          }
         }
       } else if (auto layer = dyn_cast<nn::LayerOp>(op)) {
         for (Value r : layer.getResults())
@@ -261,9 +283,9 @@ public:
         os << layer.getLayerType();
         for (Type t : layer.getResultTypes())
           os << ' ' << t;
-        int64_t inside = BlockPeak(module, plan, layerPeaks)
-                             .run(layer.getBody().front(), Outer(), false);
-        int64_t &peak = layerPeaks[key];
+        int64_t inside =
+            BlockPeak(step, false).run(layer.getBody().front(), Outer(), false);
+        int64_t &peak = step.arenas[key];
         peak = std::max(peak, inside);
       } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
         // A result is the last iteration's buffer; the body's yields are
@@ -327,6 +349,8 @@ public:
       live.add(delta[at]);
       int64_t here = live.total + extra[at];
       peak = std::max(peak, here);
+      if (!timeline)
+        continue;
       plan.gatheredPeak =
           std::max(plan.gatheredPeak, outer.gathered + live.gathered);
       plan.inFlightPeak =
@@ -350,7 +374,8 @@ private:
 
   ModuleOp module;
   PeakMemoryPlan &plan;
-  llvm::StringMap<int64_t> &layerPeaks;
+  Step &step;
+  bool timeline;
   DenseMap<Value, unsigned> snapshotOf;
 };
 
@@ -368,11 +393,11 @@ std::optional<PeakMemoryPlan> mlir::ds::planPeakMemory(ModuleOp module,
   for (Type t : fn.getResultTypes())
     if (isa<RankedTensorType>(t))
       plan.held += bytesOf(t);
-  llvm::StringMap<int64_t> layerPeaks;
-  BlockPeak(module, plan, layerPeaks)
-      .run(fn.getBody().front(), BlockPeak::Outer(), false);
-  for (const auto &entry : layerPeaks)
-    plan.layers += entry.getValue();
+  BlockPeak::Step step{module, plan, {}, {}};
+  module.walk([&](func::CallOp call) { ++step.callSites[call.getCallee()]; });
+  BlockPeak(step, true).run(fn.getBody().front(), BlockPeak::Outer(), false);
+  for (const auto &entry : step.arenas)
+    plan.functions += entry.getValue();
   return plan;
 }
 
@@ -455,7 +480,7 @@ struct PlanMemoryPass : mlir::ds::impl::PlanMemoryBase<PlanMemoryPass> {
                       << " B + step buffers " << p->transient
                       << " B (gathered parameters " << p->gatheredAtPeak
                       << " B, in flight " << p->inFlightAtPeak
-                      << " B of it) + layer temporaries " << p->layers
+                      << " B of it) + other functions' buffers " << p->functions
                       << " B; gathered parameters at most " << p->gatheredPeak
                       << " B, in flight at most " << p->inFlightPeak << " B";
       fn->setAttr(
