@@ -1,4 +1,4 @@
-//===- PlanMemory.cpp - Per-rank model-state memory of the step -----------===//
+//===- PlanMemory.cpp - Per-rank memory of the step -----------------------===//
 //
 // Reads the sizes off the types the step contract already has: parameters
 // and optimizer state are arguments (whole or chunks, dsdist.sharding), and
@@ -7,7 +7,9 @@
 // (stage 1 keeps the whole all-reduced gradient and only updates a chunk).
 // Activations are what a micro-batch's forward leaves for its backward,
 // times the micro-batches whose backward is pending at once, plus the
-// largest block a checkpointed backward recomputes.
+// largest block a checkpointed backward recomputes. The peak of a step call
+// (MemoryPlan.h) follows every buffer the step's code makes from its op to
+// its last use, as bufferization and ds-plan-buffers will place it.
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Support/ShapeCheck.h"
