@@ -147,7 +147,9 @@ json stepJson(const StepManifest &m) {
             {"startup_hash", hex64(m.startupHash)},
             {"cross_entropy_classes", m.crossEntropyClasses},
             {"blas_call_sites", m.blasCallSites},
-            {"workspace_bytes", m.workspaceBytes}};
+            {"workspace_bytes", m.workspaceBytes},
+            {"arena_bytes", m.arenaBytes},
+            {"planned_peak_bytes", m.plannedPeakBytes}};
   if (m.initSeed)
     j["init_seed"] = *m.initSeed;
   if (m.predictedCommMs >= 0)
@@ -176,6 +178,12 @@ StepManifest stepOf(const json &j) {
       jsonInteger<decltype(m.blasCallSites)>(j, "blas_call_sites");
   m.workspaceBytes =
       jsonInteger<decltype(m.workspaceBytes)>(j, "workspace_bytes");
+  // Artifacts written before these fields: unknown.
+  if (j.contains("arena_bytes"))
+    m.arenaBytes = jsonInteger<decltype(m.arenaBytes)>(j, "arena_bytes");
+  if (j.contains("planned_peak_bytes"))
+    m.plannedPeakBytes =
+        jsonInteger<decltype(m.plannedPeakBytes)>(j, "planned_peak_bytes");
   if (j.contains("init_seed"))
     m.initSeed = jsonInteger<uint64_t>(j, "init_seed");
   if (j.contains("predicted_comm_ms")) {

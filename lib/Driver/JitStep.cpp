@@ -10,6 +10,7 @@
 #include "ds/InitAllDS.h"
 #include "ds/Pipelines/Pipelines.h"
 #include "ds/Transforms/CommPrediction.h"
+#include "ds/Transforms/MemoryPlan.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Training.h"
 #include "dsdist/DistOps.h"
@@ -281,6 +282,8 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
     manifest->predictedCommMs = comm.seconds * 1e3;
     manifest->predictedExposedCommMs = comm.exposed * 1e3;
   }
+  if (auto plan = mlir::ds::planPeakMemory(*built.module, "train_step"))
+    manifest->plannedPeakBytes = plan->total();
   auto evalArgs = evalArgsOf(*built.module);
   if (!evalArgs)
     return evalArgs.takeError();
@@ -331,6 +334,7 @@ llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
   built->manifest.blasCallSites = (*runner)->blasCallSites();
   if (const auto *signature = (*runner)->signature("train_step"))
     built->manifest.workspaceBytes = signature->workspaceBytes;
+  built->manifest.arenaBytes = (*runner)->arenaBytes();
 
   CompiledStep compiled;
   compiled.manifest = std::move(built->manifest);
@@ -392,6 +396,7 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
     program.step = std::move(built->manifest);
     program.step.blasCallSites = lowered->blasCallSites;
     program.step.workspaceBytes = program.signature.workspaceBytes;
+    program.step.arenaBytes = lowered->arenaBytes;
     programs.push_back(std::move(program));
   }
 

@@ -4,7 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <sys/resource.h>
+#include <unistd.h>
 
 using namespace ds::driver;
 
@@ -13,6 +15,16 @@ int64_t ds::driver::peakRssBytes() {
   if (getrusage(RUSAGE_SELF, &usage) != 0)
     return 0;
   return static_cast<int64_t>(usage.ru_maxrss) * 1024; // Linux reports KiB
+}
+
+int64_t ds::driver::currentRssBytes() {
+  std::FILE *f = std::fopen("/proc/self/statm", "r");
+  if (!f)
+    return 0;
+  long long size = 0, resident = 0;
+  int read = std::fscanf(f, "%lld %lld", &size, &resident);
+  std::fclose(f);
+  return read == 2 ? resident * sysconf(_SC_PAGESIZE) : 0;
 }
 
 llvm::Expected<MetricsWriter> MetricsWriter::open(llvm::StringRef path) {

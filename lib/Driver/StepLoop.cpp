@@ -4,6 +4,7 @@
 #include "ds/Driver/Timeline.h"
 #include "dsrt/dsrt.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -93,6 +94,16 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
   }
   store.bind(args, results);
   feeder.bind(args);
+  // What the step holds besides its heap buffers (libdsrt counts those):
+  // its arguments and result buffers (the model states twice, current and
+  // next) and the loaded code's arenas.
+  int64_t heldBytes = manifest->arenaBytes;
+  for (const Tensor &t : args)
+    heldBytes += t.byteSize();
+  for (const Tensor &t : results)
+    heldBytes += t.byteSize();
+  dsrt_mem_hold(heldBytes);
+  auto unhold = llvm::make_scope_exit([&] { dsrt_mem_hold(-heldBytes); });
   int64_t modelStateBytes =
       store.residentBytes(config->dpSize, config->zero.stage);
   auto stateI64 = [&](std::optional<size_t> arg) -> int64_t {
@@ -118,9 +129,13 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     int64_t hysteresisBefore = stateI64(hysteresisArg);
     dsrt_comm_seconds_reset();
     dsrt_phase_reset();
+    dsrt_mem_peak_reset();
     if (llvm::Error err = step.run(args, results))
       return err;
     StepReport r;
+    r.peakTrackedBytes = dsrt_mem_peak_bytes();
+    if (int64_t rss = currentRssBytes())
+      r.rssGrowthBytes = rss - rssBaseline;
     if (timesPhases()) {
       r.forwardMs = dsrt_phase_seconds(DSRT_PHASE_FORWARD) * 1000.0;
       r.backwardMs = dsrt_phase_seconds(DSRT_PHASE_BACKWARD) * 1000.0;
@@ -224,6 +239,11 @@ llvm::Error StepLoop::report(int64_t s, const StepReport &r,
       {"comm_ms", r.commMs},
       {"model_state_bytes", modelStateBytes},
       {"rank", int64_t(rank)}};
+  fields.push_back({"peak_tracked_bytes", r.peakTrackedBytes});
+  if (manifest->plannedPeakBytes >= 0)
+    fields.push_back({"planned_peak_bytes", manifest->plannedPeakBytes});
+  if (rssBaseline > 0)
+    fields.push_back({"rss_growth_bytes", r.rssGrowthBytes});
   if (manifest->predictedCommMs >= 0) {
     // What the cost model expected of comm_ms (exposed) and in all.
     fields.push_back({"comm_pred_ms", manifest->predictedExposedCommMs});

@@ -215,6 +215,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   double compileS =
       std::chrono::duration<double>(Clock::now() - compileStart).count();
 
+  int64_t rssBeforeStates = currentRssBytes();
   StateStore store(manifest, place.programRank);
   if (llvm::Error err = store.initialize(
           seed, *initFrom, paramMap,
@@ -226,6 +227,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   auto loop = StepLoop::create(manifest, options, *config, rank);
   if (!loop)
     return loop.takeError();
+  loop->setRssBaseline(rssBeforeStates);
   loop->printSummary(store, *feeder, compileS, compiled->origin, log);
 
   // A save in flight reads the store's buffers: on any early return it

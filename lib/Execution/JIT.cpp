@@ -89,6 +89,7 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
     return lowered.takeError();
   functions_ = std::move(lowered->functions);
   blasCallSites_ = lowered->blasCallSites;
+  arenaBytes_ = lowered->arenaBytes;
   compileTimes_.mlirSeconds = lowered->mlirSeconds;
   using Clock = std::chrono::steady_clock;
   Clock::time_point llvmStart = Clock::now();

@@ -352,6 +352,16 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
     if (failed(pm.run(module)))
       return diags.error("lowering to LLVM failed");
   }
+  // Heap buffers through libdsrt, which counts them (dsrt_mem_peak_bytes).
+  for (auto [libc, dsrt] : {std::pair{"malloc", "dsrt_malloc"},
+                            std::pair{"aligned_alloc", "dsrt_aligned_alloc"},
+                            std::pair{"free", "dsrt_free"}})
+    if (auto fn = module.lookupSymbol<LLVM::LLVMFuncOp>(libc)) {
+      if (failed(SymbolTable::replaceAllSymbolUses(
+              fn, StringAttr::get(ctx, dsrt), module)))
+        return diags.error(llvm::Twine("cannot redirect ") + libc);
+      SymbolTable::setSymbolName(fn, dsrt);
+    }
   for (const FunctionSignature &sig : functions)
     packEntryPoint(module, sig.name);
   // Without kernel outlining the glue still holds loops.
@@ -392,6 +402,10 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
         callee && callee->starts_with(ds::kSgemmSymbol))
       ++lowered.blasCallSites;
   });
+  for (auto global : module.getOps<LLVM::GlobalOp>())
+    if (global.getSymName().starts_with("__ds_arena_"))
+      if (auto array = dyn_cast<LLVM::LLVMArrayType>(global.getType()))
+        lowered.arenaBytes += static_cast<int64_t>(array.getNumElements());
   for (FunctionSignature &sig : functions)
     if (auto arena =
             module.lookupSymbol<LLVM::GlobalOp>("__ds_arena_" + sig.name))

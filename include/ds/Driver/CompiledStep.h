@@ -112,6 +112,12 @@ struct StepManifest {
   /// Filled once code is generated.
   int64_t blasCallSites = 0;
   int64_t workspaceBytes = 0;
+  /// Every arena of the loaded code (ds-plan-buffers), held at once.
+  int64_t arenaBytes = 0;
+  /// What ds-plan-memory predicts this rank holds at most during a step
+  /// (ds.planned_peak_bytes) before the arenas are known, and with them;
+  /// -1 when not known.
+  int64_t plannedPeakBytes = -1;
 
   /// The argument named `name` of `kind`, if any.
   std::optional<size_t> find(ArgSpec::Kind kind, llvm::StringRef name) const;

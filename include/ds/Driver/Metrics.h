@@ -17,6 +17,9 @@ namespace ds::driver {
 
 /// Peak resident set size of this process in bytes (getrusage).
 int64_t peakRssBytes();
+/// Resident set size of this process now, in bytes (/proc/self/statm; 0
+/// where it cannot be read).
+int64_t currentRssBytes();
 
 /// One JSON object per line, flushed per step so a killed run keeps what it
 /// measured. Keys keep the order they were added in.

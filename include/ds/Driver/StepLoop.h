@@ -47,6 +47,10 @@ public:
                   Checkpointer &checkpointer, uint64_t seed,
                   llvm::raw_ostream &log, Evaluator *evaluator = nullptr);
 
+  /// The resident set size before the model states were allocated: the
+  /// base of `rss_growth_bytes`.
+  void setRssBaseline(int64_t bytes) { rssBaseline = bytes; }
+
   /// Whether this rank prints progress.
   bool talks() const { return talk; }
 
@@ -57,6 +61,9 @@ private:
     double stepMs = 0, commMs = 0, bubbleMs = 0, tokensPerS = 0;
     /// wall_clock_breakdown: the phases libdsrt timed (ds-phase-timers).
     double forwardMs = 0, backwardMs = 0, reductionMs = 0, optimizerMs = 0;
+    /// libdsrt's count of the bytes held at most during the step, and the
+    /// resident set's growth over the baseline after it.
+    int64_t peakTrackedBytes = 0, rssGrowthBytes = 0;
     bool skipped = false;
     std::optional<double> evalLoss;
   };
@@ -89,6 +96,7 @@ private:
   RoutingMonitor routing;
   /// This rank's pipeline stage, when the step is one.
   std::optional<int64_t> stage;
+  int64_t rssBaseline = 0;
 };
 
 } // namespace ds::driver

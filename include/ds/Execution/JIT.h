@@ -76,6 +76,8 @@ public:
 
   /// Contractions the lowering sent to dsrt_sgemm* (call sites).
   int64_t blasCallSites() const { return blasCallSites_; }
+  /// Bytes of every ds-plan-buffers arena in the loaded code.
+  int64_t arenaBytes() const { return arenaBytes_; }
 
   /// Where compile time went: MLIR passes (pre-lowering + ds-lower-to-llvm)
   /// and LLVM (translation, O3, machine code).
@@ -96,6 +98,7 @@ private:
   std::vector<FunctionSignature> functions_;
   std::vector<PackedEntry> entries_; ///< one per functions_ entry
   int64_t blasCallSites_ = 0;
+  int64_t arenaBytes_ = 0;
   CompileTimes compileTimes_;
 };
 

@@ -62,6 +62,9 @@ struct LoweredModule {
   std::vector<FunctionSignature> functions; ///< the entry points
   /// Contractions the lowering sent to dsrt_sgemm* (call sites).
   int64_t blasCallSites = 0;
+  /// Every function's ds-plan-buffers arena: static storage, all of it
+  /// held at once.
+  int64_t arenaBytes = 0;
   double mlirSeconds = 0;
 };
 

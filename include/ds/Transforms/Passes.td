@@ -994,8 +994,8 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
 }
 
 def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
-  let summary = "Predict each rank's model-state and activation memory from "
-                "the step's types";
+  let summary = "Predict each rank's model states, activations and peak "
+                "memory from the step's IR";
   let description = [{
     Without running anything, reports (as a remark on the step function,
     and as its `ds.model_state_bytes` attribute) the bytes one rank holds
@@ -1027,6 +1027,24 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
       (GPT-tiny, micro-batch 2, activation_checkpoint_interval 1)
       remark: ds-plan-memory: activations per rank: 8192 B saved per
         micro-batch x 1 in flight + 15360 B recomputed = 23552 B
+
+    A third remark (and `ds.planned_peak_bytes`) predicts the most one rank
+    holds during a step: the step's arguments and results, plus its
+    buffers at their most live at once (each live from the op that makes
+    it to its last use, through views; a gathered parameter to its
+    `dsdist.release`; a collective between its start and wait holds a
+    snapshot of its operand and its result; a loop's accumulators two
+    slots; a function called once has its buffers counted where it is
+    called), plus the buffers of the functions with an arena of their own
+    (each distinct layer function, a function called from more than one
+    place), all held at once. ds-train reports it as
+    `planned_peak_bytes` next to libdsrt's measured `peak_tracked_bytes`.
+
+      (GPT-tiny, micro-batch 2, ZeRO-3 on 2 ranks with overlap_comm)
+      remark: ds-plan-memory: peak per rank 299808 B = arguments and
+        results 93460 B + step buffers 184844 B (gathered parameters
+        0 B, in flight 57216 B of it) + other functions' buffers 21504 B;
+        gathered parameters at most 13120 B, in flight at most 83808 B
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"train_step\"",

@@ -1,4 +1,4 @@
-//===- PlanMemory.cpp - Per-rank model-state memory of the step -----------===//
+//===- PlanMemory.cpp - Per-rank memory of the step -----------------------===//
 //
 // Reads the sizes off the types the step contract already has: parameters
 // and optimizer state are arguments (whole or chunks, dsdist.sharding), and
@@ -7,17 +7,23 @@
 // (stage 1 keeps the whole all-reduced gradient and only updates a chunk).
 // Activations are what a micro-batch's forward leaves for its backward,
 // times the micro-batches whose backward is pending at once, plus the
-// largest block a checkpointed backward recomputes.
+// largest block a checkpointed backward recomputes. The peak of a step call
+// (MemoryPlan.h) follows every buffer the step's code makes from its op to
+// its last use, as bufferization and ds-plan-buffers will place it.
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Support/ShapeCheck.h"
+#include "ds/Transforms/MemoryPlan.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Pipeline.h"
 #include "ds/Transforms/Training.h"
 #include "dsdist/DistOps.h"
 #include "dstrain/TrainOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
@@ -116,6 +122,289 @@ std::optional<Activations> activations(ModuleOp module, func::FuncOp step) {
   return a;
 }
 
+//===----------------------------------------------------------------------===//
+// The peak of one step call (MemoryPlan.h)
+//===----------------------------------------------------------------------===//
+
+bool isTensor(Value v) { return isa<RankedTensorType>(v.getType()); }
+
+/// Whether a slice is one contiguous run of its source (its outer dims 1,
+/// then the rest whole): a view. Others are copied before a reshape.
+bool contiguousSlice(tensor::ExtractSliceOp slice) {
+  ArrayRef<int64_t> src = slice.getSourceType().getShape();
+  ArrayRef<int64_t> sizes = slice.getStaticSizes();
+  if (!slice.hasUnitStride() || llvm::any_of(sizes, ShapedType::isDynamic))
+    return false;
+  size_t d = 0;
+  while (d < sizes.size() && sizes[d] == 1)
+    ++d;
+  for (size_t k = d + 1; k < sizes.size(); ++k)
+    if (sizes[k] != src[k])
+      return false;
+  return true;
+}
+
+/// The buffers of one block, simulated op by op: each made at an op and
+/// live to the op of this block that holds its last use (of it or of a
+/// view of it; to the end when the terminator reads it).
+class BlockPeak {
+public:
+  enum Kind { Plain, Gathered, InFlight };
+  struct Buffer {
+    int64_t bytes;
+    Kind kind;
+    unsigned def, last;
+    /// A started collective's result: in flight until its wait, then
+    /// `waitedKind` (a gathered parameter, or plain).
+    unsigned waited = ~0u;
+    Kind waitedKind = Plain;
+    Kind kindAt(unsigned at) const { return at < waited ? kind : waitedKind; }
+  };
+  struct Outer {
+    int64_t total = 0, gathered = 0, inFlight = 0;
+    void add(int64_t bytes, Kind kind) {
+      total += bytes;
+      gathered += kind == Gathered ? bytes : 0;
+      inFlight += kind == InFlight ? bytes : 0;
+    }
+    void add(const Outer &o) {
+      total += o.total;
+      gathered += o.gathered;
+      inFlight += o.inFlight;
+    }
+  };
+
+  /// What the simulations of one step share.
+  struct Step {
+    ModuleOp module;
+    PeakMemoryPlan &plan;
+    /// Static call sites per callee: ds-inline-glue inlines a function
+    /// called once; one called more often keeps an arena of its own.
+    llvm::StringMap<unsigned> callSites;
+    /// The peak of each function with an arena of its own.
+    llvm::StringMap<int64_t> arenas;
+  };
+
+  /// `timeline`: whether these buffers share the step's arena (their peak
+  /// is the plan's), or are a function's with an arena of its own.
+  BlockPeak(Step &step, bool timeline)
+      : module(step.module), plan(step.plan), step(step), timeline(timeline) {}
+
+  /// Simulates `block` under `outer` bytes live around it, records the
+  /// peaks in the plan, and returns this block's own peak. `owned`: whether
+  /// the terminator's operands are this block's buffers (else the
+  /// caller's: the entry's results, a layer's out-params).
+  int64_t run(Block &block, Outer outer, bool owned) {
+    SmallVector<Buffer> buffers;
+    DenseMap<Value, unsigned> root;
+    DenseMap<Operation *, unsigned> pos;
+    unsigned n = 0;
+    for (Operation &op : block)
+      pos[&op] = n++;
+    auto make = [&](Value v, int64_t bytes, Kind kind, unsigned at) {
+      root[v] = buffers.size();
+      buffers.push_back({bytes, kind, at, at});
+    };
+    auto alias = [&](Value v, Value of) {
+      auto it = root.find(of);
+      if (it != root.end())
+        root[v] = it->second;
+    };
+    // Buffers made at each op, and the extra peak of nested code there.
+    SmallVector<int64_t> extra(n, 0);
+    for (Operation &op : block) {
+      unsigned at = pos[&op];
+      if (isa<tensor::ExpandShapeOp, tensor::CastOp>(op)) {
+        alias(op.getResult(0), op.getOperand(0));
+      } else if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+        alias(slice.getResult(), slice.getSource());
+      } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+        auto slice = collapse.getSrc().getDefiningOp<tensor::ExtractSliceOp>();
+        if (slice && !contiguousSlice(slice))
+          make(collapse.getResult(), bytesOf(collapse.getType()), Plain, at);
+        else
+          alias(collapse.getResult(), collapse.getSrc());
+      } else if (isa<arith::ConstantOp>(op)) {
+        // Constants are data of the code, not buffers.
+      } else if (auto wait = dyn_cast<dist::WaitOp>(op)) {
+        if (wait.getResult()) {
+          alias(wait.getResult(), wait.getHandle());
+          if (auto it = root.find(wait.getHandle()); it != root.end()) {
+            buffers[it->second].waited = at;
+            if (isa<dist::AllGatherStartOp>(wait.getHandle().getDefiningOp()))
+              buffers[it->second].waitedKind = Gathered;
+          }
+        }
+      } else if (isa<dist::AllGatherStartOp, dist::ReduceScatterStartOp,
+                     dist::AllReduceStartOp, dist::AllToAllStartOp>(op)) {
+        // A snapshot of the operand to send from, and the result.
+        Value handle = op.getResult(0);
+        snapshotOf[handle] = buffers.size();
+        buffers.push_back(
+            {bytesOf(op.getOperand(0).getType()), InFlight, at, at});
+        make(handle,
+             bytesOf(cast<dist::HandleType>(handle.getType()).getPayload()),
+             InFlight, at);
+      } else if (auto gather = dyn_cast<dist::AllGatherOp>(op)) {
+        make(gather.getResult(), bytesOf(gather.getType()), Gathered, at);
+      } else if (isa<dist::AllReduceOp>(op)) {
+        // In place on its operand's buffer.
+        alias(op.getResult(0), op.getOperand(0));
+      } else if (auto call = dyn_cast<func::CallOp>(op)) {
+        auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+        int64_t results = 0;
+        for (Value r : call.getResults())
+          if (isTensor(r)) {
+            make(r, bytesOf(r.getType()), Plain, at);
+            results += bytesOf(r.getType());
+          }
+        if (callee && !callee.isExternal()) {
+          if (step.callSites.lookup(callee.getName()) == 1 &&
+              callee.getBody().hasOneBlock() &&
+              !callee->hasAttr("dsnn.layer_count")) {
+            // Inlined: the callee's own returns are the results counted
+            // here.
+            Outer inner = liveAt(buffers, at, outer);
+            extra[at] = std::max<int64_t>(
+                0, run(callee.getBody().front(), inner, true) - results);
+          } else {
+            int64_t inside = BlockPeak(step, false)
+                                 .run(callee.getBody().front(), Outer(), false);
+            int64_t &peak = step.arenas["@" + callee.getName().str()];
+            peak = std::max(peak, inside);
+          }
+        }
+      } else if (auto layer = dyn_cast<nn::LayerOp>(op)) {
+        for (Value r : layer.getResults())
+          if (isTensor(r))
+            make(r, bytesOf(r.getType()), Plain, at);
+        // Outlined into a function with an arena of its own: one per
+        // layer type and signature, shared by the layers that have it.
+        std::string key;
+        llvm::raw_string_ostream os(key);
+        os << layer.getLayerType();
+        for (Type t : layer.getResultTypes())
+          os << ' ' << t;
+        int64_t inside =
+            BlockPeak(step, false).run(layer.getBody().front(), Outer(), false);
+        int64_t &peak = step.arenas[key];
+        peak = std::max(peak, inside);
+      } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        // A result is the last iteration's buffer; the body's yields are
+        // the next slot (ds-plan-buffers gives an accumulator two).
+        for (Value r : loop.getResults())
+          if (isTensor(r))
+            make(r, bytesOf(r.getType()), Plain, at);
+        // An initial value the loop cannot write (a constant, an
+        // argument) is copied into a buffer of its own first.
+        for (Value init : loop.getInitArgs())
+          if (isTensor(init) && !root.count(init))
+            buffers.push_back({bytesOf(init.getType()), Plain, at, at});
+        Outer inner = liveAt(buffers, at, outer);
+        extra[at] = run(*loop.getBody(), inner, true);
+      } else if (!op.hasTrait<OpTrait::IsTerminator>()) {
+        for (Value r : op.getResults())
+          if (isTensor(r))
+            make(r, bytesOf(r.getType()), Plain, at);
+      }
+      // Uses end live ranges: at this op, or at the end for a terminator.
+      unsigned last = op.hasTrait<OpTrait::IsTerminator>() ? n : at;
+      auto use = [&](Value v) {
+        auto it = root.find(v);
+        if (it != root.end())
+          buffers[it->second].last = std::max(buffers[it->second].last, last);
+      };
+      for (Value v : op.getOperands()) {
+        use(v);
+        if (auto wait = dyn_cast<dist::WaitOp>(op))
+          if (auto it = snapshotOf.find(v); it != snapshotOf.end())
+            buffers[it->second].last = at;
+      }
+      op.walk([&](Operation *inner) {
+        if (inner != &op)
+          for (Value v : inner->getOperands())
+            use(v);
+      });
+      if (op.hasTrait<OpTrait::IsTerminator>() && !owned)
+        for (Value v : op.getOperands())
+          if (auto it = root.find(v); it != root.end())
+            buffers[it->second].bytes = 0;
+    }
+    // One sweep: each buffer adds its bytes where it starts to live (or
+    // changes kind) and takes them back after.
+    SmallVector<Outer> delta(n + 1);
+    auto range = [&](unsigned from, unsigned to, int64_t bytes, Kind kind) {
+      to = std::min(to, n - 1);
+      if (from > to)
+        return;
+      delta[from].add(bytes, kind);
+      delta[to + 1].add(-bytes, kind);
+    };
+    for (const Buffer &b : buffers) {
+      range(b.def, std::min(b.last, b.waited - 1), b.bytes, b.kind);
+      if (b.waited != ~0u)
+        range(std::max(b.def, b.waited), b.last, b.bytes, b.waitedKind);
+    }
+    int64_t peak = 0;
+    Outer live;
+    for (unsigned at = 0; at < n; ++at) {
+      live.add(delta[at]);
+      int64_t here = live.total + extra[at];
+      peak = std::max(peak, here);
+      if (!timeline)
+        continue;
+      plan.gatheredPeak =
+          std::max(plan.gatheredPeak, outer.gathered + live.gathered);
+      plan.inFlightPeak =
+          std::max(plan.inFlightPeak, outer.inFlight + live.inFlight);
+      if (outer.total + here > plan.transient) {
+        plan.transient = outer.total + here;
+        plan.gatheredAtPeak = outer.gathered + live.gathered;
+        plan.inFlightAtPeak = outer.inFlight + live.inFlight;
+      }
+    }
+    return peak;
+  }
+
+private:
+  static Outer liveAt(ArrayRef<Buffer> buffers, unsigned at, Outer outer) {
+    for (const Buffer &b : buffers)
+      if (b.def <= at && at <= b.last)
+        outer.add(b.bytes, b.kindAt(at));
+    return outer;
+  }
+
+  ModuleOp module;
+  PeakMemoryPlan &plan;
+  Step &step;
+  bool timeline;
+  DenseMap<Value, unsigned> snapshotOf;
+};
+
+} // namespace
+
+std::optional<PeakMemoryPlan> mlir::ds::planPeakMemory(ModuleOp module,
+                                                       StringRef entry) {
+  auto fn = module.lookupSymbol<func::FuncOp>(entry);
+  if (!fn || fn.isExternal())
+    return std::nullopt;
+  PeakMemoryPlan plan;
+  for (Type t : fn.getArgumentTypes())
+    if (isa<RankedTensorType>(t))
+      plan.held += bytesOf(t);
+  for (Type t : fn.getResultTypes())
+    if (isa<RankedTensorType>(t))
+      plan.held += bytesOf(t);
+  BlockPeak::Step step{module, plan, {}, {}};
+  module.walk([&](func::CallOp call) { ++step.callSites[call.getCallee()]; });
+  BlockPeak(step, true).run(fn.getBody().front(), BlockPeak::Outer(), false);
+  for (const auto &entry : step.arenas)
+    plan.functions += entry.getValue();
+  return plan;
+}
+
+namespace {
+
 struct PlanMemoryPass : mlir::ds::impl::PlanMemoryBase<PlanMemoryPass> {
   using Base::Base;
 
@@ -186,6 +475,19 @@ struct PlanMemoryPass : mlir::ds::impl::PlanMemoryBase<PlanMemoryPass> {
       fn->setAttr(
           "ds.activation_bytes",
           IntegerAttr::get(IntegerType::get(&getContext(), 64), a->total()));
+    }
+    if (std::optional<PeakMemoryPlan> p = planPeakMemory(module, entry)) {
+      fn.emitRemark() << "ds-plan-memory: peak per rank " << p->total()
+                      << " B = arguments and results " << p->held
+                      << " B + step buffers " << p->transient
+                      << " B (gathered parameters " << p->gatheredAtPeak
+                      << " B, in flight " << p->inFlightAtPeak
+                      << " B of it) + other functions' buffers " << p->functions
+                      << " B; gathered parameters at most " << p->gatheredPeak
+                      << " B, in flight at most " << p->inFlightPeak << " B";
+      fn->setAttr(
+          "ds.planned_peak_bytes",
+          IntegerAttr::get(IntegerType::get(&getContext(), 64), p->total()));
     }
   }
 };

@@ -165,6 +165,21 @@ DSRT_API void dsrt_arena_reset(dsrt_arena *arena);
 DSRT_API int64_t dsrt_arena_used(const dsrt_arena *arena);
 DSRT_API int64_t dsrt_arena_peak(const dsrt_arena *arena);
 
+/*--- Memory accounting (core/memory.c) ----------------------------------*/
+
+/* The bytes a rank holds for its step, counted as they are taken: compiled
+ * code's heap buffers (the lowering calls these instead of malloc,
+ * aligned_alloc and free) and what the caller reports with dsrt_mem_hold
+ * (model states, the loaded code's arenas; negative to give back). */
+DSRT_API void *dsrt_malloc(size_t bytes);
+DSRT_API void *dsrt_aligned_alloc(size_t alignment, size_t bytes);
+DSRT_API void dsrt_free(void *ptr);
+DSRT_API void dsrt_mem_hold(int64_t delta);
+/* Bytes held now, and the most held at once since the last peak reset. */
+DSRT_API int64_t dsrt_mem_bytes(void);
+DSRT_API int64_t dsrt_mem_peak_bytes(void);
+DSRT_API void dsrt_mem_peak_reset(void);
+
 /*--- Communication (comm/) ----------------------------------------------*/
 
 /* One process per rank. A backend moves the bytes; every backend serves the

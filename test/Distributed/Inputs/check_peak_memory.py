@@ -1,0 +1,49 @@
+"""Checks ds-train's memory metrics against the plan and the budget.
+
+Usage: check_peak_memory.py RANKS METRICS.jsonl [BASELINE.jsonl]
+
+For every step of every rank (rank r > 0 writes NAME.rank<r>.jsonl):
+  - peak_tracked_bytes (libdsrt's count: arguments, results, arenas, heap
+    buffers) is within 10% of planned_peak_bytes (ds-plan-memory);
+  - it is at most the default memory budget of ds-schedule-comm, 90% of
+    the machine's memory over the ranks on this host.
+With BASELINE (the same run without ds-schedule-comm), the scheduled run
+holds more (the prefetched gathers) and the plan predicts the difference
+within 10% of the measured peak.
+"""
+import json
+import os
+import sys
+
+ranks = int(sys.argv[1])
+budget = 0.9 * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / ranks
+
+
+def lines(path):
+    out = []
+    for r in range(ranks):
+        p = path if r == 0 else path.replace(".jsonl", f".rank{r}.jsonl")
+        out += [json.loads(l) for l in open(p)]
+    return out
+
+
+run = lines(sys.argv[2])
+assert len(run) >= ranks, f"{len(run)} metrics lines for {ranks} ranks"
+worst = 0.0
+for m in run:
+    measured, planned = m["peak_tracked_bytes"], m["planned_peak_bytes"]
+    assert measured > 0 and planned > 0, m
+    worst = max(worst, abs(measured - planned) / planned)
+    if measured > budget:
+        print(f"OVER BUDGET: rank {m['rank']} step {m['step']}: {measured} > {budget:.0f}")
+print(f"measured {run[0]['peak_tracked_bytes']} B, planned {run[0]['planned_peak_bytes']} B")
+print("peak within 10% of the plan" if worst <= 0.10 else f"OFF by {worst:.1%}")
+print("within the memory budget" if all(m["peak_tracked_bytes"] <= budget for m in run) else "BUDGET BROKEN")
+
+if len(sys.argv) > 3:
+    base = lines(sys.argv[3])
+    dm = run[-1]["peak_tracked_bytes"] - base[-1]["peak_tracked_bytes"]
+    dp = run[-1]["planned_peak_bytes"] - base[-1]["planned_peak_bytes"]
+    print(f"scheduling adds {dm} B measured, {dp} B planned")
+    ok = dm > 0 and dp > 0 and abs(dm - dp) <= 0.10 * run[-1]["peak_tracked_bytes"]
+    print("the plan follows the schedule" if ok else "PLAN MISSES THE SCHEDULE")
