@@ -294,3 +294,91 @@ module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
     return %s : tensor<1x8xf32>
   }
 }
+
+// -----
+
+// An all-reduce bucket (ZeRO 0 and 1: flat gradients joined along dim 0)
+// moves into the callee as the reduce-scatter does; on 2 ranks it is cut
+// where each gradient becomes ready, each piece the same elements summed
+// once (a + b in any algorithm).
+// CHECK-LABEL: func @flat_grads
+// CHECK-SAME:    -> (tensor<65536xf32>, tensor<65536xf32>)
+// CHECK:         %[[G1:.*]] = dsnn.layer "h.1.backward"
+// CHECK:         %[[H1:.*]] = dsdist.all_reduce_start avg %[[G1]] over ["dp"] : tensor<65536xf32>
+// CHECK-NEXT:    %[[G0:.*]] = dsnn.layer "h.0.backward"
+// CHECK:         %[[C0:.*]] = tensor.collapse_shape %[[G0]]
+// CHECK-NEXT:    %[[H0:.*]] = dsdist.all_reduce_start avg %[[C0]]
+// CHECK-NEXT:    %[[R1:.*]] = dsdist.wait %[[H1]]
+// CHECK-NEXT:    %[[R0:.*]] = dsdist.wait %[[H0]]
+// CHECK-NEXT:    return %[[R1]], %[[R0]]
+// CHECK-LABEL: func @flat_step
+// CHECK-NEXT:    %[[C:.*]]:2 = call @flat_grads(%arg0)
+// CHECK-NEXT:    tensor.extract_slice %[[C]]#0[0] [65536] [1]
+// CHECK-NEXT:    tensor.extract_slice %[[C]]#1[0] [65536] [1]
+// CHECK-NOT:     dsdist.all_reduce
+
+// NORED-LABEL: func @flat_grads
+// NORED-NOT:     dsdist
+// NORED-LABEL: func @flat_step
+// NORED:         dsdist.all_reduce avg %{{.*}} : tensor<131072xf32>
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @flat_grads(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<256x256xf32>) {
+    %g1 = dsnn.layer "h.1.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %x, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    %g0 = dsnn.layer "h.0.backward"("Block") -> tensor<256x256xf32> {
+      %a = dsnn.mul %g1, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      %e = tensor.expand_shape %a [[0, 1]] output_shape [256, 256] : tensor<65536xf32> into tensor<256x256xf32>
+      dsnn.yield %e : tensor<256x256xf32>
+    }
+    return %g1, %g0 : tensor<65536xf32>, tensor<256x256xf32>
+  }
+  func.func @flat_step(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>) {
+    %r:2 = call @flat_grads(%x) : (tensor<65536xf32>) -> (tensor<65536xf32>, tensor<256x256xf32>)
+    %f0 = tensor.collapse_shape %r#1 [[0, 1]] : tensor<256x256xf32> into tensor<65536xf32>
+    %c = tensor.concat dim(0) %r#0, %f0 : (tensor<65536xf32>, tensor<65536xf32>) -> tensor<131072xf32>
+    %ar = dsdist.all_reduce avg %c over ["dp"] : tensor<131072xf32>
+    %s1 = tensor.extract_slice %ar[0] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    %s0 = tensor.extract_slice %ar[65536] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    return %s1, %s0 : tensor<65536xf32>, tensor<65536xf32>
+  }
+}
+
+// -----
+
+// On 3 ranks the bucket moves whole: the sum order of Open MPI's
+// all-reduce depends on the message size, so a piece could round
+// differently. It still starts as soon as its last gradient exists.
+// CHECK-LABEL: func @flat_grads3
+// CHECK-SAME:    -> tensor<131072xf32>
+// CHECK:         dsnn.layer "h.0.backward"
+// CHECK:         %[[C:.*]] = tensor.concat dim(0)
+// CHECK-NEXT:    %[[H:.*]] = dsdist.all_reduce_start avg %[[C]] over ["dp"] : tensor<131072xf32>
+// CHECK-NEXT:    %[[R:.*]] = dsdist.wait %[[H]]
+// CHECK-NEXT:    return %[[R]]
+// CHECK-LABEL: func @flat_step3
+// CHECK-NEXT:    %[[S:.*]] = call @flat_grads3(%arg0)
+// CHECK-NEXT:    tensor.extract_slice %[[S]][0] [65536] [1]
+// CHECK-NEXT:    tensor.extract_slice %[[S]][65536] [65536] [1]
+module attributes {dsdist.grid = #dsdist.grid<dp = 3>} {
+  func.func @flat_grads3(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>) {
+    %g1 = dsnn.layer "h.1.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %x, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    %g0 = dsnn.layer "h.0.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %g1, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    return %g1, %g0 : tensor<65536xf32>, tensor<65536xf32>
+  }
+  func.func @flat_step3(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>) {
+    %r:2 = call @flat_grads3(%x) : (tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>)
+    %c = tensor.concat dim(0) %r#0, %r#1 : (tensor<65536xf32>, tensor<65536xf32>) -> tensor<131072xf32>
+    %ar = dsdist.all_reduce avg %c over ["dp"] : tensor<131072xf32>
+    %s1 = tensor.extract_slice %ar[0] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    %s0 = tensor.extract_slice %ar[65536] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    return %s1, %s0 : tensor<65536xf32>, tensor<65536xf32>
+  }
+}

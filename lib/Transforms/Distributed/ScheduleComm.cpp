@@ -183,10 +183,10 @@ private:
   /// all-gather of the chunks packed as rows.
   void fuseRun(ArrayRef<dist::AllGatherOp> run, Block &block);
   void scheduleBlock(Block &block);
-  /// Moves `rs`, a reduce-scatter of gradients a call returns, into the
-  /// callee, cut where the gradients become ready; false if it does not
-  /// have that form (nothing changed then).
-  bool sinkReduction(dist::ReduceScatterOp rs, ModuleOp module);
+  /// Moves `red`, a reduce-scatter or all-reduce of gradients a call
+  /// returns, into the callee, cut where the gradients become ready; false
+  /// if it does not have that form (nothing changed then).
+  bool sinkReduction(Operation *red, ModuleOp module);
   /// Last position the value (or a view of it) is used or released.
   size_t lastUse(Value v, Block &block,
                  const DenseMap<Operation *, size_t> &pos);
@@ -431,13 +431,19 @@ Value viewedValue(Value v, SmallVectorImpl<Operation *> &chain) {
   return v;
 }
 
-bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
-                                     ModuleOp module) {
-  // The bucket: rows (reshapes of call results) concatenated along dim 1,
-  // reduce-scattered along dim 0; its users take one row's columns each.
-  auto cat = rs.getInput().getDefiningOp<tensor::ConcatOp>();
-  auto outType = cast<RankedTensorType>(rs.getType());
-  if (!cat || cat.getDim() != 1 || !cat->hasOneUse() || outType.getRank() != 2)
+bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
+  // The bucket: rows (a call's results, through reshapes) concatenated and
+  // reduced; its users take one row's part each. A reduce-scatter's rows
+  // are [n, c] (ds-zero's layout: row r of each is rank r's chunk), joined
+  // along dim 1 and scattered along dim 0; an all-reduce's are flat, joined
+  // along dim 0.
+  bool scatter = isa<dist::ReduceScatterOp>(red);
+  unsigned dim = scatter ? 1 : 0;
+  auto outType = cast<RankedTensorType>(red->getResult(0).getType());
+  if (outType.getRank() != dim + 1)
+    return false;
+  auto cat = red->getOperand(0).getDefiningOp<tensor::ConcatOp>();
+  if (!cat || cat.getDim() != dim || !cat->hasOneUse())
     return false;
   func::CallOp call;
   struct Row {
@@ -454,18 +460,19 @@ bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
     Value src = viewedValue(in, row.chain);
     auto res = dyn_cast<OpResult>(src);
     auto c = res ? dyn_cast<func::CallOp>(res.getOwner()) : func::CallOp();
-    if (!c || (call && c != call) || !src.hasOneUse() || row.chain.empty())
+    if (!c || (call && c != call) || !src.hasOneUse() ||
+        (scatter && row.chain.empty()))
       return false;
     call = c;
     auto t = cast<RankedTensorType>(in.getType());
     row.result = res.getResultNumber();
     row.offset = offset;
-    row.width = t.getDimSize(1);
+    row.width = t.getDimSize(dim);
     row.bytes = bytesOf(t);
     offset += row.width;
     rows.push_back(std::move(row));
   }
-  if (!call || call->getBlock() != rs->getBlock())
+  if (!call || call->getBlock() != red->getBlock())
     return false;
   auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
   if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock())
@@ -475,13 +482,15 @@ bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
   if (!uses || !llvm::hasSingleElement(*uses))
     return false;
   // Every user of the result reads within one row.
-  for (Operation *user : rs->getUsers()) {
+  for (Operation *user : red->getUsers()) {
     auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
-    if (!slice || !slice.hasUnitStride() || slice.getType().getRank() != 2 ||
+    if (!slice || !slice.hasUnitStride() ||
+        slice.getType().getRank() != outType.getRank() ||
         ShapedType::isDynamicShape(slice.getStaticOffsets()) ||
         ShapedType::isDynamicShape(slice.getStaticSizes()))
       return false;
-    int64_t at = slice.getStaticOffsets()[1], width = slice.getStaticSizes()[1];
+    int64_t at = slice.getStaticOffsets()[dim],
+            width = slice.getStaticSizes()[dim];
     if (!llvm::any_of(rows, [&](const Row &r) {
           return r.offset <= at && at + width <= r.offset + r.width;
         }))
@@ -503,9 +512,16 @@ bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
   // Pieces: rows ready at one op stay together; the next group joins the
   // piece while the joined collective is predicted to take < 1.2 x the
   // longer of the two (DeepCompile's fusion rule), else it starts a piece.
-  int64_t n = groupSizeOf(rs, grid);
+  // An all-reduce on 3 or more ranks is not cut: its algorithm, and so the
+  // order of each element's sum, depends on the message size (Open MPI's
+  // ring cuts the buffer in n parts, libnbc's tree below 64 KiB), so a
+  // piece could round differently from the bucket. On 2 ranks each element
+  // is a + b in any algorithm, and a reduce-scatter's row r is rank r's
+  // chunk whatever the width, so those are cut.
+  int64_t n = groupSizeOf(red, grid);
+  bool cut = scatter || n == 2;
   auto secs = [&](int64_t bytes) {
-    return model.seconds(CollectiveKind::ReduceScatter, bytes, n);
+    return model.seconds(kindOf(red), bytes, n);
   };
   SmallVector<SmallVector<unsigned>> pieces;
   int64_t pieceBytes = 0;
@@ -516,7 +532,7 @@ bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
     for (; j < rows.size() && rows[j].pos == rows[i].pos; ++j)
       groupBytes += rows[j].bytes;
     bool join = !pieces.empty() &&
-                (rows[i].pos <= pieceReady ||
+                (!cut || rows[i].pos <= pieceReady ||
                  secs(pieceBytes + groupBytes) <
                      kFuseGain * std::max(secs(pieceBytes), secs(groupBytes)));
     if (!join) {
@@ -529,9 +545,9 @@ bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
     pieceReady = std::max(pieceReady, rows[j - 1].pos);
   }
 
-  // In the callee: each piece packed and reduce-scattered after the op that
-  // makes its last gradient, in bucket order.
-  Location loc = rs.getLoc();
+  // In the callee: each piece packed and reduced after the op that makes
+  // its last gradient, in bucket order.
+  Location loc = red->getLoc();
   auto elt = outType.getElementType();
   SmallVector<Value> reduced;
   SmallVector<int64_t> pieceStart;
@@ -550,22 +566,24 @@ bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
     SmallVector<Value> packed;
     int64_t width = 0;
     for (unsigned i : piece) {
+      Value v = ret.getOperand(rows[i].result);
       IRMapping map;
-      map.map(rows[i].chain.front()->getOperand(0),
-              ret.getOperand(rows[i].result));
-      Operation *copy = nullptr;
-      for (Operation *op : rows[i].chain)
-        copy = b.clone(*op, map);
-      packed.push_back(copy->getResult(0));
+      for (Operation *op : rows[i].chain) {
+        map.map(op->getOperand(0), v);
+        v = b.clone(*op, map)->getResult(0);
+      }
+      packed.push_back(v);
       width += rows[i].width;
     }
     Value in = packed.size() == 1
                    ? packed.front()
-                   : tensor::ConcatOp::create(b, loc, 1, packed).getResult();
-    OperationState state(loc, dist::ReduceScatterOp::getOperationName());
+                   : tensor::ConcatOp::create(b, loc, dim, packed).getResult();
+    OperationState state(loc, red->getName());
     state.addOperands(in);
-    state.addAttributes(rs->getAttrs());
-    state.addTypes(RankedTensorType::get({outType.getDimSize(0), width}, elt));
+    state.addAttributes(red->getAttrs());
+    SmallVector<int64_t> shape(outType.getShape());
+    shape[dim] = width;
+    state.addTypes(RankedTensorType::get(shape, elt));
     last = b.create(state);
     reduced.push_back(last->getResult(0));
     pieceStart.push_back(rows[piece.front()].offset);
@@ -594,23 +612,24 @@ bool ScheduleCommPass::sinkReduction(dist::ReduceScatterOp rs,
   for (auto [i, r] : llvm::enumerate(call.getResults()))
     if (!gone.test(i))
       r.replaceAllUsesWith(newCall.getResult(next++));
-  for (Operation *user : llvm::make_early_inc_range(rs->getUsers())) {
+  for (Operation *user : llvm::make_early_inc_range(red->getUsers())) {
     auto slice = cast<tensor::ExtractSliceOp>(user);
-    int64_t at = slice.getStaticOffsets()[1];
+    int64_t at = slice.getStaticOffsets()[dim];
     unsigned p = pieces.size() - 1;
     while (pieceStart[p] > at)
       --p;
     OpBuilder sb(slice);
+    SmallVector<int64_t> offsets(slice.getStaticOffsets());
+    offsets[dim] = at - pieceStart[p];
     auto moved = tensor::ExtractSliceOp::create(
         sb, slice.getLoc(), slice.getType(), newCall.getResult(kept + p),
         ValueRange{}, ValueRange{}, ValueRange{},
-        sb.getDenseI64ArrayAttr(
-            {slice.getStaticOffsets()[0], at - pieceStart[p]}),
-        slice.getStaticSizes(), slice.getStaticStrides());
+        sb.getDenseI64ArrayAttr(offsets), slice.getStaticSizes(),
+        slice.getStaticStrides());
     slice.getResult().replaceAllUsesWith(moved.getResult());
     slice->erase();
   }
-  rs->erase();
+  red->erase();
   cat->erase();
   for (Row &row : llvm::reverse(rows))
     for (Operation *op : llvm::reverse(row.chain))
@@ -810,13 +829,14 @@ void ScheduleCommPass::runOnOperation() {
       module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
   budgetBytes = memoryBudget ? memoryBudget : defaultMemoryBudget();
   if (overlapReduce) {
-    SmallVector<dist::ReduceScatterOp> buckets;
+    SmallVector<Operation *> buckets;
     for (auto fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal())
-        for (auto rs : fn.getBody().front().getOps<dist::ReduceScatterOp>())
-          buckets.push_back(rs);
-    for (dist::ReduceScatterOp rs : buckets)
-      sinkReduction(rs, module);
+        for (Operation &op : fn.getBody().front())
+          if (isa<dist::ReduceScatterOp, dist::AllReduceOp>(op))
+            buckets.push_back(&op);
+    for (Operation *red : buckets)
+      sinkReduction(red, module);
   }
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
