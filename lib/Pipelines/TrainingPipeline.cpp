@@ -160,6 +160,9 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     schedule.maxLiveParameters = config.zero.maxLiveParameters;
     schedule.prefetchBucketSize = config.zero.prefetchBucketSize;
     schedule.printPlan = config.compile.debugLog;
+    // DeepCompile's selective gather is part of deepcompile, not of
+    // DeepSpeed's overlap_comm.
+    schedule.selectiveUnshard = config.compile.deepcompile;
     pm.addPass(createScheduleComm(schedule));
   }
   // Last: the timers mark where each phase of the final step begins.

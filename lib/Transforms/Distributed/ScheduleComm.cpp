@@ -175,8 +175,9 @@ public:
 private:
   /// Fuses runs of adjacent all-gathers of `block`.
   void fuseGathers(Block &block);
-  /// Keeps forward gathers alive for the backward where the budgets allow.
-  void unshard(Block &block);
+  /// Keeps forward gathers alive for the backward where the budgets allow;
+  /// returns how many.
+  int64_t unshard(Block &block);
   /// The most gathered bytes and elements live at once in `block`.
   std::pair<int64_t, int64_t> peakGathered(Block &block);
   /// Replaces `run` (gathers of 1-d chunks, same group and type) by one
@@ -195,6 +196,8 @@ private:
   int64_t inFlightAt(ArrayRef<Async> done, size_t k) const;
   void emitPlan(Block &block, ArrayRef<Async> placed,
                 ArrayRef<Operation *> ops);
+  /// Parameters `unshard` kept gathered, per block (for the plan).
+  DenseMap<Block *, int64_t> kept;
 
   CommCostModel model;
   dist::GridAttr grid;
@@ -329,7 +332,7 @@ std::pair<int64_t, int64_t> ScheduleCommPass::peakGathered(Block &block) {
 /// a small gather dominates its time); each kept buffer is counted as if
 /// it were live at the peak, and its elements against
 /// max-live-parameters too.
-void ScheduleCommPass::unshard(Block &block) {
+int64_t ScheduleCommPass::unshard(Block &block) {
   struct Candidate {
     dist::AllGatherOp forward, backward;
     double secondsPerByte;
@@ -356,11 +359,12 @@ void ScheduleCommPass::unshard(Block &block) {
     }
   }
   if (candidates.empty())
-    return;
+    return 0;
   llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
     return a.secondsPerByte > b.secondsPerByte;
   });
   auto [peakBytes, peakElements] = peakGathered(block);
+  int64_t count = 0;
   for (Candidate &c : candidates) {
     int64_t bytes = bytesOf(c.forward.getType());
     int64_t elements = c.forward.getType().getNumElements();
@@ -377,7 +381,9 @@ void ScheduleCommPass::unshard(Block &block) {
     if (input && input->use_empty())
       input->erase();
     ++numUnsharded;
+    ++count;
   }
+  return count;
 }
 
 size_t ScheduleCommPass::lastUse(Value v, Block &block,
@@ -799,11 +805,14 @@ void ScheduleCommPass::emitPlan(Block &block, ArrayRef<Async> placed,
   int64_t peak = 0;
   for (size_t k = 0; k < ops.size(); ++k)
     peak = std::max(peak, liveAt(placed, k, /*bytes=*/true));
-  block.getParentOp()->emitRemark()
-      << "ds-schedule-comm: " << placed.size() << " collectives, predicted "
-      << micros(commTotal) << " us of communication, " << micros(hiddenTotal)
-      << " us of it hidden by compute; peak live gathered parameters " << peak
-      << " B";
+  InFlightDiagnostic remark = block.getParentOp()->emitRemark();
+  remark << "ds-schedule-comm: " << placed.size() << " collectives, predicted "
+         << micros(commTotal) << " us of communication, " << micros(hiddenTotal)
+         << " us of it hidden by compute; peak live gathered parameters "
+         << peak << " B";
+  if (selectiveUnshard)
+    remark << "; " << kept.lookup(&block)
+           << " parameters kept gathered from the forward to the backward";
 }
 
 void ScheduleCommPass::runOnOperation() {
@@ -842,7 +851,7 @@ void ScheduleCommPass::runOnOperation() {
     if (fn.isExternal())
       continue;
     if (selectiveUnshard)
-      unshard(fn.getBody().front());
+      kept[&fn.getBody().front()] = unshard(fn.getBody().front());
     if (fuseBytes > 0)
       fuseGathers(fn.getBody().front());
     scheduleBlock(fn.getBody().front());
