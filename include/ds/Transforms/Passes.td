@@ -937,6 +937,12 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     An all-reduce bucket on 3 or more ranks moves whole (started after its
     last gradient): there the order of its sums depends on the message
     size.
+    Under gradient accumulation (an `scf.for` calling the function once per
+    micro-batch, summing the gradients, a bucket after it reducing the
+    scaled sums), the last micro-batch runs after the loop through its own
+    copy of the function, into which the bucket moves with the sum into
+    the accumulator (passed as an argument) and the scaling: the same ops
+    in the same order, so the sums are bitwise the same.
 
     Before (one layer, ZeRO-3):
 
@@ -991,9 +997,13 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     Statistic<"numSunk", "sunk-reductions",
               "gradient reduction buckets moved into the gradient "
               "function, split where the gradients become ready">,
+    Statistic<"numPeeled", "peeled-micro-batches",
+              "accumulation loops whose last micro-batch runs after them, "
+              "so its backward overlaps the reduction">,
   ];
   let dependentDialects = ["::mlir::ds::dist::DistDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {

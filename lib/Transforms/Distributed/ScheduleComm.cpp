@@ -15,7 +15,9 @@
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -188,6 +190,12 @@ private:
   /// returns, into the callee, cut where the gradients become ready; false
   /// if it does not have that form (nothing changed then).
   bool sinkReduction(Operation *red, ModuleOp module);
+  /// Under gradient accumulation: runs the last micro-batch of `loop` after
+  /// it, calling its own copy of the gradient function, when a reduction
+  /// bucket after the loop is fed by that function's gradients (so
+  /// sinkReduction can move it into the copy); false if not (nothing
+  /// changed then).
+  bool peelLastMicroBatch(scf::ForOp loop, ModuleOp module);
   /// Last position the value (or a view of it) is used or released.
   size_t lastUse(Value v, Block &block,
                  const DenseMap<Operation *, size_t> &pos);
@@ -423,18 +431,75 @@ int64_t ScheduleCommPass::inFlightAt(ArrayRef<Async> done, size_t k) const {
   return sum;
 }
 
-/// The value `v` views through single-use reshapes (ds-zero's packing of
-/// a gradient as a bucket row), and those reshapes from it to `v`.
-Value viewedValue(Value v, SmallVectorImpl<Operation *> &chain) {
-  while (Operation *def = v.getDefiningOp()) {
-    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def) ||
-        !def->hasOneUse())
+/// The value `v` is computed from through single-use reshapes (ds-zero's
+/// packing of a gradient as a bucket row) and, under gradient
+/// accumulation, the sum into the accumulator and the scaling by
+/// 1 / steps, up to a value `isSource` accepts: `chain` gets those ops
+/// from it to `v`. Of a sum or product, the operand followed is the one a
+/// source or another such op makes; the other (the accumulator, the
+/// constant) is an input the caller checks (chainInputs).
+Value gradientSource(Value v, SmallVectorImpl<Operation *> &chain,
+                     function_ref<bool(Value)> isSource) {
+  auto followed = [&](Value x) {
+    Operation *def = x.getDefiningOp();
+    return isSource(x) || (def &&
+                           isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+                               nn::AddOp, nn::MulOp>(def) &&
+                           def->hasOneUse());
+  };
+  while (!isSource(v)) {
+    Operation *def = v.getDefiningOp();
+    if (!def || !def->hasOneUse())
+      break;
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def)) {
+      chain.push_back(def);
+      v = def->getOperand(0);
+      continue;
+    }
+    if (!isa<nn::AddOp, nn::MulOp>(def))
+      break;
+    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+    if (followed(lhs) == followed(rhs))
       break;
     chain.push_back(def);
-    v = def->getOperand(0);
+    v = followed(lhs) ? lhs : rhs;
   }
   std::reverse(chain.begin(), chain.end());
   return v;
+}
+
+/// A result of a func.call.
+bool isCallResult(Value v) {
+  auto res = dyn_cast<OpResult>(v);
+  return res && isa<func::CallOp>(res.getOwner());
+}
+
+/// The operands of `chain`'s ops other than the value it carries from
+/// `source`.
+SmallVector<Value> chainInputs(Value source, ArrayRef<Operation *> chain) {
+  SmallVector<Value> out;
+  Value prev = source;
+  for (Operation *op : chain) {
+    for (Value operand : op->getOperands())
+      if (operand != prev)
+        out.push_back(operand);
+    prev = op->getResult(0);
+  }
+  return out;
+}
+
+/// A constant, cloned where it is needed rather than passed.
+bool isConstant(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def && def->hasTrait<OpTrait::ConstantLike>();
+}
+
+/// `v` exists before `op` in `op`'s block.
+bool availableBefore(Value v, Operation *op) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == op->getBlock();
+  Operation *def = v.getDefiningOp();
+  return def->getBlock() == op->getBlock() && def->isBeforeInBlock(op);
 }
 
 bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
@@ -454,6 +519,7 @@ bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
   func::CallOp call;
   struct Row {
     SmallVector<Operation *> chain;
+    Value source;    // the call's result
     unsigned result; // of the call
     int64_t offset, width, bytes;
     Operation *anchor = nullptr; // where the callee has the gradient
@@ -463,7 +529,8 @@ bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
   int64_t offset = 0;
   for (Value in : cat.getInputs()) {
     Row row;
-    Value src = viewedValue(in, row.chain);
+    Value src = gradientSource(in, row.chain, isCallResult);
+    row.source = src;
     auto res = dyn_cast<OpResult>(src);
     auto c = res ? dyn_cast<func::CallOp>(res.getOwner()) : func::CallOp();
     if (!c || (call && c != call) || !src.hasOneUse() ||
@@ -480,6 +547,19 @@ bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
   }
   if (!call || call->getBlock() != red->getBlock())
     return false;
+  // What the rows' ops take besides the gradient (an accumulator, a
+  // scale) becomes an argument of the callee; constants are cloned.
+  SmallVector<Value> extras;
+  DenseMap<Value, unsigned> extraIndex;
+  for (const Row &row : rows)
+    for (Value v : chainInputs(row.source, row.chain)) {
+      if (isConstant(v) || extraIndex.count(v))
+        continue;
+      if (!availableBefore(v, call))
+        return false;
+      extraIndex[v] = extras.size();
+      extras.push_back(v);
+    }
   auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
   if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock())
     return false;
@@ -505,6 +585,10 @@ bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
 
   Block &body = callee.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
+  unsigned firstExtra = callee.getNumArguments();
+  for (Value v : extras)
+    (void)callee.insertArgument(callee.getNumArguments(), v.getType(),
+                                DictionaryAttr(), v.getLoc());
   DenseMap<Operation *, size_t> pos;
   size_t k = 0;
   for (Operation &op : body)
@@ -572,10 +656,18 @@ bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
     SmallVector<Value> packed;
     int64_t width = 0;
     for (unsigned i : piece) {
-      Value v = ret.getOperand(rows[i].result);
-      IRMapping map;
+      Value v = ret.getOperand(rows[i].result), prev = rows[i].source;
       for (Operation *op : rows[i].chain) {
-        map.map(op->getOperand(0), v);
+        IRMapping map;
+        for (Value operand : op->getOperands())
+          if (operand == prev)
+            map.map(operand, v);
+          else if (isConstant(operand))
+            map.map(operand, b.clone(*operand.getDefiningOp())->getResult(0));
+          else
+            map.map(operand,
+                    body.getArgument(firstExtra + extraIndex.lookup(operand)));
+        prev = op->getResult(0);
         v = b.clone(*op, map)->getResult(0);
       }
       packed.push_back(v);
@@ -612,8 +704,9 @@ bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
 
   // The caller reads the pieces.
   OpBuilder b(call);
-  auto newCall =
-      func::CallOp::create(b, call.getLoc(), callee, call.getOperands());
+  SmallVector<Value> callOperands(call.getOperands());
+  llvm::append_range(callOperands, extras);
+  auto newCall = func::CallOp::create(b, call.getLoc(), callee, callOperands);
   unsigned next = 0;
   for (auto [i, r] : llvm::enumerate(call.getResults()))
     if (!gone.test(i))
@@ -642,6 +735,87 @@ bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
       op->erase();
   call->erase();
   ++numSunk;
+  return true;
+}
+
+bool ScheduleCommPass::peelLastMicroBatch(scf::ForOp loop, ModuleOp module) {
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()),
+                         ub = getConstantIntValue(loop.getUpperBound()),
+                         step = getConstantIntValue(loop.getStep());
+  if (!lb || !ub || !step || *step <= 0 || *ub - *lb < 2 * *step ||
+      !loop.getInductionVar().getType().isIndex())
+    return false;
+  Block &body = *loop.getBody();
+  func::CallOp call;
+  for (Operation &op : body.without_terminator())
+    if (auto c = dyn_cast<func::CallOp>(op)) {
+      if (call)
+        return false;
+      call = c;
+    }
+  if (!call)
+    return false;
+  auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+  if (!callee || callee.isExternal())
+    return false;
+  // Worth it only when a bucket after the loop reduces what the loop sums
+  // from the call's gradients: every row from a loop result, which the
+  // body makes from the call's result.
+  auto yield = cast<scf::YieldOp>(body.getTerminator());
+  auto isLoopResult = [&](Value v) {
+    auto res = dyn_cast<OpResult>(v);
+    return res && res.getOwner() == loop.getOperation();
+  };
+  auto isCallsResult = [&](Value v) {
+    auto res = dyn_cast<OpResult>(v);
+    return res && res.getOwner() == call.getOperation() && v.hasOneUse();
+  };
+  auto rowFed = [&](Value in) {
+    SmallVector<Operation *> after, inside;
+    Value r = gradientSource(in, after, isLoopResult);
+    if (!isLoopResult(r) || !r.hasOneUse())
+      return false;
+    Value y = yield.getOperand(cast<OpResult>(r).getResultNumber());
+    return isCallsResult(gradientSource(y, inside, isCallsResult));
+  };
+  bool fed = false;
+  for (Operation *op = loop->getNextNode(); op && !fed; op = op->getNextNode())
+    if (isa<dist::ReduceScatterOp, dist::AllReduceOp>(op))
+      if (auto cat = op->getOperand(0).getDefiningOp<tensor::ConcatOp>())
+        fed = llvm::all_of(cat.getInputs(), rowFed);
+  if (!fed)
+    return false;
+
+  // The loop stops one micro-batch early; its body runs once more after
+  // it, on the loop's results, with the last induction value.
+  int64_t last = *lb + (*ub - *lb - 1) / *step * *step;
+  OpBuilder b(loop);
+  Value lastIv = arith::ConstantIndexOp::create(b, loop.getLoc(), last);
+  loop.getUpperBoundMutable().assign(lastIv);
+  b.setInsertionPointAfter(loop);
+  IRMapping map;
+  map.map(loop.getInductionVar(), lastIv);
+  for (auto [arg, result] :
+       llvm::zip(loop.getRegionIterArgs(), loop.getResults()))
+    map.map(arg, result);
+  DenseSet<Operation *> peeled;
+  func::CallOp lastCall;
+  for (Operation &op : body.without_terminator()) {
+    Operation *copy = b.clone(op, map);
+    peeled.insert(copy);
+    if (&op == call.getOperation())
+      lastCall = cast<func::CallOp>(copy);
+  }
+  for (auto [result, value] : llvm::zip(loop.getResults(), yield.getOperands()))
+    result.replaceUsesWithIf(map.lookupOrDefault(value), [&](OpOperand &use) {
+      return !peeled.contains(topLevel(use.getOwner(), *loop->getBlock()));
+    });
+  // Its own copy of the gradient function, which the reductions join.
+  auto copy = cast<func::FuncOp>(callee->clone());
+  copy.setSymName((callee.getSymName() + kLastMicroBatchSuffix).str());
+  StringAttr name = SymbolTable(module).insert(copy);
+  lastCall.setCallee(name.getValue());
+  ++numPeeled;
   return true;
 }
 
@@ -838,6 +1012,12 @@ void ScheduleCommPass::runOnOperation() {
       module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
   budgetBytes = memoryBudget ? memoryBudget : defaultMemoryBudget();
   if (overlapReduce) {
+    SmallVector<scf::ForOp> loops;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal())
+        llvm::append_range(loops, fn.getBody().front().getOps<scf::ForOp>());
+    for (scf::ForOp loop : loops)
+      peelLastMicroBatch(loop, module);
     SmallVector<Operation *> buckets;
     for (auto fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal())
