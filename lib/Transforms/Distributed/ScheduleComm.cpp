@@ -1,6 +1,9 @@
 //===- ScheduleComm.cpp - Start collectives early, wait late --------------===//
 //
-// Works on one block at a time (each function's top level). First, runs of
+// Gradient reduction buckets first move into the function that makes the
+// gradients (under gradient accumulation, into a copy of it that runs the
+// last micro-batch after the loop). Then it works on one block at a time
+// (each function's top level). First, runs of
 // adjacent all-gathers (those ds-zero emits before one op) fuse into one
 // when the cost model predicts it pays. Then positions are indices into the
 // block's ops, a start is placed "before op k", and a gather's buffer is
@@ -1011,6 +1014,7 @@ void ScheduleCommPass::runOnOperation() {
   grid =
       module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
   budgetBytes = memoryBudget ? memoryBudget : defaultMemoryBudget();
+  kept.clear();
   if (overlapReduce) {
     SmallVector<scf::ForOp> loops;
     for (auto fn : module.getOps<func::FuncOp>())
