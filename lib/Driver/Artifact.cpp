@@ -242,6 +242,9 @@ llvm::Error ds::driver::writeArtifactManifest(const ArtifactManifest &m,
             {"model", {{"path", m.modelPath}, {"xxh3", hex64(m.modelHash)}}},
             {"config", m.config},
             {"programs", programs}};
+  if (!m.commProfilePath.empty())
+    j["comm_profile"] = {{"path", m.commProfilePath},
+                         {"xxh3", hex64(m.commProfileHash)}};
   std::string path = dir + "/manifest.json", tmp = path + ".tmp";
   {
     std::error_code ec;
@@ -303,6 +306,10 @@ ds::driver::readArtifactManifest(const std::string &dir) {
     m.modelPath = j.at("model").at("path");
     m.modelHash = parseHex64(j.at("model").at("xxh3"));
     m.config = j.at("config");
+    if (j.contains("comm_profile")) {
+      m.commProfilePath = j.at("comm_profile").at("path");
+      m.commProfileHash = parseHex64(j.at("comm_profile").at("xxh3"));
+    }
     for (const json &p : j.at("programs")) {
       ArtifactProgram program;
       program.object = p.at("object");

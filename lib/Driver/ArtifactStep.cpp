@@ -96,6 +96,21 @@ llvm::Error checkJob(const ArtifactManifest &m, const std::string &dir,
                        ", different contents); run without --model, or "
                        "compile it again with ds-compile");
   }
+  if (!request.commProfile.empty()) {
+    auto hash = hashFile(request.commProfile);
+    if (!hash)
+      return hash.takeError();
+    if (m.commProfilePath.empty() || *hash != m.commProfileHash)
+      return makeError(
+          request.commProfile + " is not the communication profile " + dir +
+          " was compiled with (" +
+          (m.commProfilePath.empty()
+               ? std::string("none: the default cost "
+                             "model")
+               : m.commProfilePath + ", different contents") +
+          "); run without --comm-profile, or compile it again with "
+          "ds-compile --comm-profile");
+  }
   return checkCpu(m, dir);
 }
 

@@ -51,6 +51,13 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
     return model.takeError();
   std::string key;
   llvm::raw_string_ostream os(key);
+  // The profile's bytes, as the model's: the schedule follows its numbers.
+  if (!request.commProfile.empty()) {
+    auto profile = hashFile(request.commProfile);
+    if (!profile)
+      return profile.takeError();
+    os << "comm-profile " << *profile << "\n";
+  }
   os << "model " << *model << "\nconfig " << cfg::toJson(*request.config).dump()
      << "\nworld " << request.worldSize << "\nprogram " << kProgram << "\ncpu "
      << target.level << " " << target.cpu << " "
@@ -71,6 +78,7 @@ llvm::Error compileEntry(const StepRequest &request,
   artifact.step.modelPath = request.modelPath;
   artifact.step.config = request.config;
   artifact.step.worldSize = request.worldSize;
+  artifact.step.commProfile = request.commProfile;
   artifact.configPath = request.configPath;
   artifact.dir = tmp;
   artifact.cpuLevel = target.level;

@@ -230,6 +230,16 @@ int64_t stageOfRank(const cfg::Config &config, int64_t rank) {
 llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
                                     const DumpFn &dump, int64_t stage) {
   const cfg::Config &config = *request.config;
+  // The cost model the schedule fits: read first, so a bad profile is
+  // refused before anything is compiled.
+  mlir::ds::CommCostModel commModel;
+  if (!request.commProfile.empty()) {
+    auto loaded = mlir::ds::CommCostModel::fromProfile(request.commProfile);
+    if (!loaded)
+      return createStringError("--comm-profile " +
+                               llvm::toString(loaded.takeError()));
+    commModel = *loaded;
+  }
   DialectRegistry registry;
   mlir::ds::exec::registerRunnerDependencies(registry);
   mlir::ds::registerAllDSDialects(registry);
@@ -251,8 +261,8 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
     llvm::SourceMgr sourceMgr;
     SourceMgrDiagnosticHandler handler(sourceMgr, built.ctx.get(), diagOs);
     PassManager pm(built.ctx.get());
-    if (llvm::Error err =
-            mlir::ds::buildTrainingPipeline(pm, config, stage, request.eval))
+    if (llvm::Error err = mlir::ds::buildTrainingPipeline(
+            pm, config, stage, request.eval, request.commProfile))
       return std::move(err);
     if (failed(pm.run(*built.module)))
       return createStringError("building the training step failed:\n" + diag);
@@ -277,8 +287,7 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
     return manifest.takeError();
   manifest->startupHash = startupHash;
   {
-    mlir::ds::CommPrediction comm =
-        mlir::ds::predictComm(step, mlir::ds::CommCostModel());
+    mlir::ds::CommPrediction comm = mlir::ds::predictComm(step, commModel);
     manifest->predictedCommMs = comm.seconds * 1e3;
     manifest->predictedExposedCommMs = comm.exposed * 1e3;
   }
@@ -408,6 +417,13 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
   manifest.cpuFeatures = target->features;
   manifest.modelPath = request.step.modelPath;
   manifest.modelHash = *modelHash;
+  if (!request.step.commProfile.empty()) {
+    auto profileHash = hashFile(request.step.commProfile);
+    if (!profileHash)
+      return profileHash.takeError();
+    manifest.commProfilePath = request.step.commProfile;
+    manifest.commProfileHash = *profileHash;
+  }
   manifest.config = cfg::toJson(*request.step.config);
   manifest.programs = std::move(programs);
   if (llvm::Error err = writeArtifactManifest(manifest, request.dir))

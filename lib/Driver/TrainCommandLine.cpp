@@ -76,6 +76,11 @@ static cl::opt<std::string>
                 cl::desc("write the final parameters to a .safetensors file"));
 static cl::opt<std::string> dumpIR("dump-ir", cl::cat(category),
                                    cl::desc("write each phase's IR to DIR"));
+static cl::opt<std::string> commProfile(
+    "comm-profile", cl::cat(category), cl::value_desc("FILE"),
+    cl::desc("measured collective times (ds-report --comm-profile FILE) for "
+             "ds-schedule-comm's cost model; with --compiled, must be the "
+             "profile the artifact was compiled with"));
 static cl::opt<std::string>
     backend("backend", cl::cat(category),
             cl::desc("communication backend: self, mpi, nccl or auto "
@@ -163,6 +168,7 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
                              (long long)evalInterval.getValue());
   options.saveWeights = saveWeights;
   options.dumpIRDir = dumpIR;
+  options.commProfile = commProfile;
   options.quiet = quiet;
   options.deterministic = deterministic;
   options.saveDir = saveDir;

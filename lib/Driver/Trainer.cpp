@@ -187,6 +187,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   request.worldSize = worldSize;
   request.rank = rank;
   request.dumpIRDir = options.dumpIRDir;
+  request.commProfile = options.commProfile;
   request.eval = *evaluator != nullptr;
   request.agreeOnStep = [&](uint64_t hash) {
     return agreeOnStep(hash, rank, worldSize, place.programSize);

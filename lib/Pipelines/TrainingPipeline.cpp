@@ -16,7 +16,8 @@ namespace cfg = ::ds::config;
 
 llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
                                             const cfg::Config &config,
-                                            int64_t stage, bool eval) {
+                                            int64_t stage, bool eval,
+                                            llvm::StringRef commProfile) {
   if (config.fp16.enabled && config.bf16.enabled)
     return llvm::createStringError(
         "fp16.enabled and bf16.enabled are both true; pick one precision");
@@ -160,6 +161,10 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     schedule.maxLiveParameters = config.zero.maxLiveParameters;
     schedule.prefetchBucketSize = config.zero.prefetchBucketSize;
     schedule.printPlan = config.compile.debugLog;
+    schedule.commProfile = commProfile.str();
+    // DeepCompile's selective gather is part of deepcompile, not of
+    // DeepSpeed's overlap_comm.
+    schedule.selectiveUnshard = config.compile.deepcompile;
     pm.addPass(createScheduleComm(schedule));
   }
   // Last: the timers mark where each phase of the final step begins.
@@ -186,6 +191,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("also build @eval_step (ds-eval-step), as ds-train "
                      "--eval-data does"),
       llvm::cl::init(false)};
+  Option<std::string> commProfile{
+      *this, "comm-profile",
+      llvm::cl::desc("measured collective times (ds-report --comm-profile) "
+                     "for ds-schedule-comm's cost model, as ds-train "
+                     "--comm-profile gives it")};
 };
 } // namespace
 
@@ -206,8 +216,8 @@ void mlir::ds::registerTrainingPipeline() {
             cfg::loadConfig(options.config, {options.worldSize});
         if (!config)
           return errorHandler(llvm::toString(config.takeError()));
-        if (llvm::Error err =
-                buildTrainingPipeline(pm, *config, options.stage, options.eval))
+        if (llvm::Error err = buildTrainingPipeline(
+                pm, *config, options.stage, options.eval, options.commProfile))
           return errorHandler(llvm::toString(std::move(err)));
         return success();
       },

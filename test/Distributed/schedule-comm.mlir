@@ -294,3 +294,163 @@ module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
     return %s : tensor<1x8xf32>
   }
 }
+
+// -----
+
+// An all-reduce bucket (ZeRO 0 and 1: flat gradients joined along dim 0)
+// moves into the callee as the reduce-scatter does; on 2 ranks it is cut
+// where each gradient becomes ready, each piece the same elements summed
+// once (a + b in any algorithm).
+// CHECK-LABEL: func @flat_grads
+// CHECK-SAME:    -> (tensor<65536xf32>, tensor<65536xf32>)
+// CHECK:         %[[G1:.*]] = dsnn.layer "h.1.backward"
+// CHECK:         %[[H1:.*]] = dsdist.all_reduce_start avg %[[G1]] over ["dp"] : tensor<65536xf32>
+// CHECK-NEXT:    %[[G0:.*]] = dsnn.layer "h.0.backward"
+// CHECK:         %[[C0:.*]] = tensor.collapse_shape %[[G0]]
+// CHECK-NEXT:    %[[H0:.*]] = dsdist.all_reduce_start avg %[[C0]]
+// CHECK-NEXT:    %[[R1:.*]] = dsdist.wait %[[H1]]
+// CHECK-NEXT:    %[[R0:.*]] = dsdist.wait %[[H0]]
+// CHECK-NEXT:    return %[[R1]], %[[R0]]
+// CHECK-LABEL: func @flat_step
+// CHECK-NEXT:    %[[C:.*]]:2 = call @flat_grads(%arg0)
+// CHECK-NEXT:    tensor.extract_slice %[[C]]#0[0] [65536] [1]
+// CHECK-NEXT:    tensor.extract_slice %[[C]]#1[0] [65536] [1]
+// CHECK-NOT:     dsdist.all_reduce
+
+// NORED-LABEL: func @flat_grads
+// NORED-NOT:     dsdist
+// NORED-LABEL: func @flat_step
+// NORED:         dsdist.all_reduce avg %{{.*}} : tensor<131072xf32>
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @flat_grads(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<256x256xf32>) {
+    %g1 = dsnn.layer "h.1.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %x, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    %g0 = dsnn.layer "h.0.backward"("Block") -> tensor<256x256xf32> {
+      %a = dsnn.mul %g1, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      %e = tensor.expand_shape %a [[0, 1]] output_shape [256, 256] : tensor<65536xf32> into tensor<256x256xf32>
+      dsnn.yield %e : tensor<256x256xf32>
+    }
+    return %g1, %g0 : tensor<65536xf32>, tensor<256x256xf32>
+  }
+  func.func @flat_step(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>) {
+    %r:2 = call @flat_grads(%x) : (tensor<65536xf32>) -> (tensor<65536xf32>, tensor<256x256xf32>)
+    %f0 = tensor.collapse_shape %r#1 [[0, 1]] : tensor<256x256xf32> into tensor<65536xf32>
+    %c = tensor.concat dim(0) %r#0, %f0 : (tensor<65536xf32>, tensor<65536xf32>) -> tensor<131072xf32>
+    %ar = dsdist.all_reduce avg %c over ["dp"] : tensor<131072xf32>
+    %s1 = tensor.extract_slice %ar[0] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    %s0 = tensor.extract_slice %ar[65536] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    return %s1, %s0 : tensor<65536xf32>, tensor<65536xf32>
+  }
+}
+
+// -----
+
+// On 3 ranks the bucket moves whole: the sum order of Open MPI's
+// all-reduce depends on the message size, so a piece could round
+// differently. It still starts as soon as its last gradient exists.
+// CHECK-LABEL: func @flat_grads3
+// CHECK-SAME:    -> tensor<131072xf32>
+// CHECK:         dsnn.layer "h.0.backward"
+// CHECK:         %[[C:.*]] = tensor.concat dim(0)
+// CHECK-NEXT:    %[[H:.*]] = dsdist.all_reduce_start avg %[[C]] over ["dp"] : tensor<131072xf32>
+// CHECK-NEXT:    %[[R:.*]] = dsdist.wait %[[H]]
+// CHECK-NEXT:    return %[[R]]
+// CHECK-LABEL: func @flat_step3
+// CHECK-NEXT:    %[[S:.*]] = call @flat_grads3(%arg0)
+// CHECK-NEXT:    tensor.extract_slice %[[S]][0] [65536] [1]
+// CHECK-NEXT:    tensor.extract_slice %[[S]][65536] [65536] [1]
+module attributes {dsdist.grid = #dsdist.grid<dp = 3>} {
+  func.func @flat_grads3(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>) {
+    %g1 = dsnn.layer "h.1.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %x, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    %g0 = dsnn.layer "h.0.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %g1, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    return %g1, %g0 : tensor<65536xf32>, tensor<65536xf32>
+  }
+  func.func @flat_step3(%x: tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>) {
+    %r:2 = call @flat_grads3(%x) : (tensor<65536xf32>) -> (tensor<65536xf32>, tensor<65536xf32>)
+    %c = tensor.concat dim(0) %r#0, %r#1 : (tensor<65536xf32>, tensor<65536xf32>) -> tensor<131072xf32>
+    %ar = dsdist.all_reduce avg %c over ["dp"] : tensor<131072xf32>
+    %s1 = tensor.extract_slice %ar[0] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    %s0 = tensor.extract_slice %ar[65536] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    return %s1, %s0 : tensor<65536xf32>, tensor<65536xf32>
+  }
+}
+
+// -----
+
+// Gradient accumulation: the loop sums two micro-batches' gradients, then
+// scales by 1/2 and reduces. The last micro-batch runs after the loop
+// (which stops one early), calling its own copy of the gradient function;
+// the sum into the accumulator (passed in), the scaling (its constant
+// cloned) and the bucket's pieces move into that copy, in the same order.
+// CHECK-LABEL: func @acc_grads(
+// CHECK-NOT:     dsdist
+// CHECK:         return
+// CHECK-LABEL: func @acc_step
+// CHECK:         %[[L:.*]]:3 = scf.for %{{.*}} = %{{.*}} to %[[LAST:[^ ]+]] step
+// CHECK:           func.call @acc_grads(
+// CHECK:         %[[XL:.*]] = tensor.extract_slice %arg0[%[[LAST]], 0]
+// CHECK-NEXT:    %[[C:.*]]:3 = call @acc_grads_last_micro_batch(%[[XL]], %[[L]]#1, %[[L]]#2)
+// CHECK:         dsnn.add %[[L]]#0, %[[C]]#0
+// CHECK-NOT:     dsdist.all_reduce_start avg
+// CHECK:         tensor.extract_slice %[[C]]#1[0] [65536] [1]
+// CHECK:         tensor.extract_slice %[[C]]#2[0] [65536] [1]
+// CHECK-LABEL: func @acc_grads_last_micro_batch(
+// CHECK-SAME:    %[[X:[^:]*]]: tensor<65536xf32>, %[[A1:[^:]*]]: tensor<65536xf32>, %[[A0:[^:]*]]: tensor<65536xf32>)
+// CHECK:         %[[G1:.*]] = dsnn.layer "h.1.backward"
+// CHECK:         %[[S1:.*]] = dsnn.add %[[A1]], %[[G1]]
+// CHECK-NEXT:    %[[HALF:.*]] = arith.constant dense<5.000000e-01>
+// CHECK-NEXT:    %[[M1:.*]] = dsnn.mul %[[S1]], %[[HALF]]
+// CHECK-NEXT:    dsdist.all_reduce_start avg %[[M1]]
+// CHECK-NEXT:    dsnn.layer "h.0.backward"
+// CHECK:         dsdist.all_reduce_start avg
+// CHECK:         dsdist.wait
+// CHECK:         dsdist.wait
+// CHECK-NEXT:    return
+// NORED-LABEL: func @acc_step
+// NORED-NOT:     last_micro_batch
+module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
+  func.func @acc_grads(%x: tensor<65536xf32>) -> (tensor<f32>, tensor<65536xf32>, tensor<65536xf32>) {
+    %l = arith.constant dense<1.0> : tensor<f32>
+    %g1 = dsnn.layer "h.1.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %x, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    %g0 = dsnn.layer "h.0.backward"("Block") -> tensor<65536xf32> {
+      %a = dsnn.mul %g1, %x : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      dsnn.yield %a : tensor<65536xf32>
+    }
+    return %l, %g1, %g0 : tensor<f32>, tensor<65536xf32>, tensor<65536xf32>
+  }
+  func.func @acc_step(%x: tensor<2x65536xf32>) -> (tensor<f32>, tensor<65536xf32>, tensor<65536xf32>) {
+    %zl = arith.constant dense<0.0> : tensor<f32>
+    %z = arith.constant dense<0.0> : tensor<65536xf32>
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %acc:3 = scf.for %i = %c0 to %c2 step %c1 iter_args(%al = %zl, %a1 = %z, %a0 = %z) -> (tensor<f32>, tensor<65536xf32>, tensor<65536xf32>) {
+      %xi = tensor.extract_slice %x[%i, 0] [1, 65536] [1, 1] : tensor<2x65536xf32> to tensor<65536xf32>
+      %r:3 = func.call @acc_grads(%xi) : (tensor<65536xf32>) -> (tensor<f32>, tensor<65536xf32>, tensor<65536xf32>)
+      %sl = dsnn.add %al, %r#0 : tensor<f32>, tensor<f32> -> tensor<f32>
+      %s1 = dsnn.add %a1, %r#1 : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      %s0 = dsnn.add %a0, %r#2 : tensor<65536xf32>, tensor<65536xf32> -> tensor<65536xf32>
+      scf.yield %sl, %s1, %s0 : tensor<f32>, tensor<65536xf32>, tensor<65536xf32>
+    }
+    %half = arith.constant dense<0.5> : tensor<f32>
+    %ml = dsnn.mul %acc#0, %half : tensor<f32>, tensor<f32> -> tensor<f32>
+    %m1 = dsnn.mul %acc#1, %half : tensor<65536xf32>, tensor<f32> -> tensor<65536xf32>
+    %m0 = dsnn.mul %acc#2, %half : tensor<65536xf32>, tensor<f32> -> tensor<65536xf32>
+    %c = tensor.concat dim(0) %m1, %m0 : (tensor<65536xf32>, tensor<65536xf32>) -> tensor<131072xf32>
+    %ar = dsdist.all_reduce avg %c over ["dp"] : tensor<131072xf32>
+    %s1 = tensor.extract_slice %ar[0] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    %s0 = tensor.extract_slice %ar[65536] [65536] [1] : tensor<131072xf32> to tensor<65536xf32>
+    return %ml, %s1, %s0 : tensor<f32>, tensor<65536xf32>, tensor<65536xf32>
+  }
+}

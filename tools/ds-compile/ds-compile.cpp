@@ -33,6 +33,10 @@ static cl::opt<std::string>
         cl::desc("CPU level the code is for: x86-64-v3 (default: AVX2+FMA, "
                  "so mixed clusters run the same bits), x86-64-v4 "
                  "(AVX-512), x86-64-v2 or native (this machine's CPU)"));
+static cl::opt<std::string> commProfile(
+    "comm-profile", cl::cat(category), cl::value_desc("FILE"),
+    cl::desc("measured collective times (ds-report --comm-profile FILE) for "
+             "ds-schedule-comm's cost model; recorded in the manifest"));
 static cl::opt<bool> quiet("quiet", cl::cat(category),
                            cl::desc("no summary line"));
 
@@ -57,6 +61,7 @@ int main(int argc, char **argv) {
   request.step.modelPath = model;
   request.step.config = &*resolved;
   request.step.worldSize = worldSize;
+  request.step.commProfile = commProfile;
   request.configPath = config;
   request.dir = output;
   request.cpuLevel = cpu;

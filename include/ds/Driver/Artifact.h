@@ -51,7 +51,12 @@ struct ArtifactManifest {
   std::vector<std::string> cpuFeatures;
   std::string modelPath;  ///< as given to ds-compile, for messages
   uint64_t modelHash = 0; ///< xxh3 of the model file's bytes
-  nlohmann::json config;  ///< the resolved config (config::toJson)
+  /// The communication profile the schedule was fitted to (ds-compile
+  /// --comm-profile), path for messages and xxh3 of its bytes; empty path:
+  /// none, the cost model's defaults.
+  std::string commProfilePath;
+  uint64_t commProfileHash = 0;
+  nlohmann::json config; ///< the resolved config (config::toJson)
   std::vector<ArtifactProgram> programs;
 
   /// The program rank `rank` runs, if any.

@@ -159,6 +159,9 @@ struct StepRequest {
   std::string dumpIRDir; ///< writes each phase's IR here (empty: none)
   /// Also compile @eval_step, the model's forward without dropout.
   bool eval = false;
+  /// Measured collective times (`ds-report --comm-profile`) for the
+  /// schedule's cost model; empty: the model's defaults.
+  std::string commProfile;
   /// Called with the start-up hash as soon as the step is known, before
   /// anything else can fail: ranks compare it.
   std::function<llvm::Error(uint64_t startupHash)> agreeOnStep;

@@ -49,7 +49,10 @@ struct TrainOptions {
   int64_t evalInterval = 0;
   std::string saveWeights; ///< safetensors of the final parameters
   std::string dumpIRDir;   ///< writes each phase's IR here
-  bool quiet = false;      ///< no progress lines
+  /// --comm-profile: measured collective times for the schedule's cost
+  /// model (ds-report --comm-profile); empty: its defaults.
+  std::string commProfile;
+  bool quiet = false; ///< no progress lines
   /// Communication backend: "self", "mpi", "nccl"; empty = automatic.
   std::string backend;
   /// Reductions summed in rank order (bitwise reproducible across ZeRO

@@ -18,12 +18,16 @@ namespace mlir::ds {
 /// step is pipeline stage `stage`'s: ds-pipeline-split before the autodiff
 /// and ds-pipeline-schedule in place of ds-accumulate-grads. Fails for
 /// settings the training phase does not implement yet, naming the key.
-/// With `eval`, ds-eval-step adds @eval_step before ds-zero.
+/// With `eval`, ds-eval-step adds @eval_step before ds-zero. A non-empty
+/// `commProfile` (the file `ds-report --comm-profile` writes) is the cost
+/// model ds-schedule-comm fits; empty: its documented defaults.
 llvm::Error buildTrainingPipeline(OpPassManager &pm,
                                   const ::ds::config::Config &config,
-                                  int64_t stage = 0, bool eval = false);
+                                  int64_t stage = 0, bool eval = false,
+                                  llvm::StringRef commProfile = "");
 
-/// Registers `ds-training-pipeline{config=FILE world-size=N stage=S eval}`.
+/// Registers `ds-training-pipeline{config=FILE world-size=N stage=S eval
+/// comm-profile=FILE}`.
 void registerTrainingPipeline();
 
 } // namespace mlir::ds

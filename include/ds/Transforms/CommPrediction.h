@@ -20,6 +20,11 @@ namespace mlir::ds {
 /// sgemm): only estimates of hidden communication use it.
 constexpr double kPlanFlopsPerSecond = 50e9;
 
+/// Under gradient accumulation ds-schedule-comm runs the last micro-batch
+/// through a copy of the gradient function named with this suffix (its
+/// backward overlaps the reduction); phase timers mark it as the original.
+constexpr llvm::StringLiteral kLastMicroBatchSuffix = "_last_micro_batch";
+
 /// Bytes of a ranked tensor type.
 int64_t bytesOf(Type type);
 /// Ranks in the group of a collective over the axes of `grid`.

@@ -926,14 +926,23 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     predicted time and the compute between) and per function (the peak of
     gathered bytes live at once).
 
-    With `overlap-reduce`, a `dsdist.reduce_scatter` of gradients that a
-    function returns (ds-zero packs them as the rows of one bucket after
-    the call) moves into that function when it has this one call: the
-    bucket is cut where its gradients become ready (the layer that
-    produces them), pieces kept together while the cost model predicts the
-    joined collective under 1.2 x the longer piece, so each piece starts
-    during the backward of the layers before its own; the function returns
-    the reduced pieces. The sums are the same element by element.
+    With `overlap-reduce`, a `dsdist.reduce_scatter` or `dsdist.all_reduce`
+    of gradients that a function returns (ds-zero packs them as the rows of
+    one bucket after the call) moves into that function when it has this
+    one call: the bucket is cut where its gradients become ready (the layer
+    that produces them), pieces kept together while the cost model predicts
+    the joined collective under 1.2 x the longer piece, so each piece
+    starts during the backward of the layers before its own; the function
+    returns the reduced pieces. The sums are the same element by element.
+    An all-reduce bucket on 3 or more ranks moves whole (started after its
+    last gradient): there the order of its sums depends on the message
+    size.
+    Under gradient accumulation (an `scf.for` calling the function once per
+    micro-batch, summing the gradients, a bucket after it reducing the
+    scaled sums), the last micro-batch runs after the loop through its own
+    copy of the function, into which the bucket moves with the sum into
+    the accumulator (passed as an argument) and the scaling: the same ops
+    in the same order, so the sums are bitwise the same.
 
     Before (one layer, ZeRO-3):
 
@@ -986,11 +995,15 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     Statistic<"numUnsharded", "unsharded-params",
               "backward all-gathers dropped: the forward's buffer kept">,
     Statistic<"numSunk", "sunk-reductions",
-              "gradient reduce-scatters moved into the gradient function, "
-              "split where the gradients become ready">,
+              "gradient reduction buckets moved into the gradient "
+              "function, split where the gradients become ready">,
+    Statistic<"numPeeled", "peeled-micro-batches",
+              "accumulation loops whose last micro-batch runs after them, "
+              "so its backward overlaps the reduction">,
   ];
   let dependentDialects = ["::mlir::ds::dist::DistDialect",
-                           "::mlir::tensor::TensorDialect"];
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {

@@ -7,6 +7,7 @@
 // is what the compiled code spends there.
 //
 //===----------------------------------------------------------------------===//
+#include "ds/Transforms/CommPrediction.h"
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Pipeline.h"
 #include "dstrain/TrainDialect.h"
@@ -52,11 +53,15 @@ void mark(OpBuilder &b, Location loc, func::FuncOp callee, Phase phase) {
   func::CallOp::create(b, loc, callee, ValueRange{id});
 }
 
+/// Calls @name, or ds-schedule-comm's copy of it for the last micro-batch.
 bool callsFunction(Operation *op, StringRef name) {
   return op
       ->walk([&](func::CallOp call) {
-        return call.getCallee() == name ? WalkResult::interrupt()
-                                        : WalkResult::advance();
+        StringRef callee = call.getCallee();
+        return callee == name || (callee.consume_front(name) &&
+                                  callee == kLastMicroBatchSuffix)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
       })
       .wasInterrupted();
 }
@@ -130,7 +135,11 @@ struct PhaseTimersPass : mlir::ds::impl::PhaseTimersBase<PhaseTimersPass> {
       return signalPassFailure();
     }
     func::FuncOp begin = declareBeginPhase(module);
+    auto last = module.lookupSymbol<func::FuncOp>(
+        (gradientEntry + kLastMicroBatchSuffix).str());
     if (failed(markGradientFunction(gradient, begin)) ||
+        (last && !last.isExternal() &&
+         failed(markGradientFunction(last, begin))) ||
         failed(markStep(step, gradientEntry, begin)))
       signalPassFailure();
   }
