@@ -1094,9 +1094,9 @@ def StackLayers : Pass<"ds-stack-layers", "mlir::ModuleOp"> {
     - the same value (used as is),
     - the previous layer's result at one index (carried: an `iter_arg`
       starting from the first layer's operand),
-    - K distinct arguments of the function (a per-layer parameter: packed
-      into one `tensor<K x ...>` at the function's entry and read with
-      `tensor.extract_slice` at the layer index), or
+    - K distinct arguments of the function (a per-layer parameter: an
+      `scf.index_switch` on the layer index yields that layer's argument,
+      which bufferizes to a choice of buffer, no copy), or
     - for a run after an equal-length run already stacked, in reverse
       order (the backward layers), a result or carried input of the
       matching layer of that run (a saved activation: the earlier loop
@@ -1109,19 +1109,19 @@ def StackLayers : Pass<"ds-stack-layers", "mlir::ModuleOp"> {
     carried result replaces the run's output; any other use of a layer's
     result outside the stacked runs (the gradients the function returns)
     reads its slice of the stacked result. The function's signature does
-    not change: the packing at entry and the slicing at exit are the
-    boundary that stacked step arguments would remove. Each iteration
-    computes the same ops on the same values as the layer it replaces.
+    not change: the switches and the slices at exit are the boundary that
+    stacked step arguments would remove. Each iteration computes the same
+    ops on the same values as the layer it replaces.
 
       %h0 = dsnn.layer "h.0" ("Block") -> tensor<4xf32> { ... %x, %w0 ... }
       %h1 = dsnn.layer "h.1" ("Block") -> tensor<4xf32> { ... %h0, %w1 ... }
 
     becomes
 
-      %ws = tensor.insert_slice %w1 into (tensor.insert_slice %w0 into
-            tensor.empty() : tensor<2x4xf32>)
       %h1 = scf.for %j = %c0 to %c2 step %c1 iter_args(%h = %x) {
-        %w = tensor.extract_slice %ws[%j, 0] [1, 4] [1, 1]
+        %w = scf.index_switch %j -> tensor<4xf32>
+        case 0 { scf.yield %w0 : tensor<4xf32> }
+        default { scf.yield %w1 : tensor<4xf32> }
         %y = dsnn.layer "h.0" ("Block") -> tensor<4xf32> { ... %h, %w ... }
         scf.yield %y
       }

@@ -18,8 +18,6 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
-#include <map>
-
 namespace mlir::ds {
 #define GEN_PASS_DEF_STACKLAYERS
 #include "ds/Transforms/Passes.h.inc"
@@ -117,6 +115,27 @@ Value insertLayer(OpBuilder &b, Location loc, Value value, Value stacked,
   sliceParams(b, index, type, offsets, sizes, strides);
   return tensor::InsertSliceOp::create(b, loc, value, stacked, offsets, sizes,
                                        strides);
+}
+
+/// The argument of layer `index`: a switch over the K arguments, which
+/// bufferizes to a choice among their buffers (packing them into one
+/// tensor would copy each per step, and one-shot bufferization's analysis
+/// of a chain of K inserts grows superlinearly).
+Value selectArgument(OpBuilder &b, Location loc, Value index,
+                     ArrayRef<BlockArgument> args) {
+  SmallVector<int64_t> cases;
+  for (unsigned k = 0; k + 1 < args.size(); ++k)
+    cases.push_back(k);
+  auto sw = scf::IndexSwitchOp::create(b, loc, args.front().getType(), index,
+                                       cases, cases.size());
+  OpBuilder::InsertionGuard g(b);
+  for (unsigned k = 0; k < args.size(); ++k) {
+    Region &region =
+        k + 1 < args.size() ? sw.getCaseRegions()[k] : sw.getDefaultRegion();
+    b.setInsertionPointToStart(&region.emplaceBlock());
+    scf::YieldOp::create(b, loc, Value(args[k]));
+  }
+  return sw.getResult(0);
 }
 
 /// Maximal runs of adjacent top-level layers with one type, direction and
@@ -322,29 +341,8 @@ struct StackLayersPass : ds::impl::StackLayersBase<StackLayersPass> {
     }
     OpBuilder b = OpBuilder::atBlockBegin(&entry);
     Location loc = fn.getLoc();
-    // One packed tensor per parameter slot, shared by the runs reading it.
-    std::map<SmallVector<unsigned>, Value> packs;
-    auto packOf = [&](const Read &how) {
-      SmallVector<unsigned> slot;
-      for (BlockArgument arg : how.args)
-        slot.push_back(arg.getArgNumber());
-      Value &pack = packs[slot];
-      if (pack)
-        return pack;
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(&entry);
-      Type layerType = how.args.front().getType();
-      auto type = stackedType(layerType, how.args.size());
-      pack = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                     type.getElementType());
-      for (auto [k, arg] : llvm::enumerate(how.args)) {
-        Value index = arith::ConstantIndexOp::create(b, loc, k);
-        pack = insertLayer(b, loc, arg, pack, index);
-      }
-      return pack;
-    };
     for (Run *run : runs)
-      buildLoop(*run, packOf);
+      buildLoop(*run);
     // Reads outside the runs: the last carried value or the stacked slice.
     for (Run *run : runs) {
       unsigned n = run->size();
@@ -383,7 +381,7 @@ struct StackLayersPass : ds::impl::StackLayersBase<StackLayersPass> {
     }
   }
 
-  template <typename PackOf> void buildLoop(Run &run, PackOf &packOf) {
+  void buildLoop(Run &run) {
     nn::LayerOp first = run.layers.front();
     Location loc = first.getLoc();
     unsigned n = run.size();
@@ -402,11 +400,6 @@ struct StackLayersPass : ds::impl::StackLayersBase<StackLayersPass> {
       inits.push_back(emptyStack(first->getResult(r).getType()));
     for (unsigned q : run.stackedInputs)
       inits.push_back(emptyStack(run.reads[0][q].getType()));
-    // Packs before the loop (they are built at the function's entry).
-    SmallVector<Value> packed(run.how.size());
-    for (auto [p, how] : llvm::enumerate(run.how))
-      if (how.kind == Read::Param)
-        packed[p] = packOf(how);
     Value lb = arith::ConstantIndexOp::create(b, loc, 0);
     Value ub = arith::ConstantIndexOp::create(b, loc, n);
     Value step = arith::ConstantIndexOp::create(b, loc, 1);
@@ -432,8 +425,7 @@ struct StackLayersPass : ds::impl::StackLayersBase<StackLayersPass> {
         map.map(from, carriedIn[p]);
         break;
       case Read::Param:
-        map.map(from,
-                extractLayer(body, loc, packed[p], index, from.getType()));
+        map.map(from, selectArgument(body, loc, index, how.args));
         break;
       case Read::Saved: {
         Run &pr = *run.paired;

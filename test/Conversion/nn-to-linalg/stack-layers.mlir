@@ -1,22 +1,25 @@
 // RUN: ds-opt %s --ds-stack-layers --split-input-file | FileCheck %s
 
-// Two equal layers chained through their result, on per-layer parameters:
-// one loop carrying the activation, the parameters packed at entry and
-// sliced at the layer index.
+// Three equal layers chained through their result, on per-layer
+// parameters: one loop carrying the activation; the parameter of layer %j
+// is chosen among the three arguments.
 // CHECK-LABEL: func @forward_chain
-// CHECK-SAME:    (%[[X:.*]]: tensor<4xf32>, %[[W0:.*]]: tensor<4xf32>, %[[W1:.*]]: tensor<4xf32>)
-// CHECK:         %[[E:.*]] = tensor.empty() : tensor<2x4xf32>
-// CHECK:         %[[P0:.*]] = tensor.insert_slice %[[W0]] into %[[E]][%c0, 0] [1, 4] [1, 1]
-// CHECK:         %[[P:.*]] = tensor.insert_slice %[[W1]] into %[[P0]][%c1, 0] [1, 4] [1, 1]
-// CHECK:         %[[OUT:.*]] = scf.for %[[J:.*]] = %{{.*}} to %c2 step %{{.*}} iter_args(%[[H:.*]] = %[[X]]) -> (tensor<4xf32>)
-// CHECK:           %[[W:.*]] = tensor.extract_slice %[[P]][%[[J]], 0] [1, 4] [1, 1] : tensor<2x4xf32> to tensor<4xf32>
+// CHECK-SAME:    (%[[X:.*]]: tensor<4xf32>, %[[W0:.*]]: tensor<4xf32>, %[[W1:.*]]: tensor<4xf32>, %[[W2:.*]]: tensor<4xf32>)
+// CHECK:         %[[OUT:.*]] = scf.for %[[J:.*]] = %{{.*}} to %c3 step %{{.*}} iter_args(%[[H:.*]] = %[[X]]) -> (tensor<4xf32>)
+// CHECK:           %[[W:.*]] = scf.index_switch %[[J]] -> tensor<4xf32>
+// CHECK-NEXT:      case 0 {
+// CHECK-NEXT:        scf.yield %[[W0]]
+// CHECK:           case 1 {
+// CHECK-NEXT:        scf.yield %[[W1]]
+// CHECK:           default {
+// CHECK-NEXT:        scf.yield %[[W2]]
 // CHECK:           %[[Y:.*]] = dsnn.layer "h.0"("Block")
 // CHECK:             dsnn.mul %[[H]], %[[W]]
 // CHECK:           scf.yield %[[Y]]
 // CHECK-NOT:     dsnn.layer
 // CHECK:         return %[[OUT]]
 func.func @forward_chain(%x: tensor<4xf32>, %w0: tensor<4xf32>,
-                         %w1: tensor<4xf32>) -> tensor<4xf32> {
+                         %w1: tensor<4xf32>, %w2: tensor<4xf32>) -> tensor<4xf32> {
   %0 = dsnn.layer "h.0" ("Block") -> tensor<4xf32> {
     %m = dsnn.mul %x, %w0 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
     dsnn.yield %m : tensor<4xf32>
@@ -25,28 +28,36 @@ func.func @forward_chain(%x: tensor<4xf32>, %w0: tensor<4xf32>,
     %m = dsnn.mul %0, %w1 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
     dsnn.yield %m : tensor<4xf32>
   }
-  return %1 : tensor<4xf32>
+  %2 = dsnn.layer "h.2" ("Block") -> tensor<4xf32> {
+    %m = dsnn.mul %1, %w2 : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    dsnn.yield %m : tensor<4xf32>
+  }
+  return %2 : tensor<4xf32>
 }
 
 // -----
 
 // The backward run walks the layers in reverse (layer index 1 - %j): it
 // reads the forward loop's stacked saved result and stacked carried input
-// of the same layer, the shared parameter pack, and stacks its gradients,
-// which the function returns as slices (layer 0's at 0, layer 1's at 1).
+// of the same layer, the parameter of that layer, and stacks its
+// gradients, which the function returns as slices (layer 0's at 0, layer
+// 1's at 1).
 // CHECK-LABEL: func @backward_reads_saved
-// CHECK-SAME:    (%[[X:.*]]: tensor<4xf32>, %{{.*}}: tensor<4xf32>, %{{.*}}: tensor<4xf32>, %[[DY:.*]]: tensor<4xf32>)
-// CHECK:         %[[P:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[%c1, 0]
+// CHECK-SAME:    (%[[X:.*]]: tensor<4xf32>, %[[W0:.*]]: tensor<4xf32>, %[[W1:.*]]: tensor<4xf32>, %[[DY:.*]]: tensor<4xf32>)
 // CHECK:         %[[F:.*]]:3 = scf.for %[[J:.*]] = {{.*}} iter_args(%[[H:.*]] = %[[X]], %[[SE:.*]] = %{{.*}}, %[[SX:.*]] = %{{.*}}) -> (tensor<4xf32>, tensor<2x4xf32>, tensor<2x4xf32>)
 // CHECK:           %[[Y:.*]]:2 = dsnn.layer "h.0"("Block")
-// CHECK:           %[[SE2:.*]] = tensor.insert_slice %[[Y]]#1 into %[[SE]][%[[J]], 0]
-// CHECK:           %[[SX2:.*]] = tensor.insert_slice %[[H]] into %[[SX]][%[[J]], 0]
+// CHECK:           %[[SE2:.*]] = tensor.insert_slice %[[Y]]#1 into %[[SE]][%[[J]], 0] [1, 4] [1, 1]
+// CHECK:           %[[SX2:.*]] = tensor.insert_slice %[[H]] into %[[SX]][%[[J]], 0] [1, 4] [1, 1]
 // CHECK:           scf.yield %[[Y]]#0, %[[SE2]], %[[SX2]]
 // CHECK:         %[[B:.*]]:2 = scf.for %[[I:.*]] = {{.*}} iter_args(%[[G:.*]] = %[[DY]], %[[SW:.*]] = %{{.*}}) -> (tensor<4xf32>, tensor<2x4xf32>)
 // CHECK:           %[[K:.*]] = arith.subi %c1{{.*}}, %[[I]] : index
-// CHECK-DAG:       %[[E:.*]] = tensor.extract_slice %[[F]]#1[%[[K]], 0]
-// CHECK-DAG:       %[[W:.*]] = tensor.extract_slice %[[P]][%[[K]], 0]
-// CHECK-DAG:       %[[IN:.*]] = tensor.extract_slice %[[F]]#2[%[[K]], 0]
+// CHECK:           %[[E:.*]] = tensor.extract_slice %[[F]]#1[%[[K]], 0]
+// CHECK:           %[[W:.*]] = scf.index_switch %[[K]]
+// CHECK-NEXT:      case 0 {
+// CHECK-NEXT:        scf.yield %[[W0]]
+// CHECK:           default {
+// CHECK-NEXT:        scf.yield %[[W1]]
+// CHECK:           %[[IN:.*]] = tensor.extract_slice %[[F]]#2[%[[K]], 0]
 // CHECK:           %[[D:.*]]:2 = dsnn.layer "h.1.backward"("Block")
 // CHECK:             dsnn.mul %[[G]], %[[E]]
 // CHECK:             dsnn.mul %[[G]], %[[W]]
