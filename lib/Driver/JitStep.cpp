@@ -26,6 +26,9 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/xxhash.h"
 
+#include <cstdlib>
+#include <string_view>
+
 using namespace ::ds::driver;
 using namespace mlir;
 namespace nn = mlir::ds::nn;
@@ -37,6 +40,11 @@ namespace {
 /// The passes that take the step contract down to the level ds-lower-to-llvm
 /// starts from; every other lowering step lives in that pipeline.
 void addStepLowering(OpPassManager &pm) {
+  // Opt-in while stacking keeps the step's signature (packs at entry):
+  // docs/architecture.md, "An entry point that does not grow with depth".
+  if (const char *stack = std::getenv("DS_STACK_LAYERS");
+      stack && std::string_view(stack) == "1")
+    pm.addPass(mlir::ds::createStackLayers());
   pm.addPass(mlir::ds::createOutlineLayers());
   pm.addPass(mlir::ds::createLowerNNToLinalg());
   pm.addPass(mlir::ds::createLowerTrainToLinalg());

@@ -1112,6 +1112,60 @@ def OutlineLayers : Pass<"ds-outline-layers", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def StackLayers : Pass<"ds-stack-layers", "mlir::ModuleOp"> {
+  let summary = "Run K equal consecutive layers as one loop over stacked per-layer values";
+  let description = [{
+    A step towards a step whose glue does not grow with depth (run before
+    `ds-outline-layers`, off in the training pipeline). In each function, a
+    run of K >= 2 adjacent top-level `dsnn.layer` ops of one layer type with
+    the same body (the equivalence `ds-outline-layers` uses) becomes one
+    `scf.for %j = 0 to K` holding the layer once. Every value the body reads
+    from above is, across the K layers, either
+
+    - the same value (used as is),
+    - the previous layer's result at one index (carried: an `iter_arg`
+      starting from the first layer's operand),
+    - K distinct arguments of the function (a per-layer parameter: an
+      `scf.index_switch` on the layer index yields that layer's argument,
+      which bufferizes to a choice of buffer, no copy), or
+    - for a run after an equal-length run already stacked, in reverse
+      order (the backward layers), a result or carried input of the
+      matching layer of that run (a saved activation: the earlier loop
+      stacks it with `tensor.insert_slice`, this one slices it).
+
+    A run with any other operand, or holding a collective or a `dsnn.moe`,
+    is left alone. The layer index of
+    iteration `%j` is `%j` for a forward run and `K - 1 - %j` for a reverse
+    one, so every stacked tensor holds layer k at index k. The last layer's
+    carried result replaces the run's output; any other use of a layer's
+    result outside the stacked runs (the gradients the function returns)
+    reads its slice of the stacked result. The function's signature does
+    not change: the switches and the slices at exit are the boundary that
+    stacked step arguments would remove. Each iteration computes the same
+    ops on the same values as the layer it replaces.
+
+      %h0 = dsnn.layer "h.0" ("Block") -> tensor<4xf32> { ... %x, %w0 ... }
+      %h1 = dsnn.layer "h.1" ("Block") -> tensor<4xf32> { ... %h0, %w1 ... }
+
+    becomes
+
+      %h1 = scf.for %j = %c0 to %c2 step %c1 iter_args(%h = %x) {
+        %w = scf.index_switch %j -> tensor<4xf32>
+        case 0 { scf.yield %w0 : tensor<4xf32> }
+        default { scf.yield %w1 : tensor<4xf32> }
+        %y = dsnn.layer "h.0" ("Block") -> tensor<4xf32> { ... %h, %w ... }
+        scf.yield %y
+      }
+  }];
+  let statistics = [
+    Statistic<"numRuns", "runs", "runs of layers made loops">,
+    Statistic<"numLayers", "layers", "layers folded into loops">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower every dsnn op to linalg, tensor, arith and math on tensors";
   let description = [{
