@@ -58,6 +58,9 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
       return profile.takeError();
     os << "comm-profile " << *profile << "\n";
   }
+  // Opt-in lowering: the same numbers, different code.
+  if (stackLayersRequested())
+    os << "stack-layers\n";
   os << "model " << *model << "\nconfig " << cfg::toJson(*request.config).dump()
      << "\nworld " << request.worldSize << "\nprogram " << kProgram << "\ncpu "
      << target.level << " " << target.cpu << " "

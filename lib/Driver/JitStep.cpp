@@ -42,8 +42,7 @@ namespace {
 void addStepLowering(OpPassManager &pm) {
   // Opt-in while stacking keeps the step's signature (packs at entry):
   // docs/architecture.md, "An entry point that does not grow with depth".
-  if (const char *stack = std::getenv("DS_STACK_LAYERS");
-      stack && std::string_view(stack) == "1")
+  if (stackLayersRequested())
     pm.addPass(mlir::ds::createStackLayers());
   pm.addPass(mlir::ds::createOutlineLayers());
   pm.addPass(mlir::ds::createLowerNNToLinalg());
@@ -445,4 +444,10 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
                         times.llvmSeconds, times.linkSeconds);
   return llvm::Error::success();
 }
+
+bool stackLayersRequested() {
+  const char *stack = std::getenv("DS_STACK_LAYERS");
+  return stack && std::string_view(stack) == "1";
+}
+
 } // namespace ds::driver

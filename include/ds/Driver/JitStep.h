@@ -33,6 +33,10 @@ struct ArtifactRequest {
 llvm::Error compileArtifact(const ArtifactRequest &request,
                             llvm::raw_ostream &log);
 
+/// Whether DS_STACK_LAYERS=1 asks the lowering for ds-stack-layers (opt-in:
+/// docs/architecture.md). The compile cache keys on it too.
+bool stackLayersRequested();
+
 } // namespace ds::driver
 
 #endif // DS_DRIVER_JITSTEP_H
