@@ -403,12 +403,12 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
       ++lowered.blasCallSites;
   });
   for (auto global : module.getOps<LLVM::GlobalOp>())
-    if (global.getSymName().starts_with("__ds_arena_"))
+    if (global.getSymName().starts_with(ds::kArenaPrefix))
       if (auto array = dyn_cast<LLVM::LLVMArrayType>(global.getType()))
         lowered.arenaBytes += static_cast<int64_t>(array.getNumElements());
   for (FunctionSignature &sig : functions)
-    if (auto arena =
-            module.lookupSymbol<LLVM::GlobalOp>("__ds_arena_" + sig.name))
+    if (auto arena = module.lookupSymbol<LLVM::GlobalOp>(
+            (ds::kArenaPrefix + sig.name).str()))
       if (auto array = dyn_cast<LLVM::LLVMArrayType>(arena.getType()))
         sig.workspaceBytes = static_cast<int64_t>(array.getNumElements());
   return lowered;

@@ -27,6 +27,10 @@ inline constexpr llvm::StringLiteral kSgemmSymbol = "dsrt_sgemm";
 inline constexpr llvm::StringLiteral kSgemmStridedBatchedSymbol =
     "dsrt_sgemm_strided_batched";
 
+/// Prefix of the global that holds a function's planned buffers
+/// (ds-plan-buffers): `<prefix><function name>`.
+inline constexpr llvm::StringLiteral kArenaPrefix = "__ds_arena_";
+
 struct LinalgToRuntimeOptions {
   /// Fold a zero linalg.fill of the output into beta = 0.
   bool foldFill = true;

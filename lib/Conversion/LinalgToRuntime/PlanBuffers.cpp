@@ -344,7 +344,7 @@ struct PlanBuffersPass : public ds::impl::PlanBuffersBase<PlanBuffersPass> {
     OpBuilder mb(ctx);
     mb.setInsertionPoint(fn);
     auto global = memref::GlobalOp::create(
-        mb, fn.getLoc(), ("__ds_arena_" + fn.getName()).str(),
+        mb, fn.getLoc(), (ds::kArenaPrefix + fn.getName()).str(),
         mb.getStringAttr("private"), arenaType,
         /*initial_value=*/mb.getUnitAttr(),
         /*constant=*/false, mb.getI64IntegerAttr(alignment));
