@@ -27,6 +27,10 @@
 namespace mlir::ds::nn {
 /// Name of the function-argument attribute that marks parameters.
 inline constexpr llvm::StringLiteral kParamAttrName = "dsnn.param";
+/// On a layer that ds-stack-layers made the body of an `scf.for`: the names
+/// of the layers it runs, by iteration (the timeline names each span).
+inline constexpr llvm::StringLiteral kIterationNamesAttrName =
+    "dsnn.iteration_names";
 } // namespace mlir::ds::nn
 
 #endif // DSNN_NNOPS_H

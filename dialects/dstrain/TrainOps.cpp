@@ -162,6 +162,9 @@ LogicalResult HasOverflowOp::verify() {
 }
 
 LogicalResult GlobalNormOp::verify() {
+  if (getInit() && !getSquared())
+    return emitOpError("takes `init` only with `squared`: a running sum of "
+                       "squares continues another sum of squares");
   return verifyNonEmpty(*this, getInputs());
 }
 

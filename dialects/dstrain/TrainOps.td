@@ -209,19 +209,27 @@ def Train_LossScaleUpdateOp : Train_Op<"loss_scale_update", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Train_GlobalNormOp : Train_Op<"global_norm", [Pure]> {
+def Train_GlobalNormOp : Train_Op<"global_norm", [Pure,
+    AttrSizedOperandSegments]> {
   let summary = "L2 norm over all elements of all tensors";
   let description = [{
     `sqrt(sum of squares)` over every tensor, accumulated in f32 in operand
     order; with `squared`, the sum of squares itself, which ranks holding
-    shards add up before the square root (ds-zero).
+    shards add up before the square root (ds-zero). With `init` (only with
+    `squared`) the sum continues from that running sum instead of 0: a chain
+    of such ops adds the squares in the same order as one op over all of
+    their inputs (ds-stack-arguments sums stacked gradients layer by layer).
 
       %norm = dstrain.global_norm %g0, %g1 : tensor<4096xf32>, tensor<64xf32>
       %part = dstrain.global_norm %s0 squared : tensor<2048xf32>
+      %more = dstrain.global_norm %s1 squared init %part : tensor<64xf32>
   }];
-  let arguments = (ins Variadic<Train_FloatTensor>:$inputs, UnitAttr:$squared);
+  let arguments = (ins Variadic<Train_FloatTensor>:$inputs, UnitAttr:$squared,
+                       Optional<Train_F32Scalar>:$init);
   let results = (outs Train_F32Scalar:$result);
-  let assemblyFormat = "$inputs (`squared` $squared^)? attr-dict `:` type($inputs)";
+  let assemblyFormat = [{
+    $inputs (`squared` $squared^)? (`init` $init^)? attr-dict `:` type($inputs)
+  }];
   let hasVerifier = 1;
 }
 

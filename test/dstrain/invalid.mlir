@@ -100,7 +100,15 @@ func.func @overflow_empty() {
 
 func.func @norm_empty() {
   // expected-error @+1 {{'dstrain.global_norm' op needs at least one tensor}}
-  %0 = "dstrain.global_norm"() : () -> tensor<f32>
+  %0 = "dstrain.global_norm"() {operandSegmentSizes = array<i32: 0, 0>} : () -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @norm_init_unsquared(%g: tensor<8xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dstrain.global_norm' op takes `init` only with `squared`}}
+  %0 = "dstrain.global_norm"(%g, %s) {operandSegmentSizes = array<i32: 1, 1>} : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
   return
 }
 

@@ -1166,6 +1166,56 @@ def StackLayers : Pass<"ds-stack-layers", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def StackArguments : Pass<"ds-stack-arguments", "mlir::ModuleOp"> {
+  let summary = "Take a stacked run's per-layer parameters and optimizer states as one argument each";
+  let description = [{
+    After `ds-stack-layers` (with `ds-inline-glue` before it, so the layers,
+    the clipping and the optimizer are in one function), the step still
+    takes one argument per layer and parameter, chosen by an
+    `scf.index_switch`, and clips and updates each on its own: glue that
+    grows with depth. In a function nothing calls (the step), a group of K
+    arguments that the switches of a run choose among, and that are
+    otherwise only the `param` of one `dstrain.adam` each, becomes one
+    argument `tensor<K x ...>` sliced at the layer index; their Adam states
+    become stacked arguments too, the K updates one `dstrain.adam` over the
+    stacks (elementwise: each element is computed as before), and the K new
+    values one stacked result. The stacked argument sits where its first
+    member was, the others go, and it carries `ds.stack` with the member
+    positions in layer order (the calling convention: see
+    include/ds/Support/CInterface.h); the results likewise.
+
+    Each update's gradient must be the slice of the backward run's stacked
+    gradient at its layer, through `dstrain.clip_grad_norm` or directly.
+    Clipping keeps its order of summation: the squares are added in f32
+    operand by operand, layer-major, so the pass sums the operands before
+    the run with one `dstrain.global_norm squared`, then loops over the
+    layers summing each layer's slices in slot order (`init` threads the
+    running sum), then the operands after it, and gives the clip that norm
+    (`norm`); the clip then scales the stacks as wholes. A group or run
+    that does not match (other users, a different optimizer, attributes or
+    step operands that differ, an fp16 overflow check, sharded gradients)
+    is left as `ds-stack-layers` made it.
+
+      %w = scf.index_switch %j -> tensor<4xf32>
+      case 0 { scf.yield %w0 : tensor<4xf32> }
+      default { scf.yield %w1 : tensor<4xf32> }
+
+    becomes, with `%w0` and `%w1` replaced by
+    `%ws: tensor<2x4xf32> {ds.stack = array<i64: 3, 7>}`,
+
+      %w = tensor.extract_slice %ws[%j, 0] [1, 4] [1, 1]
+          : tensor<2x4xf32> to tensor<4xf32>
+  }];
+  let statistics = [
+    Statistic<"numGroups", "groups", "parameters taken stacked">,
+    Statistic<"numArguments", "arguments", "per-layer arguments folded into stacks">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
 def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
   let summary = "Lower every dsnn op to linalg, tensor, arith and math on tensors";
   let description = [{

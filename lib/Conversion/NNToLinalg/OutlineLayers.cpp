@@ -9,6 +9,7 @@
 #include "dsnn/NNOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
@@ -53,15 +54,45 @@ public:
 
   void around(func::CallOp call, StringRef layerName, bool backward) {
     OpBuilder b(call);
+    Value name = LLVM::AddressOfOp::create(b, call.getLoc(), global(layerName));
+    around(call, name, backward);
+  }
+
+  /// Around a call in the body of `loop`, named by iteration: iteration j
+  /// reads `names[j]` from a table of equal-width C strings.
+  void around(func::CallOp call, ArrayAttr names, scf::ForOp loop,
+              bool backward) {
+    size_t width = 1;
+    for (auto n : names.getAsValueRange<StringAttr>())
+      width = std::max(width, n.size() + 1);
+    std::string table;
+    for (auto n : names.getAsValueRange<StringAttr>()) {
+      table += n.str();
+      table.resize(table.size() + width - n.size(), '\0');
+    }
+    table.pop_back(); // the constant ends in a NUL of its own
+    OpBuilder b(call);
     Location loc = call.getLoc();
-    Value name = LLVM::AddressOfOp::create(b, loc, global(layerName));
+    Value base = LLVM::AddressOfOp::create(b, loc, global(table));
+    Value offset =
+        arith::MulIOp::create(b, loc, loop.getInductionVar(),
+                              arith::ConstantIndexOp::create(b, loc, width));
+    offset = arith::IndexCastOp::create(b, loc, b.getI64Type(), offset);
+    Value name = LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(),
+                                     base, ValueRange{offset});
+    around(call, name, backward);
+  }
+
+private:
+  void around(func::CallOp call, Value name, bool backward) {
+    OpBuilder b(call);
+    Location loc = call.getLoc();
     Value kind = arith::ConstantIntOp::create(b, loc, backward ? 1 : 0, 32);
     func::CallOp::create(b, loc, begin, ValueRange{name, kind});
     b.setInsertionPointAfter(call);
     func::CallOp::create(b, loc, end, ValueRange{});
   }
 
-private:
   func::FuncOp declare(OpBuilder &b, StringRef name, FunctionType type) {
     if (auto fn = module.lookupSymbol<func::FuncOp>(name))
       return fn;
@@ -71,12 +102,13 @@ private:
     return fn;
   }
 
-  LLVM::GlobalOp global(StringRef name) {
-    LLVM::GlobalOp &g = globals[name];
+  /// A constant holding `text` and a terminating NUL.
+  LLVM::GlobalOp global(StringRef text_) {
+    LLVM::GlobalOp &g = globals[text_];
     if (g)
       return g;
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    std::string text = name.str();
+    std::string text = text_.str();
     text.push_back('\0');
     auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
     g = LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
@@ -109,7 +141,14 @@ struct OutlineLayersPass : ds::impl::OutlineLayersBase<OutlineLayersPass> {
       return;
     // Marks only around top-level layers: an inner layer's name would make
     // otherwise equal outer bodies differ.
-    SmallVector<std::tuple<func::CallOp, std::string, bool>> marked;
+    struct Marked {
+      func::CallOp call;
+      std::string name;
+      bool backward;
+      ArrayAttr iterationNames; // with the loop running them, if any
+      scf::ForOp loop;
+    };
+    SmallVector<Marked> marked;
     FunctionOutliner outliner(getOperation(), "dsnn.layer_count");
     for (nn::LayerOp layer : layers) {
       Block &body = layer.getBody().front();
@@ -124,15 +163,24 @@ struct OutlineLayersPass : ds::impl::OutlineLayersBase<OutlineLayersPass> {
       func::CallOp call = outliner.outline(
           b, ops, body.getTerminator()->getOperands(), baseName(layer), {type});
       layer.replaceAllUsesWith(call.getResults());
-      if (!layer->getParentOfType<nn::LayerOp>())
-        marked.emplace_back(call, layer.getLayerName().str(),
-                            layer->hasAttr("backward"));
+      if (!layer->getParentOfType<nn::LayerOp>()) {
+        Marked m{call, layer.getLayerName().str(), layer->hasAttr("backward"),
+                 layer->getAttrOfType<ArrayAttr>(nn::kIterationNamesAttrName),
+                 dyn_cast<scf::ForOp>(layer->getParentOp())};
+        if (!m.loop || !m.iterationNames)
+          m.iterationNames = nullptr;
+        marked.push_back(m);
+      }
       layer.erase();
     }
     // After outlining: the outliner's symbol table must not see these.
     TraceMarks marks(getOperation());
-    for (auto &[call, name, backward] : marked)
-      marks.around(call, name, backward);
+    for (Marked &m : marked) {
+      if (m.iterationNames)
+        marks.around(m.call, m.iterationNames, m.loop, m.backward);
+      else
+        marks.around(m.call, m.name, m.backward);
+    }
   }
 };
 

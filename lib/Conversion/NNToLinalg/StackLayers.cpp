@@ -5,6 +5,8 @@
 // leading dimension of size K and sliced at the layer index.
 //
 //===----------------------------------------------------------------------===//
+#include "Stacking.h"
+
 #include "ds/Support/Outline.h"
 #include "ds/Transforms/Passes.h"
 #include "dsnn/NNOps.h"
@@ -25,6 +27,7 @@ namespace mlir::ds {
 
 using namespace mlir;
 using namespace mlir::ds;
+using namespace mlir::ds::nntolinalg;
 
 namespace {
 
@@ -75,46 +78,6 @@ struct Run {
 bool isStackable(Type t) {
   auto type = dyn_cast<RankedTensorType>(t);
   return type && type.hasStaticShape();
-}
-
-RankedTensorType stackedType(Type t, unsigned k) {
-  auto type = cast<RankedTensorType>(t);
-  SmallVector<int64_t> shape{static_cast<int64_t>(k)};
-  llvm::append_range(shape, type.getShape());
-  return RankedTensorType::get(shape, type.getElementType());
-}
-
-/// Offsets [index, 0, ...], sizes [1, shape...], strides 1: one layer's
-/// slice, rank-reduced to the layer's type.
-void sliceParams(OpBuilder &b, Value index, RankedTensorType type,
-                 SmallVector<OpFoldResult> &offsets,
-                 SmallVector<OpFoldResult> &sizes,
-                 SmallVector<OpFoldResult> &strides) {
-  offsets.assign(1, index);
-  sizes.assign(1, b.getIndexAttr(1));
-  strides.assign(type.getRank() + 1, b.getIndexAttr(1));
-  for (int64_t d : type.getShape()) {
-    offsets.push_back(b.getIndexAttr(0));
-    sizes.push_back(b.getIndexAttr(d));
-  }
-}
-
-Value extractLayer(OpBuilder &b, Location loc, Value stacked, Value index,
-                   Type layerType) {
-  auto type = cast<RankedTensorType>(layerType);
-  SmallVector<OpFoldResult> offsets, sizes, strides;
-  sliceParams(b, index, type, offsets, sizes, strides);
-  return tensor::ExtractSliceOp::create(b, loc, type, stacked, offsets, sizes,
-                                        strides);
-}
-
-Value insertLayer(OpBuilder &b, Location loc, Value value, Value stacked,
-                  Value index) {
-  auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<OpFoldResult> offsets, sizes, strides;
-  sliceParams(b, index, type, offsets, sizes, strides);
-  return tensor::InsertSliceOp::create(b, loc, value, stacked, offsets, sizes,
-                                       strides);
 }
 
 /// The argument of layer `index`: a switch over the K arguments, which
@@ -437,6 +400,11 @@ struct StackLayersPass : ds::impl::StackLayersBase<StackLayersPass> {
       }
     }
     auto layer = cast<nn::LayerOp>(body.clone(*first, map));
+    // Iteration j runs run.layers[j] in either direction.
+    SmallVector<Attribute> names;
+    for (nn::LayerOp l : run.layers)
+      names.push_back(l.getLayerNameAttr());
+    layer->setAttr(nn::kIterationNamesAttrName, body.getArrayAttr(names));
     SmallVector<Value> yields;
     for (const Read &how : run.how)
       if (how.kind == Read::Carried)

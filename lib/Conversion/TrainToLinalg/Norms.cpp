@@ -46,8 +46,9 @@ struct GlobalNormLowering : OpRewritePattern<train::GlobalNormOp> {
     Location loc = op.getLoc();
     Value result =
         op.getSquared()
-            ? extractScalar(rewriter, loc,
-                            sumOfSquares(rewriter, loc, op.getInputs()))
+            ? extractScalar(
+                  rewriter, loc,
+                  sumOfSquares(rewriter, loc, op.getInputs(), op.getInit()))
             : globalNorm(rewriter, loc, op.getInputs());
     rewriter.replaceOp(op, scalarTensor(rewriter, loc, result));
     return success();

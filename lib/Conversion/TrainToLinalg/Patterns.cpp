@@ -36,15 +36,15 @@ Value powConst(OpBuilder &b, Location loc, double base, Value exponent) {
                               exponent);
 }
 
-Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs) {
+Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs, Value init) {
   MLIRContext *ctx = b.getContext();
   Type f32 = b.getF32Type();
-  Value acc = filledTensor(b, loc, {}, f32, 0.0);
+  Value acc = init ? init : filledTensor(b, loc, {}, f32, 0.0);
   for (auto [i, in] : llvm::enumerate(inputs)) {
     ArrayRef<int64_t> shape = tensorType(in).getShape();
     unsigned rank = shape.size();
     auto all = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-    if (i > 0)
+    if (i > 0 || init)
       acc = freshAccumulator(b, loc, acc);
     acc = buildGeneric(b, loc, shape, in, identityMap(ctx, rank), acc,
                        AffineMap::get(rank, 0, ctx), all,

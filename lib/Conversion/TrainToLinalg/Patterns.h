@@ -34,8 +34,10 @@ Value powConst(OpBuilder &b, Location loc, double base, Value exponent);
 Value freshAccumulator(OpBuilder &b, Location loc, Value acc);
 
 /// The 0-d f32 sum of squares of every element of every input, each
-/// accumulated in f32 by one reduction generic chained into the next.
-Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs);
+/// accumulated in f32 by one reduction generic chained into the next,
+/// starting from the 0-d f32 tensor `init` when given (else from 0).
+Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs,
+                   Value init = {});
 
 // Pattern groups; one per file.
 /// With `skipKernelOps`, updates isServedByOptimizerKernels accepts are left.

@@ -71,7 +71,8 @@ Value mlir::ds::pipeline::stageSquares(OpBuilder &b, Location loc,
   if (counted.empty())
     return arith::ConstantOp::create(b, loc,
                                      cast<TypedAttr>(b.getZeroAttr(scalar)));
-  return train::GlobalNormOp::create(b, loc, scalar, counted, b.getUnitAttr());
+  return train::GlobalNormOp::create(b, loc, scalar, counted, b.getUnitAttr(),
+                                     /*init=*/Value());
 }
 
 llvm::SetVector<Operation *>

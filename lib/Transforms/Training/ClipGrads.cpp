@@ -97,7 +97,9 @@ struct ClipGradsPass : mlir::ds::impl::ClipGradsBase<ClipGradsPass> {
       llvm::append_range(results, grads);
     } else {
       llvm::append_range(results, grads);
-      norm = train::GlobalNormOp::create(b, loc, normType, grads);
+      norm = train::GlobalNormOp::create(b, loc, normType, grads,
+                                         /*squared=*/nullptr,
+                                         /*init=*/Value());
     }
     results.push_back(norm);
     func::ReturnOp::create(b, loc, results);

@@ -151,3 +151,33 @@ func.func @marks(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// A layer ds-stack-layers made a loop body names each iteration's span:
+// the names are one table of equal-width C strings (the longest name and
+// its NUL), and iteration %j marks the one at %j x width.
+// CHECK-DAG:   llvm.mlir.global internal constant @[[TABLE:.*]]("h.9\00\00h.10\00")
+// CHECK-LABEL: func @iterations
+// CHECK:         scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args
+// CHECK:           %[[BASE:.*]] = llvm.mlir.addressof @[[TABLE]] : !llvm.ptr
+// CHECK:           %[[W:.*]] = arith.constant 5 : index
+// CHECK:           %[[OFF:.*]] = arith.muli %[[J]], %[[W]] : index
+// CHECK:           %[[OFF64:.*]] = arith.index_cast %[[OFF]] : index to i64
+// CHECK:           %[[NAME:.*]] = llvm.getelementptr %[[BASE]][%[[OFF64]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:           call @dsrt_trace_begin(%[[NAME]], %{{.*}})
+// CHECK-NEXT:      call @layer_Block(
+// CHECK-NEXT:      call @dsrt_trace_end()
+func.func @iterations(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r = scf.for %j = %c0 to %c2 step %c1 iter_args(%h = %x) -> (tensor<4xf32>) {
+    %y = dsnn.layer "h.9" ("Block") -> tensor<4xf32> attributes {dsnn.iteration_names = ["h.9", "h.10"]} {
+      %e = dsnn.exp %h : tensor<4xf32>
+      dsnn.yield %e : tensor<4xf32>
+    }
+    scf.yield %y : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}

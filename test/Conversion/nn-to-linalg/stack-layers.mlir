@@ -13,7 +13,7 @@
 // CHECK-NEXT:        scf.yield %[[W1]]
 // CHECK:           default {
 // CHECK-NEXT:        scf.yield %[[W2]]
-// CHECK:           %[[Y:.*]] = dsnn.layer "h.0"("Block")
+// CHECK:           %[[Y:.*]] = dsnn.layer "h.0"("Block") -> tensor<4xf32> attributes {dsnn.iteration_names = ["h.0", "h.1", "h.2"]}
 // CHECK:             dsnn.mul %[[H]], %[[W]]
 // CHECK:           scf.yield %[[Y]]
 // CHECK-NOT:     dsnn.layer
@@ -58,7 +58,7 @@ func.func @forward_chain(%x: tensor<4xf32>, %w0: tensor<4xf32>,
 // CHECK:           default {
 // CHECK-NEXT:        scf.yield %[[W1]]
 // CHECK:           %[[IN:.*]] = tensor.extract_slice %[[F]]#2[%[[K]], 0]
-// CHECK:           %[[D:.*]]:2 = dsnn.layer "h.1.backward"("Block")
+// CHECK:           %[[D:.*]]:2 = dsnn.layer "h.1.backward"("Block") -> tensor<4xf32>, tensor<4xf32> attributes {backward, dsnn.iteration_names = ["h.1.backward", "h.0.backward"]}
 // CHECK:             dsnn.mul %[[G]], %[[E]]
 // CHECK:             dsnn.mul %[[G]], %[[W]]
 // CHECK:             dsnn.mul %{{.*}}, %[[IN]]

@@ -23,6 +23,26 @@ func.func @global_norm(%a: tensor<4x8xf32>, %b: tensor<8xbf16>) -> tensor<f32> {
 
 // -----
 
+// `init` continues a running sum of squares: the first reduction adds into a
+// fresh copy of it, as every later one does, and no square root follows.
+// CHECK-LABEL: func @global_norm_init
+// CHECK-SAME:    (%[[A:[^:]*]]: tensor<4xf32>, %[[S:[^:]*]]: tensor<f32>)
+// CHECK-NOT:     linalg.fill
+// CHECK:         %[[V:.*]] = tensor.extract %[[S]][]
+// CHECK:         %[[C:.*]] = tensor.from_elements %[[V]] : tensor<f32>
+// CHECK:         %[[R:.*]] = linalg.generic {{.*}} ins(%[[A]] : tensor<4xf32>) outs(%[[C]] : tensor<f32>)
+// CHECK-NOT:     math.sqrt
+// CHECK:         %[[SUM:.*]] = tensor.extract %[[R]][]
+// CHECK-NOT:     math.sqrt
+// CHECK:         %[[T:.*]] = tensor.from_elements %[[SUM]] : tensor<f32>
+// CHECK:         return %[[T]]
+func.func @global_norm_init(%a: tensor<4xf32>, %s: tensor<f32>) -> tensor<f32> {
+  %n = dstrain.global_norm %a squared init %s : tensor<4xf32>
+  return %n : tensor<f32>
+}
+
+// -----
+
 // Clipping scales every gradient in place by min(1, max_norm / (norm + 1e-6)).
 // CHECK-LABEL: func @clip
 // CHECK-SAME:    (%[[A:[^:]*]]: tensor<4x8xf32>, %[[B:[^:]*]]: tensor<8xbf16>)
