@@ -24,6 +24,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
+#include <memory>
 #include <thread>
 
 using namespace ::ds::driver;
@@ -118,6 +120,40 @@ llvm::Error setGrid(const StepManifest &manifest, int worldSize) {
   return llvm::Error::success();
 }
 
+/// Runs the state store's first fill on a thread of its own, over a copy of
+/// the manifest that lives as long as this (the store refers to it).
+class StateInitializer {
+public:
+  using Fill = std::function<llvm::Error(const StepManifest &)>;
+
+  void start(const StepManifest &manifest, Fill fill) {
+    copy = std::make_unique<StepManifest>(manifest);
+    thread =
+        std::thread([this, fill = std::move(fill)] { result = fill(*copy); });
+  }
+  /// Waits for the fill; success if none was started.
+  llvm::Error finish() {
+    if (thread.joinable())
+      thread.join();
+    return std::move(result);
+  }
+  ~StateInitializer() { llvm::consumeError(finish()); }
+
+private:
+  std::unique_ptr<StepManifest> copy;
+  std::thread thread;
+  llvm::Error result = llvm::Error::success();
+};
+
+/// Bytes of one value of every model state `store` holds.
+int64_t stateBytes(const StateStore &store, const StepManifest &manifest) {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < manifest.args.size(); ++i)
+    if (manifest.args[i].isModelState())
+      bytes += store.current(i).byteSize();
+  return bytes;
+}
+
 } // namespace
 
 namespace ds::driver {
@@ -177,9 +213,23 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     return initFrom.takeError();
 
   // What the manifest alone refuses is refused before the slow codegen; a
-  // resumed state is read there too, so ranks agree before the JIT.
+  // resumed state is read there too, so ranks agree before the JIT. The
+  // first values need only the manifest: they are drawn (or read) on a
+  // thread of their own while the code is generated.
   uint64_t seed = 0;
   std::vector<std::vector<char>> restored;
+  StateInitializer initializer; // outlives the store, which refers to it
+  std::unique_ptr<StateStore> store;
+  auto startInit = [&](const StepManifest &manifest) {
+    initializer.start(
+        manifest,
+        [&, rank = place.programRank](const StepManifest &m) -> llvm::Error {
+          store = std::make_unique<StateStore>(m, rank);
+          return store->initialize(seed, *initFrom, paramMap,
+                                   options.initFrom.empty() ? options.modelPath
+                                                            : options.initFrom);
+        });
+  };
   StepRequest request;
   request.modelPath = options.modelPath;
   request.configPath = options.configPath;
@@ -205,38 +255,46 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     if (!values)
       return values.takeError();
     restored = std::move(*values);
+    startInit(manifest);
     return llvm::Error::success();
   };
   auto compiled = source.provide(request);
-  if (!compiled)
+  llvm::Error initialized = initializer.finish();
+  if (!compiled) {
+    llvm::consumeError(std::move(initialized));
     return compiled.takeError();
+  }
+  if (initialized)
+    return initialized;
   const StepManifest &manifest = compiled->manifest;
   if (llvm::Error err = setGrid(manifest, worldSize))
     return err;
+  if (!store) { // a step provider that did not ask before its codegen
+    startInit(manifest);
+    if (llvm::Error err = initializer.finish())
+      return err;
+  }
   double compileS =
       std::chrono::duration<double>(Clock::now() - compileStart).count();
+  // The states were filled during the compile: what the process held
+  // before them is what it holds now less one value of each.
+  int64_t rssBeforeStates = currentRssBytes() - stateBytes(*store, manifest);
 
-  int64_t rssBeforeStates = currentRssBytes();
-  StateStore store(manifest, place.programRank);
-  if (llvm::Error err = store.initialize(
-          seed, *initFrom, paramMap,
-          options.initFrom.empty() ? options.modelPath : options.initFrom))
-    return err;
   if (llvm::Error err = feeder->initialize(manifest, seed, place.programRank))
     return err;
-  store.restore(restored);
+  store->restore(restored);
   auto loop = StepLoop::create(manifest, options, *config, rank);
   if (!loop)
     return loop.takeError();
   loop->setRssBaseline(rssBeforeStates);
-  loop->printSummary(store, *feeder, compileS, compiled->origin, log);
+  loop->printSummary(*store, *feeder, compileS, compiled->origin, log);
 
   // A save in flight reads the store's buffers: on any early return it
   // ends before they go.
   auto dropSave = llvm::make_scope_exit([&] { checkpointer->abandon(); });
   if (llvm::Error err = startTimeline(options.tracePath, world))
     return err;
-  if (llvm::Error err = loop->run(*compiled->function, store, *feeder,
+  if (llvm::Error err = loop->run(*compiled->function, *store, *feeder,
                                   *checkpointer, seed, log, evaluator->get()))
     return err;
   if (llvm::Error err = checkpointer->finish(loop->talks(), log))
@@ -244,7 +302,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   if (llvm::Error err = writeTimeline(options.tracePath, world))
     return err;
   if (!options.saveWeights.empty())
-    if (llvm::Error err = store.saveWeights(options.saveWeights, place))
+    if (llvm::Error err = store->saveWeights(options.saveWeights, place))
       return err;
   dsrt_comm_finalize();
   return llvm::Error::success();
