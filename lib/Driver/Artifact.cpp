@@ -109,11 +109,15 @@ ArgSpec argOf(const json &j) {
 
 json valuesJson(const std::vector<exec::ValueInfo> &values) {
   json list = json::array();
-  for (const exec::ValueInfo &v : values)
-    list.push_back(
-        {{"dtype", exec::dtypeName(v.dtype).str()},
-         {"shape", std::vector<int64_t>(v.shape.begin(), v.shape.end())},
-         {"tensor", v.isTensor}});
+  for (const exec::ValueInfo &v : values) {
+    json value = {
+        {"dtype", exec::dtypeName(v.dtype).str()},
+        {"shape", std::vector<int64_t>(v.shape.begin(), v.shape.end())},
+        {"tensor", v.isTensor}};
+    if (!v.stack.empty())
+      value["stack"] = v.stack;
+    list.push_back(std::move(value));
+  }
   return list;
 }
 
@@ -125,6 +129,8 @@ std::vector<exec::ValueInfo> valuesOf(const json &list) {
     auto shape = jsonIntegers(j, "shape");
     v.shape.assign(shape.begin(), shape.end());
     v.isTensor = j.at("tensor");
+    if (j.contains("stack"))
+      v.stack = jsonIntegers(j, "stack");
     values.push_back(std::move(v));
   }
   return values;
@@ -319,6 +325,12 @@ ds::driver::readArtifactManifest(const std::string &dir) {
       program.signature.results = valuesOf(p.at("outputs"));
       program.step = stepOf(p.at("step"));
       program.signature.workspaceBytes = program.step.workspaceBytes;
+      auto layout = exec::callerLayout(program.signature.results,
+                                       program.signature.name, "result");
+      if (!layout)
+        throw std::runtime_error(llvm::toString(layout.takeError()));
+      if (llvm::Error err = setArgStacks(program.step, program.signature))
+        throw std::runtime_error(llvm::toString(std::move(err)));
       m.programs.push_back(std::move(program));
     }
   } catch (const std::exception &e) {

@@ -348,8 +348,11 @@ llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
   if (!runner)
     return runner.takeError();
   built->manifest.blasCallSites = (*runner)->blasCallSites();
-  if (const auto *signature = (*runner)->signature("train_step"))
+  if (const auto *signature = (*runner)->signature("train_step")) {
     built->manifest.workspaceBytes = signature->workspaceBytes;
+    if (llvm::Error err = setArgStacks(built->manifest, *signature))
+      return std::move(err);
+  }
   built->manifest.arenaBytes = (*runner)->arenaBytes();
 
   CompiledStep compiled;
@@ -413,6 +416,8 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
     program.step.blasCallSites = lowered->blasCallSites;
     program.step.workspaceBytes = program.signature.workspaceBytes;
     program.step.arenaBytes = lowered->arenaBytes;
+    if (llvm::Error err = setArgStacks(program.step, program.signature))
+      return err;
     programs.push_back(std::move(program));
   }
 

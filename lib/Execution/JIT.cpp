@@ -180,7 +180,7 @@ Runner::invoke(llvm::StringRef name, llvm::ArrayRef<Tensor> inputs) {
   const FunctionSignature *sig = signature(name);
   std::vector<Tensor> outputs;
   if (sig)
-    for (const ValueInfo &r : sig->results)
+    for (const ValueInfo &r : sig->callerResults())
       outputs.push_back(Tensor::zeros(r.dtype, r.shape));
   if (llvm::Error err = invokeInto(name, inputs, outputs))
     return std::move(err);

@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -81,6 +82,23 @@ llvm::Expected<ValueInfo> valueInfo(Type type, llvm::StringRef fn,
   info.dtype = *dt;
   info.isTensor = false;
   return info;
+}
+
+/// The caller positions `info` takes (kStackAttrName in `attrs`), if any.
+llvm::Error readStack(DictionaryAttr attrs, ValueInfo &info, llvm::StringRef fn,
+                      llvm::StringRef what, unsigned index) {
+  Attribute stack = attrs ? attrs.get(mlir::ds::kStackAttrName) : Attribute();
+  if (!stack)
+    return llvm::Error::success();
+  auto positions = dyn_cast<DenseI64ArrayAttr>(stack);
+  if (!positions || positions.empty())
+    return makeError("@" + fn + ": " + what + " " + llvm::Twine(index) + ": " +
+                     mlir::ds::kStackAttrName +
+                     " must be a non-empty array<i64: ...> of caller "
+                     "positions");
+  info.stack.assign(positions.asArrayRef().begin(),
+                    positions.asArrayRef().end());
+  return llvm::Error::success();
 }
 
 /// The glue of a step: every defined function that is not a layer or
@@ -309,6 +327,9 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
       auto info = valueInfo(type, sig.name, "argument", i);
       if (!info)
         return info.takeError();
+      if (llvm::Error err =
+              readStack(fn.getArgAttrDict(i), *info, sig.name, "argument", i))
+        return err;
       sig.inputs.push_back(*info);
     }
     int scalars = 0;
@@ -316,6 +337,9 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
       auto info = valueInfo(type, sig.name, "result", i);
       if (!info)
         return info.takeError();
+      if (llvm::Error err =
+              readStack(fn.getResultAttrDict(i), *info, sig.name, "result", i))
+        return err;
       if (info->isTensor && llvm::any_of(info->shape, ShapedType::isDynamic))
         return makeError("@" + sig.name + ": result " + llvm::Twine(i) +
                          " has a dynamic shape; results become "
@@ -325,6 +349,10 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
                          ": more than one scalar result; return tensors");
       sig.results.push_back(*info);
     }
+    for (auto [values, what] : {std::pair{&sig.inputs, "argument"},
+                                std::pair{&sig.results, "result"}})
+      if (auto layout = callerLayout(*values, sig.name, what); !layout)
+        return layout.takeError();
     fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                 UnitAttr::get(ctx));
     // Inputs are the caller's: bufferization must not write into them.

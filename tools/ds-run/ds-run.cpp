@@ -349,7 +349,7 @@ int main(int argc, char **argv) {
   std::vector<Tensor> args;
   if (randomSeed >= 0) {
     std::mt19937 gen(static_cast<unsigned>(randomSeed));
-    for (const ValueInfo &info : sig->inputs)
+    for (const ValueInfo &info : sig->callerInputs())
       args.push_back(randomTensor(info, gen));
   } else {
     for (const std::string &path : inputs) {
@@ -361,7 +361,7 @@ int main(int argc, char **argv) {
   }
 
   std::vector<Tensor> results;
-  for (const ValueInfo &r : sig->results)
+  for (const ValueInfo &r : sig->callerResults())
     results.push_back(Tensor::zeros(r.dtype, r.shape));
   // One warm-up call when timing, so page faults of fresh buffers and the
   // arena are not counted.

@@ -110,6 +110,57 @@ TEST(Artifact, ManifestRoundTrips) {
   EXPECT_EQ(p.signature.workspaceBytes, 4096);
   ASSERT_EQ(p.signature.inputs.size(), 3u);
   EXPECT_EQ(p.signature.inputs[2].shape[1], 16);
+  // No "stack" fields: nothing stacked.
+  EXPECT_TRUE(p.signature.inputs[0].stack.empty());
+  EXPECT_TRUE(s.argStacks.empty());
+  llvm::sys::fs::remove_directories(dir);
+}
+
+// Two layers' weights (arguments 0 and 3) as one ds.stack argument, and
+// their next values as one stacked result.
+ArtifactManifest stackedSample() {
+  ArtifactManifest m = sample();
+  ArtifactProgram &p = m.programs[0];
+  ArgSpec w1 = p.step.args[0];
+  w1.name = "h.1.attn.w";
+  p.step.args.push_back(w1);
+  p.step.results.insert(p.step.results.begin() + 1,
+                        {"h.1.attn.w", 3, exec::DType::BF16, {32}});
+  exec::ValueInfo stacked{exec::DType::BF16, {2, 32}, true, {0, 3}};
+  p.signature.inputs = {stacked, p.signature.inputs[1], p.signature.inputs[2]};
+  exec::ValueInfo next = stacked;
+  next.stack = {0, 1};
+  p.signature.results = {next, {exec::DType::F32, {}, true}};
+  return m;
+}
+
+TEST(Artifact, StacksRoundTrip) {
+  std::string dir = freshDir("ds-artifact-test");
+  ASSERT_FALSE(llvm::errorToBool(writeArtifactManifest(stackedSample(), dir)));
+  auto back = readArtifactManifest(dir);
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  const ArtifactProgram &p = back->programs[0];
+  EXPECT_EQ(p.signature.inputs[0].stack, (std::vector<int64_t>{0, 3}));
+  EXPECT_TRUE(p.signature.inputs[1].stack.empty());
+  EXPECT_EQ(p.signature.results[0].stack, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(p.signature.callerInputs().size(), 4u);
+  EXPECT_EQ(p.signature.callerResults().size(), 3u);
+  EXPECT_EQ(p.step.argStacks, (std::vector<std::vector<size_t>>{{0, 3}}));
+  llvm::sys::fs::remove_directories(dir);
+}
+
+TEST(Artifact, BadStackIsDamage) {
+  std::string dir = freshDir("ds-artifact-test");
+  ArtifactManifest m = stackedSample();
+  m.programs[0].signature.inputs[0].stack = {0, 7};
+  ASSERT_FALSE(llvm::errorToBool(writeArtifactManifest(m, dir)));
+  auto back = readArtifactManifest(dir);
+  ASSERT_FALSE(bool(back));
+  std::string error = llvm::toString(back.takeError());
+  EXPECT_NE(error.find("damaged manifest (@train_step: argument 0 (ds.stack "
+                       "of 2 caller values) names caller position 7"),
+            std::string::npos)
+      << error;
   llvm::sys::fs::remove_directories(dir);
 }
 

@@ -12,6 +12,7 @@
 #define DS_DRIVER_COMPILEDSTEP_H
 
 #include "ds/Driver/ParamInit.h"
+#include "ds/Execution/PackedCall.h"
 #include "ds/Execution/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -111,6 +112,11 @@ struct StepManifest {
   double predictedCommMs = -1, predictedExposedCommMs = -1;
   /// Filled once code is generated.
   int64_t blasCallSites = 0;
+  /// The arguments @train_step takes as one stacked argument each
+  /// (ds.stack), as indices into args in slice (layer) order; the state
+  /// store keeps each group contiguous so the call passes it without a
+  /// copy. From the step's signature (setArgStacks), not its IR.
+  std::vector<std::vector<size_t>> argStacks;
   int64_t workspaceBytes = 0;
   /// Every arena of the loaded code (ds-plan-buffers), held at once.
   int64_t arenaBytes = 0;
@@ -125,6 +131,12 @@ struct StepManifest {
   /// ZeRO-1/2 keeps the parameter in 16 bits), if the step has one.
   std::optional<size_t> masterOf(const ArgSpec &param) const;
 };
+
+/// Fills `manifest.argStacks` from @train_step's signature, whose caller
+/// inputs are the manifest's arguments in order; an error if the two
+/// disagree on their number or on a stacked argument's type.
+llvm::Error setArgStacks(StepManifest &manifest,
+                         const mlir::ds::exec::FunctionSignature &signature);
 
 /// The callable part: one call is one optimizer step. Arguments and
 /// results are exactly the manifest's, borrowed for the call.

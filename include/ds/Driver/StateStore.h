@@ -2,9 +2,11 @@
 //
 // The model states @train_step reads and writes: every parameter and state
 // argument held twice, the step reading one set and writing the other,
-// which swap roles every step (no allocation per step). Initial values come
-// from the seed, from --init-from safetensors or from a checkpoint; the
-// final parameters can be gathered into --save-weights.
+// which swap roles every step (no allocation per step). The arguments the
+// step takes stacked (StepManifest::argStacks) are held back to back in
+// layer order, so the call passes each group without a copy. Initial
+// values come from the seed, from --init-from safetensors or from a
+// checkpoint; the final parameters can be gathered into --save-weights.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DS_DRIVER_STATESTORE_H
@@ -70,6 +72,10 @@ private:
   const StepManifest &manifest;
   int rank;
   std::vector<Tensor> currentValues, nextValues; ///< per argument
+  /// The buffers of stacked groups (StepManifest::argStacks), current and
+  /// next values each contiguous in layer order: the group's tensors above
+  /// borrow them, and swap() swaps the roles of a group's two buffers.
+  std::vector<Tensor> stackBuffers;
 };
 
 } // namespace ds::driver

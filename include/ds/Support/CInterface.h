@@ -23,6 +23,14 @@ inline std::string cWrapperName(llvm::StringRef name) {
   return (kCWrapperPrefix + name).str();
 }
 
+/// `ds.stack = array<i64: i0, ..., iK-1>` on an entry point's argument (or
+/// result) of type tensor<K x T>: it stands for the caller's inputs (or
+/// outputs) number i0..iK-1, each a T, slice k of the leading dimension
+/// being caller value ik. Values without it take the remaining caller
+/// positions in increasing order, so the caller passes (#unstacked +
+/// sum of the K's) values and never sees the stacks (PackedCall.h).
+inline constexpr llvm::StringLiteral kStackAttrName = "ds.stack";
+
 } // namespace mlir::ds
 
 #endif // DS_SUPPORT_CINTERFACE_H
