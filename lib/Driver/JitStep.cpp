@@ -40,10 +40,14 @@ namespace {
 /// The passes that take the step contract down to the level ds-lower-to-llvm
 /// starts from; every other lowering step lives in that pipeline.
 void addStepLowering(OpPassManager &pm) {
-  // Opt-in while stacking keeps the step's signature (packs at entry):
-  // docs/architecture.md, "An entry point that does not grow with depth".
-  if (stackLayersRequested())
+  // Opt-in: docs/architecture.md, "An entry point that does not grow with
+  // depth". The layers, clipping and optimizer in one function first, so
+  // that the step can take per-layer parameters and states stacked.
+  if (stackLayersRequested()) {
+    pm.addPass(mlir::ds::createInlineGlue());
     pm.addPass(mlir::ds::createStackLayers());
+    pm.addPass(mlir::ds::createStackArguments());
+  }
   pm.addPass(mlir::ds::createOutlineLayers());
   pm.addPass(mlir::ds::createLowerNNToLinalg());
   pm.addPass(mlir::ds::createLowerTrainToLinalg());

@@ -90,12 +90,15 @@ Tensor Tensor::zeros(DType dtype, llvm::ArrayRef<int64_t> shape) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0)
     rounded = 64;
-  void *p = std::aligned_alloc(64, rounded);
-  if (!p)
+  // calloc, aligned by hand: memory fresh from the kernel (a large block)
+  // is zero already and stays untouched here; a model's states are GBs,
+  // whose pages then fault in where they are first written, not twice.
+  void *raw = std::calloc(rounded + 64, 1);
+  if (!raw)
     llvm::report_fatal_error("ds::exec::Tensor: out of memory");
-  std::memset(p, 0, rounded);
-  t.owned_ = std::shared_ptr<void>(p, std::free);
-  t.data_ = p;
+  auto address = reinterpret_cast<uintptr_t>(raw);
+  t.owned_ = std::shared_ptr<void>(raw, std::free);
+  t.data_ = reinterpret_cast<void *>((address + 63) / 64 * 64);
   return t;
 }
 

@@ -1109,7 +1109,8 @@ def OutlineLayers : Pass<"ds-outline-layers", "mlir::ModuleOp"> {
     another layer get no marks, so equal outer bodies still share one
     function.
   }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::bufferization::BufferizationDialect"];
 }
 
 def StackLayers : Pass<"ds-stack-layers", "mlir::ModuleOp"> {

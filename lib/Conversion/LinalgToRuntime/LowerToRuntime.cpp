@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Utils/MemRefUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -371,14 +372,17 @@ private:
     return true;
   }
 
-  // memref.copy between buffers that are not both identity-layout lowers to
-  // a call into MLIR's C runner utilities; linalg.copy lowers to loops.
+  // memref.copy between buffers that are not both contiguous lowers to a
+  // call into MLIR's C runner utilities; linalg.copy lowers to loops. A
+  // contiguous view (a layer's slice of a stack: static strides, dynamic
+  // offset) is copied with memcpy like an identity-layout buffer.
   static bool rewriteStridedCopy(memref::CopyOp copy) {
     auto src = dyn_cast<MemRefType>(copy.getSource().getType());
     auto dst = dyn_cast<MemRefType>(copy.getTarget().getType());
     if (!src || !dst)
       return false;
-    if (src.getLayout().isIdentity() && dst.getLayout().isIdentity())
+    if (memref::isStaticShapeAndContiguousRowMajor(src) &&
+        memref::isStaticShapeAndContiguousRowMajor(dst))
       return false;
     OpBuilder b(copy);
     linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),

@@ -8,8 +8,10 @@
 #include "ds/Transforms/Passes.h"
 #include "dsnn/NNOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringMap.h"
@@ -124,6 +126,33 @@ private:
   llvm::StringMap<LLVM::GlobalOp> globals;
 };
 
+/// A layer function argument some call passes a slice of a stacked tensor
+/// (ds-stack-layers) bufferizes to a buffer with the slice's dynamic offset
+/// and the contiguous strides of its shape, so that the call passes a view
+/// instead of a copy made for every layer and step.
+void passSlicesInPlace(ModuleOp module) {
+  SymbolTableCollection symbols;
+  module.walk([&](func::CallOp call) {
+    auto callee =
+        dyn_cast_or_null<func::FuncOp>(call.resolveCallableInTable(&symbols));
+    if (!callee || !callee->hasAttr("dsnn.layer_count"))
+      return;
+    for (auto [i, operand] : llvm::enumerate(call.getOperands())) {
+      auto slice = operand.getDefiningOp<tensor::ExtractSliceOp>();
+      auto type = dyn_cast<RankedTensorType>(operand.getType());
+      if (!slice || !slice.hasUnitStride() || !type || !type.hasStaticShape())
+        continue;
+      SmallVector<int64_t> strides(type.getRank(), 1);
+      for (int64_t d = type.getRank() - 2; d >= 0; --d)
+        strides[d] = strides[d + 1] * type.getDimSize(d + 1);
+      callee.setArgAttr(
+          i, bufferization::BufferizationDialect::kBufferLayoutAttrName,
+          StridedLayoutAttr::get(call.getContext(), ShapedType::kDynamic,
+                                 strides));
+    }
+  });
+}
+
 struct OutlineLayersPass : ds::impl::OutlineLayersBase<OutlineLayersPass> {
   using Base::Base;
 
@@ -173,6 +202,7 @@ struct OutlineLayersPass : ds::impl::OutlineLayersBase<OutlineLayersPass> {
       }
       layer.erase();
     }
+    passSlicesInPlace(getOperation());
     // After outlining: the outliner's symbol table must not see these.
     TraceMarks marks(getOperation());
     for (Marked &m : marked) {

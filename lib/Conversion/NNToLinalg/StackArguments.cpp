@@ -33,9 +33,6 @@ using namespace mlir::ds::nntolinalg;
 
 namespace {
 
-// TEMP until the calling-convention constant lands in CInterface.h.
-constexpr llvm::StringLiteral kStackAttrName = "ds.stack";
-
 /// K arguments of the function that the switches of a run choose among,
 /// and what the step does with them.
 struct Group {
