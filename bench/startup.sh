@@ -18,7 +18,11 @@
 #    1 when the compile does not grow with depth. Then "depth_scaling" and
 #    "to_first_step_scaling" = t(deepest) / t(shallowest) per side: compile
 #    once per distinct layer makes ds's close to 1. STARTUP_LAYERS (default
-#    "2 8 24 96") picks the depths.
+#    "2 8 24 96") picks the depths. The same again for the GPT the issue
+#    measured (n_embd 64, context 32; metrics "...@n_embd=64,T=32,n_layer=N"),
+#    whose start-up is mostly the compile: at the bench GPT's width 96 layers
+#    hold 77 M parameters, whose drawing and first touch take seconds on
+#    either side.
 # 2. Compiled once: the same start-up from a ds-compile artifact
 #    (ds-train --compiled: ds-runner, no compiler) and from a warm compile
 #    cache, each against the JIT, on 1 and 2 ranks (ds-launch; the same
@@ -42,7 +46,8 @@ trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 echo "bench: startup, $BENCH_THREADS thread(s) per process for ds and torch" \
-  "alike" >&2
+  "alike; ds draws its initial parameters on a thread of their own while" \
+  "the step compiles" >&2
 
 # timed OUT CMD...: runs CMD, writes "seconds peak_kb" to OUT (peak: the
 # largest process of CMD's tree that was waited for).
@@ -53,14 +58,17 @@ timed() {
     { cat "$out.log" >&2; exit 1; }
 }
 
-# spec N: the bench GPT with N layers.
+# spec N [EMBD CONTEXT]: the bench GPT with N layers (and that width and
+# context).
 spec() {
-  local out=$tmp/gpt$1.json
-  [ -f "$out" ] || "$PYTHON" - "$here/train_single/gpt.json" "$1" "$out" <<'PY'
+  local out=$tmp/gpt$1.${2:-w}.${3:-t}.json
+  [ -f "$out" ] || "$PYTHON" - "$here/train_single/gpt.json" "$out" "$@" <<'PY'
 import json, sys
 spec = json.load(open(sys.argv[1]))
-spec["n_layer"] = int(sys.argv[2])
-json.dump(spec, open(sys.argv[3], "w"))
+spec["n_layer"] = int(sys.argv[3])
+if len(sys.argv) > 4:
+    spec["n_embd"], spec["n_positions"] = int(sys.argv[4]), int(sys.argv[5])
+json.dump(spec, open(sys.argv[2], "w"))
 PY
   echo "$out"
 }
@@ -74,50 +82,62 @@ print(round(float(sys.argv[1]) - first["step_ms"] / 1e3, 3))
 PY
 }
 
-first="" last=""
-for n in $layers; do
-  /usr/bin/time -f "%U %S" -o "$tmp/cc$n" "$ds_compile" --model "$(spec "$n")" \
-    --config "$config" --world-size 1 -o "$tmp/cc$n.art" --quiet
-  cc_s=$("$PYTHON" -c "u, s = open('$tmp/cc$n').read().split(); print(float(u) + float(s))")
-  [ -n "$first" ] || cc_first=$cc_s
-  echo "bench: n_layer $n: ds-compile ${cc_s} CPU s" >&2
-  bench_json startup "compile_cpu_s@n_layer=$n" "$cc_s" "$cc_first" \
-    "ds-compile at the shallowest depth" 0
-  timed "$tmp/ds$n" env DS_COMPILE_CACHE="$tmp/cold$n" "$ds_train" \
-    --model "$(spec "$n")" --config "$config" --synthetic --steps 1 --quiet \
-    --metrics "$tmp/ds$n.jsonl"
-  OPENBLAS_CORETYPE=$bench_blas_core timed "$tmp/torch$n" "$PYTHON" \
-    "$here/train_single/torch_train.py" "$(spec "$n")" "$config" \
-    "$BENCH_THREADS" 1 "$tmp/torch$n.jsonl"
-  read -r ds_s ds_kb <"$tmp/ds$n"
-  read -r torch_s torch_kb <"$tmp/torch$n"
-  echo "bench: n_layer $n: ds (cold cache) ${ds_s} s, peak RSS $((ds_kb / 1024)) MB;" \
-    "torch ${torch_s} s, peak RSS $((torch_kb / 1024)) MB" >&2
-  bench_json startup "first_step_s@n_layer=$n" "$ds_s" "$torch_s" \
-    "torch eager" 0
-  before_step "$ds_s" "$tmp/ds$n.jsonl" >"$tmp/ds$n.pre"
-  before_step "$torch_s" "$tmp/torch$n.jsonl" >"$tmp/torch$n.pre"
-  echo "bench: n_layer $n, before step 1: ds $(cat "$tmp/ds$n.pre") s," \
-    "torch $(cat "$tmp/torch$n.pre") s" >&2
-  bench_json startup "to_first_step_s@n_layer=$n" "$(cat "$tmp/ds$n.pre")" \
-    "$(cat "$tmp/torch$n.pre")" "torch eager" 0
-  [ -n "$first" ] || first=$n
-  last=$n
-done
-if [ "$first" != "$last" ]; then
-  read -r ds_a _ <"$tmp/ds$first"
-  read -r ds_b _ <"$tmp/ds$last"
-  read -r torch_a _ <"$tmp/torch$first"
-  read -r torch_b _ <"$tmp/torch$last"
-  scaling() { "$PYTHON" -c "print($2 / $1)"; }
-  bench_json startup "depth_scaling@n_layer=$first..$last" \
-    "$(scaling "$ds_a" "$ds_b")" "$(scaling "$torch_a" "$torch_b")" \
-    "torch eager" 0
-  bench_json startup "to_first_step_scaling@n_layer=$first..$last" \
-    "$(scaling "$(cat "$tmp/ds$first.pre")" "$(cat "$tmp/ds$last.pre")")" \
-    "$(scaling "$(cat "$tmp/torch$first.pre")" "$(cat "$tmp/torch$last.pre")")" \
-    "torch eager" 0
-fi
+# depth_series TAG [EMBD CONTEXT]: part 1 for one width; TAG prefixes the
+# metrics' parameters ("" for the bench GPT).
+depth_series() {
+  local tag=$1
+  shift
+  local first="" last="" n model
+  for n in $layers; do
+    model=$(spec "$n" "$@")
+    /usr/bin/time -f "%U %S" -o "$tmp/cc${tag}$n" "$ds_compile" --model "$model" \
+      --config "$config" --world-size 1 -o "$tmp/cc${tag}$n.art" --quiet
+    cc_s=$("$PYTHON" -c "u, s = open('$tmp/cc${tag}$n').read().split(); print(float(u) + float(s))")
+    [ -n "$first" ] || cc_first=$cc_s
+    echo "bench: ${tag}n_layer $n: ds-compile ${cc_s} CPU s" >&2
+    bench_json startup "compile_cpu_s@${tag}n_layer=$n" "$cc_s" "$cc_first" \
+      "ds-compile at the shallowest depth" 0
+    timed "$tmp/ds${tag}$n" env DS_COMPILE_CACHE="$tmp/cold${tag}$n" "$ds_train" \
+      --model "$model" --config "$config" --synthetic --steps 1 --quiet \
+      --metrics "$tmp/ds${tag}$n.jsonl"
+    OPENBLAS_CORETYPE=$bench_blas_core timed "$tmp/torch${tag}$n" "$PYTHON" \
+      "$here/train_single/torch_train.py" "$model" "$config" \
+      "$BENCH_THREADS" 1 "$tmp/torch${tag}$n.jsonl"
+    read -r ds_s ds_kb <"$tmp/ds${tag}$n"
+    read -r torch_s torch_kb <"$tmp/torch${tag}$n"
+    echo "bench: ${tag}n_layer $n: ds (cold cache) ${ds_s} s, peak RSS $((ds_kb / 1024)) MB;" \
+      "torch ${torch_s} s, peak RSS $((torch_kb / 1024)) MB" >&2
+    bench_json startup "first_step_s@${tag}n_layer=$n" "$ds_s" "$torch_s" \
+      "torch eager" 0
+    before_step "$ds_s" "$tmp/ds${tag}$n.jsonl" >"$tmp/ds${tag}$n.pre"
+    before_step "$torch_s" "$tmp/torch${tag}$n.jsonl" >"$tmp/torch${tag}$n.pre"
+    echo "bench: ${tag}n_layer $n, before step 1: ds $(cat "$tmp/ds${tag}$n.pre") s," \
+      "torch $(cat "$tmp/torch${tag}$n.pre") s" >&2
+    bench_json startup "to_first_step_s@${tag}n_layer=$n" "$(cat "$tmp/ds${tag}$n.pre")" \
+      "$(cat "$tmp/torch${tag}$n.pre")" "torch eager" 0
+    [ -n "$first" ] || first=$n
+    last=$n
+  done
+  if [ "$first" != "$last" ]; then
+    read -r ds_a _ <"$tmp/ds${tag}$first"
+    read -r ds_b _ <"$tmp/ds${tag}$last"
+    read -r torch_a _ <"$tmp/torch${tag}$first"
+    read -r torch_b _ <"$tmp/torch${tag}$last"
+    scaling() { "$PYTHON" -c "print($2 / $1)"; }
+    bench_json startup "depth_scaling@${tag}n_layer=$first..$last" \
+      "$(scaling "$ds_a" "$ds_b")" "$(scaling "$torch_a" "$torch_b")" \
+      "torch eager" 0
+    bench_json startup "to_first_step_scaling@${tag}n_layer=$first..$last" \
+      "$(scaling "$(cat "$tmp/ds${tag}$first.pre")" "$(cat "$tmp/ds${tag}$last.pre")")" \
+      "$(scaling "$(cat "$tmp/torch${tag}$first.pre")" "$(cat "$tmp/torch${tag}$last.pre")")" \
+      "torch eager" 0
+  fi
+}
+# The bench GPT, then the model of the issue that asked for compile time
+# independent of depth (n_embd 64, context 32, micro-batch 4): there the
+# parameters are few, so the compile is most of the start-up.
+depth_series ""
+depth_series "n_embd=64,T=32," 64 32
 
 for n in $artifact_layers; do
   for r in $ranks_list; do

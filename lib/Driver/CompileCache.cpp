@@ -58,8 +58,8 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
       return profile.takeError();
     os << "comm-profile " << *profile << "\n";
   }
-  // Opt-in lowering: the same numbers, different code.
-  if (stackLayersRequested())
+  // Stacked or unrolled layers: the same numbers, different code.
+  if (stackLayers(*request.config))
     os << "stack-layers\n";
   os << "model " << *model << "\nconfig " << cfg::toJson(*request.config).dump()
      << "\nworld " << request.worldSize << "\nprogram " << kProgram << "\ncpu "

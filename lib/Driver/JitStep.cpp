@@ -39,11 +39,11 @@ namespace {
 
 /// The passes that take the step contract down to the level ds-lower-to-llvm
 /// starts from; every other lowering step lives in that pipeline.
-void addStepLowering(OpPassManager &pm) {
-  // Opt-in: docs/architecture.md, "An entry point that does not grow with
-  // depth". The layers, clipping and optimizer in one function first, so
-  // that the step can take per-layer parameters and states stacked.
-  if (stackLayersRequested()) {
+void addStepLowering(OpPassManager &pm, bool stack) {
+  // docs/architecture.md, "An entry point that does not grow with depth".
+  // The layers, clipping and optimizer in one function first, so that the
+  // step can take per-layer parameters and states stacked.
+  if (stack) {
     pm.addPass(mlir::ds::createInlineGlue());
     pm.addPass(mlir::ds::createStackLayers());
     pm.addPass(mlir::ds::createStackArguments());
@@ -314,6 +314,20 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
     manifest->gridSizes.assign(grid.getSizes().begin(), grid.getSizes().end());
     manifest->gridAxes = grid.formatAxes();
   }
+  // The step's own lowering: stacked arguments change how it is called,
+  // which the run side must know before code generation (the state store
+  // keeps stacked groups contiguous).
+  {
+    PassManager pm(built.ctx.get());
+    addStepLowering(pm, stackLayers(config));
+    if (failed(pm.run(*built.module)))
+      return createStringError("lowering the training step failed");
+    auto signature = mlir::ds::exec::signatureOf(step);
+    if (!signature)
+      return signature.takeError();
+    if (llvm::Error err = setArgStacks(*manifest, *signature))
+      return std::move(err);
+  }
   if (request.beforeCodegen)
     if (llvm::Error err = request.beforeCodegen(*manifest))
       return std::move(err);
@@ -330,7 +344,6 @@ mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump,
   options.entryPoints = {"train_step"};
   if (eval)
     options.entryPoints.push_back("eval_step");
-  options.preLowering = addStepLowering;
   options.onStage = [dump](llvm::StringRef stage, ModuleOp m) {
     dump(stage == "pre" ? "2-linalg" : "3-llvm", m);
   };
@@ -454,9 +467,23 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
   return llvm::Error::success();
 }
 
-bool stackLayersRequested() {
-  const char *stack = std::getenv("DS_STACK_LAYERS");
-  return stack && std::string_view(stack) == "1";
+bool stackLayers(const cfg::Config &config) {
+  if (const char *forced = std::getenv("DS_STACK_LAYERS")) {
+    if (std::string_view(forced) == "1")
+      return true;
+    if (std::string_view(forced) == "0")
+      return false;
+  }
+  // Where ds-stack-arguments takes every per-layer value stacked: one rank
+  // updating whole parameters with Adam, no loss scaler, one micro-batch.
+  // Elsewhere a stacked loop would still read one argument per layer and
+  // parameter, which compiles slower than the unrolled layers.
+  bool adam = config.optimizer.type == cfg::OptimizerType::Adam ||
+              config.optimizer.type == cfg::OptimizerType::AdamW;
+  return config.worldSize == 1 && config.zero.stage == 0 &&
+         config.pipeline.stages <= 1 && !config.moe.enabled &&
+         config.gradientAccumulationSteps == 1 && !config.fp16.enabled &&
+         !config.bf16.enabled && adam;
 }
 
 } // namespace ds::driver

@@ -271,6 +271,42 @@ mlir::ds::exec::makeOptimizer(unsigned optLevel, llvm::TargetMachine *tm) {
   };
 }
 
+llvm::Expected<FunctionSignature> mlir::ds::exec::signatureOf(func::FuncOp fn) {
+  FunctionSignature sig;
+  sig.name = fn.getName().str();
+  for (auto [i, type] : llvm::enumerate(fn.getArgumentTypes())) {
+    auto info = valueInfo(type, sig.name, "argument", i);
+    if (!info)
+      return info.takeError();
+    if (llvm::Error err =
+            readStack(fn.getArgAttrDict(i), *info, sig.name, "argument", i))
+      return err;
+    sig.inputs.push_back(*info);
+  }
+  int scalars = 0;
+  for (auto [i, type] : llvm::enumerate(fn.getResultTypes())) {
+    auto info = valueInfo(type, sig.name, "result", i);
+    if (!info)
+      return info.takeError();
+    if (llvm::Error err =
+            readStack(fn.getResultAttrDict(i), *info, sig.name, "result", i))
+      return err;
+    if (info->isTensor && llvm::any_of(info->shape, ShapedType::isDynamic))
+      return makeError("@" + sig.name + ": result " + llvm::Twine(i) +
+                       " has a dynamic shape; results become "
+                       "caller-allocated buffers and need static shapes");
+    if (!info->isTensor && ++scalars > 1)
+      return makeError("@" + sig.name +
+                       ": more than one scalar result; return tensors");
+    sig.results.push_back(*info);
+  }
+  for (auto [values, what] :
+       {std::pair{&sig.inputs, "argument"}, std::pair{&sig.results, "result"}})
+    if (auto layout = callerLayout(*values, sig.name, what); !layout)
+      return layout.takeError();
+  return sig;
+}
+
 llvm::Expected<LoweredModule>
 mlir::ds::exec::lowerForExecution(ModuleOp module,
                                   const RunnerOptions &options) {
@@ -321,45 +357,16 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal() || !fn.isPublic())
       continue;
-    FunctionSignature sig;
-    sig.name = fn.getName().str();
-    for (auto [i, type] : llvm::enumerate(fn.getArgumentTypes())) {
-      auto info = valueInfo(type, sig.name, "argument", i);
-      if (!info)
-        return info.takeError();
-      if (llvm::Error err =
-              readStack(fn.getArgAttrDict(i), *info, sig.name, "argument", i))
-        return err;
-      sig.inputs.push_back(*info);
-    }
-    int scalars = 0;
-    for (auto [i, type] : llvm::enumerate(fn.getResultTypes())) {
-      auto info = valueInfo(type, sig.name, "result", i);
-      if (!info)
-        return info.takeError();
-      if (llvm::Error err =
-              readStack(fn.getResultAttrDict(i), *info, sig.name, "result", i))
-        return err;
-      if (info->isTensor && llvm::any_of(info->shape, ShapedType::isDynamic))
-        return makeError("@" + sig.name + ": result " + llvm::Twine(i) +
-                         " has a dynamic shape; results become "
-                         "caller-allocated buffers and need static shapes");
-      if (!info->isTensor && ++scalars > 1)
-        return makeError("@" + sig.name +
-                         ": more than one scalar result; return tensors");
-      sig.results.push_back(*info);
-    }
-    for (auto [values, what] : {std::pair{&sig.inputs, "argument"},
-                                std::pair{&sig.results, "result"}})
-      if (auto layout = callerLayout(*values, sig.name, what); !layout)
-        return layout.takeError();
+    auto sig = signatureOf(fn);
+    if (!sig)
+      return sig.takeError();
     fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                 UnitAttr::get(ctx));
     // Inputs are the caller's: bufferization must not write into them.
     for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i)
       if (isa<TensorType>(fn.getArgument(i).getType()))
         fn.setArgAttr(i, "bufferization.writable", BoolAttr::get(ctx, false));
-    functions.push_back(std::move(sig));
+    functions.push_back(std::move(*sig));
   }
 
   {

@@ -33,9 +33,13 @@ struct ArtifactRequest {
 llvm::Error compileArtifact(const ArtifactRequest &request,
                             llvm::raw_ostream &log);
 
-/// Whether DS_STACK_LAYERS=1 asks the lowering for ds-stack-layers (opt-in:
-/// docs/architecture.md). The compile cache keys on it too.
-bool stackLayersRequested();
+/// Whether the step's lowering runs equal layers as one loop over stacked
+/// parameters (ds-stack-layers, ds-stack-arguments; docs/architecture.md):
+/// DS_STACK_LAYERS=1 or 0 forces it on or off; otherwise it is on where
+/// every per-layer value can be stacked (one rank, ZeRO 0, Adam or AdamW,
+/// fp32, no pipeline, MoE or gradient accumulation). The compile cache keys
+/// on it.
+bool stackLayers(const ::ds::config::Config &config);
 
 } // namespace ds::driver
 

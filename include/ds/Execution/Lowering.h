@@ -30,6 +30,9 @@ class TargetMachine;
 namespace mlir {
 class DialectRegistry;
 class OpPassManager;
+namespace func {
+class FuncOp;
+} // namespace func
 } // namespace mlir
 
 namespace mlir::ds::exec {
@@ -70,6 +73,10 @@ struct LoweredModule {
 
 /// Lowers `module` in place to the LLVM dialect: every entry point gets a
 /// C interface (`_mlir_ciface_<name>`) and stays out of line.
+/// The caller-visible signature of tensor-level function `fn`: its values,
+/// and the caller positions of stacked ones (`ds.stack`).
+llvm::Expected<FunctionSignature> signatureOf(mlir::func::FuncOp fn);
+
 llvm::Expected<LoweredModule> lowerForExecution(mlir::ModuleOp module,
                                                 const RunnerOptions &options);
 
