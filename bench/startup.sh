@@ -47,7 +47,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=${OMPI_ALLOW_RUN_AS_ROOT_CONFIRM:-1}
 echo "bench: startup, $BENCH_THREADS thread(s) per process for ds and torch" \
   "alike; ds draws its initial parameters on a thread of their own while" \
-  "the step compiles" >&2
+  "the step compiles, and on both once it is compiled" >&2
 
 # timed OUT CMD...: runs CMD, writes "seconds peak_kb" to OUT (peak: the
 # largest process of CMD's tree that was waited for).

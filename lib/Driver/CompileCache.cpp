@@ -71,9 +71,12 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
 
 /// Compiles into a private directory, then renames it into place: a rank
 /// or process racing for the same entry finds it whole or not at all.
+/// Compiles the step into `entry`. With `early`, the request's
+/// beforeCodegen runs before LLVM, as on the JIT path, so the caller's
+/// first values are drawn while the code is generated.
 llvm::Error compileEntry(const StepRequest &request,
                          const mlir::ds::exec::JitTarget &target,
-                         const std::string &entry) {
+                         const std::string &entry, bool early = false) {
   std::string tmp =
       entry + ".tmp" + std::to_string(llvm::sys::Process::getProcessId());
   fs::remove_directories(tmp);
@@ -82,6 +85,8 @@ llvm::Error compileEntry(const StepRequest &request,
   artifact.step.config = request.config;
   artifact.step.worldSize = request.worldSize;
   artifact.step.commProfile = request.commProfile;
+  if (early)
+    artifact.step.beforeCodegen = request.beforeCodegen;
   artifact.configPath = request.configPath;
   artifact.dir = tmp;
   artifact.cpuLevel = target.level;
@@ -255,11 +260,15 @@ ds::driver::compileCached(const StepRequest &request, bool quiet) {
   }
   bool allHit = llvm::all_of(hits, [](int64_t h) { return h != 0; });
   std::string how = "compile cache hit (" + entry + ")";
+  // One rank compiling calls beforeCodegen itself, before LLVM; the load
+  // must not call it again.
+  StepRequest loadRequest = request;
   if (!allHit) {
     const char *what = hit ? "had the step" : "compiled the step";
     if (world == 1) {
-      if (llvm::Error err = compileEntry(request, *target, entry))
+      if (llvm::Error err = compileEntry(request, *target, entry, true))
         return std::move(err);
+      loadRequest.beforeCodegen = nullptr;
     } else {
       if (llvm::Error err =
               compileOnRankZero(request, *target, entry, hits[0] != 0))
@@ -283,7 +292,7 @@ ds::driver::compileCached(const StepRequest &request, bool quiet) {
   // Its time is the entry's last use: eviction drops the oldest first.
   utime((entry + "/manifest.json").c_str(), nullptr);
   evictCompileCache(settings->dir, settings->maxBytes, entry);
-  auto step = loadArtifact(entry, request);
+  auto step = loadArtifact(entry, loadRequest);
   if (!step)
     return step.takeError();
   step->origin = how;

@@ -5,6 +5,7 @@
 #include "dsrt/dsrt.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 #include <vector>
 
@@ -16,8 +17,15 @@ namespace {
 /// costs about as much as drawing this many normals.
 constexpr int64_t kParallelMinElements = 1 << 16;
 
+/// Threads lent to the draws (DrawThreadLoan).
+std::atomic<int> lentThreads{0};
+
 void drawRange(uint64_t key, InitKind kind, double scale, int64_t first,
                int64_t count, float *out) {
+  if (kind == InitKind::Normal) {
+    randomNormalsAt(key, scale, uint64_t(first), count, out);
+    return;
+  }
   for (int64_t i = 0; i < count; ++i) {
     uint64_t index = static_cast<uint64_t>(first + i);
     switch (kind) {
@@ -27,8 +35,7 @@ void drawRange(uint64_t key, InitKind kind, double scale, int64_t first,
     case InitKind::Ones:
       out[i] = 1.0f;
       break;
-    case InitKind::Normal:
-      out[i] = static_cast<float>(scale * randomNormalAt(key, index));
+    case InitKind::Normal: // drawn above
       break;
     case InitKind::Uniform:
       out[i] =
@@ -45,10 +52,11 @@ void ds::driver::initParameter(llvm::StringRef name, InitKind kind,
                                int64_t count, float *out) {
   uint64_t key = streamKey(seed, streamOf(name));
   // Each element depends only on its index, so the runtime's threads (the
-  // BLAS thread count the user or the launcher chose) draw contiguous
-  // pieces and the values are the same for any thread count.
-  int64_t threads = std::min<int64_t>(std::max(1, dsrt_threads_get()),
-                                      count / kParallelMinElements);
+  // BLAS thread count the user or the launcher chose, and any lent) draw
+  // contiguous pieces and the values are the same for any thread count.
+  int64_t threads =
+      std::min<int64_t>(std::max(1, dsrt_threads_get()) + lentThreads.load(),
+                        count / kParallelMinElements);
   if (threads <= 1) {
     drawRange(key, kind, scale, first, count, out);
     return;
@@ -64,3 +72,9 @@ void ds::driver::initParameter(llvm::StringRef name, InitKind kind,
   for (std::thread &w : workers)
     w.join();
 }
+
+DrawThreadLoan::DrawThreadLoan(int threads) : threads(threads) {
+  lentThreads += threads;
+}
+
+DrawThreadLoan::~DrawThreadLoan() { lentThreads -= threads; }

@@ -10,6 +10,7 @@
 #include "ds/Driver/Checkpointer.h"
 #include "ds/Driver/DataFeeder.h"
 #include "ds/Driver/Evaluator.h"
+#include "ds/Driver/ParamInit.h"
 #include "ds/Driver/ParamMap.h"
 #include "ds/Driver/StateStore.h"
 #include "ds/Driver/StepLoop.h"
@@ -131,8 +132,10 @@ public:
     thread =
         std::thread([this, fill = std::move(fill)] { result = fill(*copy); });
   }
-  /// Waits for the fill; success if none was started.
+  /// Waits for the fill, lending this thread's core to its draws; success
+  /// if none was started.
   llvm::Error finish() {
+    DrawThreadLoan loan(1);
     if (thread.joinable())
       thread.join();
     return std::move(result);

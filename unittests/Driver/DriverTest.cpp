@@ -17,6 +17,7 @@
 #include <cstring>
 #include <fstream>
 #include <set>
+#include <vector>
 
 using namespace ds::driver;
 
@@ -72,6 +73,53 @@ TEST(Random, UniformInUnitInterval) {
     double u = randomUniform(1, 2, i);
     ASSERT_GE(u, 0.0);
     ASSERT_LT(u, 1.0);
+  }
+}
+
+TEST(Random, BlockOfNormalsIsBitwiseTheScalarDraws) {
+  // Every scale kind: tiny (subnormal floats, zeros of either sign), huge
+  // (infinities), negative; offsets past 2^32; a count that is not a
+  // whole number of blocks.
+  const int64_t count = 3 * detail::kCosBlock * 100 + 17;
+  std::vector<float> block(count);
+  for (double scale : {1.0, 0.02, -0.5, 1e-42, 1e38})
+    for (uint64_t first : {uint64_t(0), uint64_t(12345678901)}) {
+      uint64_t key = streamKey(3, streamOf("h.7.attn.c_attn.weight"));
+      randomNormalsAt(key, scale, first, count, block.data());
+      for (int64_t i = 0; i < count; ++i) {
+        float scalar =
+            static_cast<float>(scale * randomNormalAt(key, first + i));
+        ASSERT_EQ(std::memcmp(&scalar, &block[i], sizeof scalar), 0)
+            << "scale " << scale << " element " << first + i << ": " << scalar
+            << " vs " << block[i];
+      }
+    }
+}
+
+TEST(Random, BlockCosineIsWithinItsBound) {
+  // The bound randomNormalsAt's rounding check relies on, against long
+  // double cosl: next to each multiple of pi/2 in [0, 2 pi] (where cos
+  // vanishes or the reduction changes quadrant) and over the range.
+  std::vector<double> xs;
+  for (int k = 0; k <= 4; ++k)
+    for (double toward : {-1.0, 10.0}) {
+      double x = k * M_PI_2;
+      for (int j = 0; j < 20000 && x >= 0 && x <= 2 * M_PI; ++j) {
+        xs.push_back(x);
+        x = std::nextafter(x, toward);
+      }
+    }
+  for (int i = 0; i < 200000; ++i)
+    xs.push_back(2.0 * M_PI * randomUniform(5, 6, i));
+  xs.resize((xs.size() / detail::kCosBlock + 1) * detail::kCosBlock, 1.0);
+  std::vector<double> cs(xs.size());
+  for (size_t i = 0; i < xs.size(); i += detail::kCosBlock)
+    detail::cosBlock(&xs[i], &cs[i]);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    long double exact = cosl(static_cast<long double>(xs[i]));
+    long double error = fabsl(cs[i] - exact);
+    ASSERT_LE(error, fabsl(exact) * 0x1.0p-44L + 0x1.0p-90L)
+        << "cos(" << xs[i] << ")";
   }
 }
 

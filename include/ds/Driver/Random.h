@@ -43,6 +43,20 @@ inline double randomUniformAt(uint64_t key, uint64_t index) {
 /// Standard normal via Box-Muller over the uniform pair (2i, 2i+1).
 double randomNormalAt(uint64_t key, uint64_t index);
 
+/// out[i] = float(scale * randomNormalAt(key, first + i)) for i < count:
+/// the same bits, about twice as fast (a vectorized cosine, whose result
+/// is kept only where it rounds to the float libm's would).
+void randomNormalsAt(uint64_t key, double scale, uint64_t first, int64_t count,
+                     float *out);
+
+namespace detail {
+/// Values per call of cosBlock.
+constexpr int64_t kCosBlock = 256;
+/// c[i] = cos(x[i]) for x[i] in [0, 2 pi], to 2^-44 of |cos x[i]| plus
+/// 2^-90: what randomNormalsAt's rounding check assumes.
+void cosBlock(const double *__restrict x, double *__restrict c);
+} // namespace detail
+
 /// The same, keyed by (seed, stream).
 inline uint64_t randomBits(uint64_t seed, uint64_t stream, uint64_t index) {
   return randomBitsAt(streamKey(seed, stream), index);
