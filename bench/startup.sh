@@ -27,7 +27,8 @@
 #    (ds-train --compiled: ds-runner, no compiler) and from a warm compile
 #    cache, each against the JIT, on 1 and 2 ranks (ds-launch; the same
 #    global batch per rank). Metrics "artifact_first_step_s@..." and
-#    "cache_first_step_s@..." (baseline: ds JIT), "artifact_peak_rss_mb@..."
+#    "cache_first_step_s@..." (baseline: ds JIT), "artifact_to_first_step_s@..."
+#    (the artifact's and the JIT's less rank 0's step 1), "artifact_peak_rss_mb@..."
 #    (the largest process). STARTUP_ARTIFACT_LAYERS (default "4 24": the
 #    bench GPT and a 24-layer variant) and STARTUP_RANKS (default "1 2").
 # Each run's seconds and peak RSS also go to stderr.
@@ -155,11 +156,12 @@ PY
     args=(--synthetic --steps 1 --quiet)
     tag="n_layer=$n,ranks=$r"
     timed "$tmp/jit.$tag" env DS_COMPILE_CACHE=off "${launch[@]}" "$ds_train" \
-      --model "$(spec "$n")" --config "$cfg" "${args[@]}"
+      --model "$(spec "$n")" --config "$cfg" "${args[@]}" \
+      --metrics "$tmp/jit.$tag.jsonl"
     timed "$tmp/compile.$tag" "$ds_compile" --model "$(spec "$n")" \
       --config "$cfg" --world-size "$r" -o "$tmp/art.$tag" --quiet
     timed "$tmp/art.$tag.t" "${launch[@]}" "$ds_train" \
-      --compiled "$tmp/art.$tag" "${args[@]}"
+      --compiled "$tmp/art.$tag" "${args[@]}" --metrics "$tmp/art.$tag.jsonl"
     # Warm: a first run fills the cache, the second is timed.
     DS_COMPILE_CACHE=$tmp/cache.$tag "${launch[@]}" "$ds_train" \
       --model "$(spec "$n")" --config "$cfg" "${args[@]}" >/dev/null 2>&1
@@ -176,6 +178,12 @@ PY
     bench_json startup "artifact_first_step_s@$tag" "$art_s" "$jit_s" \
       "ds JIT" 0
     bench_json startup "cache_first_step_s@$tag" "$warm_s" "$jit_s" \
+      "ds JIT" 0
+    # Less rank 0's first step: what start-up alone costs each way.
+    jit_pre=$(before_step "$jit_s" "$tmp/jit.$tag.jsonl")
+    art_pre=$(before_step "$art_s" "$tmp/art.$tag.jsonl")
+    echo "bench: $tag, before step 1: JIT ${jit_pre} s, artifact ${art_pre} s" >&2
+    bench_json startup "artifact_to_first_step_s@$tag" "$art_pre" "$jit_pre" \
       "ds JIT" 0
     bench_json startup "artifact_peak_rss_mb@$tag" "$((art_kb / 1024))" \
       "$((jit_kb / 1024))" "ds JIT" 0
