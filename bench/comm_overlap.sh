@@ -13,9 +13,13 @@
 #                            run, where comm = its median comm_ms (time in
 #                            collectives) and compute = step - comm; a ratio
 #                            of 1 means all communication hidden
+#   step_s_zero3_deepcompile scheduled with compile.deepcompile (selective
+#                            unsharding: parameters gathered in the forward
+#                            stay to the backward) vs blocking
+#   step_s_zero3_deepcompile_vs_ideal  the same vs max(compute, comm)
 #   tokens_per_s_zero0       ds ZeRO-0 vs torch DDP (gloo) over the same link
-# Runs alternate blocking, scheduled, blocking, scheduled, then ZeRO-0 and
-# torch DDP alternate as often; each drops COMM_OVERLAP_SKIP (3) steps and
+# Runs alternate blocking, scheduled, deepcompile, as often each, then ZeRO-0
+# and torch DDP alternate as often; each drops COMM_OVERLAP_SKIP (3) steps and
 # takes the median step of the next COMM_OVERLAP_STEPS (10); a side's
 # figure is its best run (the machine is shared: one run of a side can be
 # 2x another).
@@ -47,13 +51,15 @@ echo "bench: 2 hosts x 1 rank, link ${COMM_OVERLAP_RATE:-1gbit} (tc tbf)," \
   "$BENCH_THREADS OpenBLAS thread(s) per rank ($bench_blas_core) for ds" \
   "and torch; load $(cut -d' ' -f1 /proc/loadavg)" >&2
 
-for c in "3 true" "3 false" "0 true"; do
+for c in "3 true" "3 false" "0 true" "3 deepcompile"; do
   set -- $c
   "$PYTHON" - "$base_config" "$1" "$2" >"$tmp/zero$1_$2.json" <<'PY'
 import json, sys
 cfg = json.load(open(sys.argv[1]))
 cfg["zero_optimization"] = {"stage": int(sys.argv[2]),
-                            "overlap_comm": sys.argv[3] == "true"}
+                            "overlap_comm": sys.argv[3] != "false"}
+if sys.argv[3] == "deepcompile":
+    cfg["compile"] = {"deepcompile": True}
 print(json.dumps(cfg, indent=1))
 PY
 done
@@ -67,16 +73,17 @@ print(statistics.median(r[sys.argv[2]] for r in rows[int(sys.argv[3]):]))
 PY
 }
 
-run_ds() { # STAGE OVERLAP N
-  local out=$tmp/ds_$1_$2_$3.jsonl
+run_ds() { # STAGE OVERLAP N (OVERLAP: true, false or deepcompile)
+  local out=$tmp/ds_$1_$2_$3.jsonl what="overlap_comm $2"
+  [ "$2" != deepcompile ] || what="overlap_comm true, compile.deepcompile"
   if ! "$ds_launch" --hostfile "$DS_MH_HOSTFILE" -- "$ds_train" \
     --model "$spec" --config "$tmp/zero$1_$2.json" --synthetic \
     --steps "$steps" --quiet --metrics "$out" >"$tmp/ds.log" 2>&1; then
     cat "$tmp/ds.log" >&2
-    echo "comm_overlap: ds-train (ZeRO $1, overlap_comm $2) failed" >&2
+    echo "comm_overlap: ds-train (ZeRO $1, $what) failed" >&2
     exit 1
   fi
-  echo "comm_overlap: ds ZeRO $1 overlap_comm $2 run $3: step" \
+  echo "comm_overlap: ds ZeRO $1 $what run $3: step" \
     "$(median "$out" step_ms) ms, in collectives $(median "$out" comm_ms)" \
     "ms (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 }
@@ -100,6 +107,7 @@ run_torch() { # N
 for n in $(seq "$repeats"); do
   run_ds 3 false "$n"
   run_ds 3 true "$n"
+  run_ds 3 deepcompile "$n"
 done
 for n in $(seq "$repeats"); do
   run_ds 0 true "$n"
@@ -116,6 +124,7 @@ def med(path, field):
     return statistics.median(r[field] for r in rows(path))
 runs = lambda o: [f"{tmp}/ds_3_{o}_{n}.jsonl" for n in range(1, repeats + 1)]
 on = min(med(p, "step_ms") for p in runs("true")) / 1e3
+dc = min(med(p, "step_ms") for p in runs("deepcompile")) / 1e3
 best_off = min(runs("false"), key=lambda p: med(p, "step_ms"))
 off = med(best_off, "step_ms") / 1e3
 comm = med(best_off, "comm_ms") / 1e3
@@ -125,11 +134,15 @@ best = lambda paths: min(med(p, "step_ms") for p in paths) / 1e3
 sides = range(1, repeats + 1)
 zero0 = tokens / best([f"{tmp}/ds_0_true_{n}.jsonl" for n in sides])
 torch = tokens / best([f"{tmp}/torch_ddp_{n}.jsonl" for n in sides])
-print(on, off, ideal, zero0, torch)
+print(on, off, ideal, zero0, torch, dc)
 PY
-read -r on off ideal zero0 torch <"$tmp/figures"
+read -r on off ideal zero0 torch dc <"$tmp/figures"
 bench_json comm_overlap step_s_zero3 "$on" "$off" "ds overlap_comm false" 0
 bench_json comm_overlap step_s_zero3_vs_ideal "$on" "$ideal" \
+  "ideal max(compute, comm)" 0
+bench_json comm_overlap step_s_zero3_deepcompile "$dc" "$off" \
+  "ds overlap_comm false" 0
+bench_json comm_overlap step_s_zero3_deepcompile_vs_ideal "$dc" "$ideal" \
   "ideal max(compute, comm)" 0
 bench_json comm_overlap tokens_per_s_zero0 "$zero0" "$torch" \
   "torch DDP gloo" 1
