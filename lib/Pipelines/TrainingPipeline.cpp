@@ -160,6 +160,7 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     ScheduleCommOptions schedule;
     schedule.maxLiveParameters = config.zero.maxLiveParameters;
     schedule.prefetchBucketSize = config.zero.prefetchBucketSize;
+    schedule.maxReuseDistance = config.zero.maxReuseDistance;
     schedule.printPlan = config.compile.debugLog;
     schedule.commProfile = commProfile.str();
     // DeepCompile's selective gather is part of deepcompile, not of

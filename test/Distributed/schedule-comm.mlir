@@ -1,23 +1,31 @@
 // Two ZeRO-3 layers as ds-zero leaves them: each parameter gathered just
 // before its layer and released after it.
-// RUN: ds-opt %s --ds-schedule-comm --split-input-file | FileCheck %s
+// RUN: ds-opt %s --ds-schedule-comm="max-reuse-distance=0" --split-input-file | FileCheck %s
 // A budget of one gathered layer: layer 1's gather may start only once
 // layer 0's buffer is released.
-// RUN: ds-opt %s --ds-schedule-comm="max-live-parameters=16" --split-input-file | FileCheck %s --check-prefix=LIVE
+// RUN: ds-opt %s --ds-schedule-comm="max-live-parameters=16 max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=LIVE
 // No room to prefetch: each gather starts where it was.
-// RUN: ds-opt %s --ds-schedule-comm="prefetch-bucket-size=8" --split-input-file | FileCheck %s --check-prefix=NONE
-// RUN: ds-opt %s --ds-schedule-comm="overlap-reduce=false" --split-input-file | FileCheck %s --check-prefix=NORED
-// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0" --split-input-file | FileCheck %s --check-prefix=NOFUSE
-// RUN: ds-opt %s --ds-schedule-comm="comm-profile=%S/Inputs/comm-profile-bandwidth.json" --split-input-file | FileCheck %s --check-prefix=NOFUSE
+// RUN: ds-opt %s --ds-schedule-comm="prefetch-bucket-size=8 max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=NONE
+// RUN: ds-opt %s --ds-schedule-comm="overlap-reduce=false max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=NORED
+// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0 max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=NOFUSE
+// RUN: ds-opt %s --ds-schedule-comm="comm-profile=%S/Inputs/comm-profile-bandwidth.json max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=NOFUSE
 // A memory budget of 64 bytes (one 16-element f32 layer) holds back layer
 // 1's gather as max-live-parameters=16 does.
-// RUN: ds-opt %s --ds-schedule-comm="memory-budget=64" --split-input-file | FileCheck %s --check-prefix=LIVE
+// RUN: ds-opt %s --ds-schedule-comm="memory-budget=64 max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=LIVE
 // RUN: not ds-opt %s --ds-schedule-comm="comm-profile=%S/Inputs/no-such-profile.json" 2>&1 | FileCheck %s --check-prefix=NOPROFILE
 // NOPROFILE: error: ds-schedule-comm: comm-profile {{.*}}no-such-profile.json: cannot read the communication profile
-// Selective unsharding (off by default): room for one buffer, none, all.
+// The passes above keep no forward gather for the backward
+// (max-reuse-distance=0). Selective unsharding: room for one buffer, none,
+// all; without it, DeepSpeed's reuse distance: by default (1e9 elements)
+// every parameter reused within it keeps its buffer, at 64 elements only
+// %b (8 elements gathered between its two gathers, 128 for %a), at 0 none.
 // RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true fuse-bytes=0 memory-budget=576" --split-input-file | FileCheck %s --check-prefix=UNSHARD
 // RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true fuse-bytes=0 memory-budget=544" --split-input-file | FileCheck %s --check-prefix=KEEP
-// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0" --split-input-file | FileCheck %s --check-prefix=KEEP
+// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0 max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=KEEP
+// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0" --split-input-file | FileCheck %s --check-prefix=ALL
+// RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0 max-reuse-distance=64" --split-input-file | FileCheck %s --check-prefix=REUSE
+// RUN: not ds-opt %s --ds-schedule-comm="max-reuse-distance=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+// NEGATIVE: error: ds-schedule-comm: max-live-parameters, prefetch-bucket-size, max-reuse-distance (elements), fuse-bytes and memory-budget (bytes) must be >= 0
 // RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true" --split-input-file | FileCheck %s --check-prefix=ALL
 
 // CHECK-LABEL: func @layer_gathers_prefetched
@@ -181,14 +189,19 @@ module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
 // UNSHARD:         dsnn.layer "h.0.backward"
 // UNSHARD:         return
 
-// No headroom (the budget is the peak), or unsharding off: both backward
+// REUSE-LABEL: func @backward_reuses_forward_gather
+// REUSE:         dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "backward"}
+// REUSE-NOT:     phase = "backward"
+// REUSE:         dsnn.layer "h.0.backward"
+
+// No headroom (the budget is the peak), or no reuse distance: both backward
 // gathers stay.
 // KEEP-LABEL: func @backward_reuses_forward_gather
 // KEEP:         dsdist.all_gather_start %arg0 over ["dp"] dim 0 {phase = "backward"}
 // KEEP:         dsdist.all_gather_start %arg1 over ["dp"] dim 0 {phase = "backward"}
 
 // With the default budget (most of the machine's memory) both stay live:
-// no backward gather is left.
+// no backward gather is left; so with the default reuse distance.
 // ALL-LABEL: func @backward_reuses_forward_gather
 // CHECK-LABEL: func @backward_reuses_forward_gather
 // ALL-NOT:     phase = "backward"

@@ -912,14 +912,17 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     of the result: copies only), as DeepCompile fuses them: a run grows
     while the cost model predicts the fused gather to take less than 1.2 x
     the longer of the run and the next gather, and stays under
-    `fuse-bytes`. Before fusing, with `selective-unshard` (off by default
-    for now), selective unsharding (DeepCompile's selective gather): where
-    `memory-budget` (default 90% of the rank's share of the machine's
-    memory) and `max-live-parameters` have headroom over the peak of
-    gathered parameters, a parameter gathered in the forward and again in
-    the backward keeps its forward buffer until its last backward use and
-    the backward gather goes; greedily, the most predicted all-gather time
-    per byte first. The cost model is the alpha-beta ring model of
+    `fuse-bytes`. Before fusing, where `memory-budget` (default 90% of the
+    rank's share of the machine's memory) and `max-live-parameters` have
+    headroom over the peak of gathered parameters, a parameter gathered in
+    the forward and again in the backward keeps its forward buffer until
+    its last backward use and the backward gather goes. Which ones: with
+    `selective-unshard` (DeepCompile's selective gather), greedily the most
+    predicted all-gather time per byte first; else those whose backward
+    gather comes within `max-reuse-distance` elements of parameters
+    gathered after their forward gather (DeepSpeed's
+    stage3_max_reuse_distance, default 1e9: a parameter reused that soon is
+    not released), the nearest reuse first. The cost model is the alpha-beta ring model of
     `ds/Transforms/CommCostModel.h`, with its documented defaults or
     fitted to the measured points of `comm-profile`. `print-plan` emits a
     remark per collective (where it starts, where it is waited, its
@@ -978,6 +981,12 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     Option<"memoryBudget", "memory-budget", "int64_t", "0",
            "bytes of gathered parameters live at any point; 0: 90% of this "
            "rank's share of the machine's memory (as DeepCompile)">,
+    Option<"maxReuseDistance", "max-reuse-distance", "int64_t",
+           "1000000000",
+           "stage3_max_reuse_distance: a parameter whose backward gather "
+           "comes within this many elements of parameters gathered after "
+           "its forward gather keeps the forward's buffer instead, while "
+           "memory-budget and max-live-parameters allow (0: none)">,
     Option<"selectiveUnshard", "selective-unshard", "bool", "false",
            "keep forward gathers live for the backward, most expensive per "
            "byte first, while memory-budget and max-live-parameters allow">,

@@ -336,18 +336,29 @@ std::pair<int64_t, int64_t> ScheduleCommPass::peakGathered(Block &block) {
   return peak;
 }
 
-/// DeepCompile's selective gather: where the memory budget has headroom
-/// over the peak of gathered bytes, a parameter's forward gather stays
-/// live to its last use in the backward and the backward's gather goes.
-/// Greedy, most predicted all-gather time per byte first (the start-up of
-/// a small gather dominates its time); each kept buffer is counted as if
-/// it were live at the peak, and its elements against
-/// max-live-parameters too.
+/// Where the memory budget has headroom over the peak of gathered bytes, a
+/// parameter's forward gather stays live to its last use in the backward
+/// and the backward's gather goes. Which ones: with selective-unshard,
+/// DeepCompile's selective gather, greedy, most predicted all-gather time
+/// per byte first (the start-up of a small gather dominates its time);
+/// else DeepSpeed's stage3_max_reuse_distance, those whose backward gather
+/// comes within max-reuse-distance elements of parameters gathered after
+/// the forward one, the nearest first. Each kept buffer is counted as if it
+/// were live at the peak, and its elements against max-live-parameters too.
 int64_t ScheduleCommPass::unshard(Block &block) {
   struct Candidate {
     dist::AllGatherOp forward, backward;
     double secondsPerByte;
+    int64_t reuseDistance;
   };
+  // Elements of the parameters gathered before each parameter gather.
+  DenseMap<Operation *, int64_t> gatheredBefore;
+  int64_t gathered = 0;
+  for (auto g : block.getOps<dist::AllGatherOp>())
+    if (gatheredArgument(g)) {
+      gatheredBefore[g] = gathered;
+      gathered += g.getType().getNumElements();
+    }
   DenseMap<std::pair<Value, Type>, dist::AllGatherOp> forward;
   SmallVector<Candidate> candidates;
   auto phaseOf = [](Operation *op) {
@@ -365,15 +376,27 @@ int64_t ScheduleCommPass::unshard(Block &block) {
       int64_t bytes = bytesOf(g.getType());
       double t =
           model.seconds(CollectiveKind::AllGather, bytes, groupSizeOf(g, grid));
-      candidates.push_back({forward.lookup(key), g, t / double(bytes)});
+      dist::AllGatherOp f = forward.lookup(key);
+      int64_t between = gatheredBefore.lookup(g) - gatheredBefore.lookup(f) -
+                        f.getType().getNumElements();
+      candidates.push_back({f, g, t / double(bytes), between});
       forward.erase(key);
     }
   }
+  if (selectiveUnshard) {
+    llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
+      return a.secondsPerByte > b.secondsPerByte;
+    });
+  } else {
+    llvm::erase_if(candidates, [&](const Candidate &c) {
+      return c.reuseDistance > maxReuseDistance;
+    });
+    llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
+      return a.reuseDistance < b.reuseDistance;
+    });
+  }
   if (candidates.empty())
     return 0;
-  llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
-    return a.secondsPerByte > b.secondsPerByte;
-  });
   auto [peakBytes, peakElements] = peakGathered(block);
   int64_t count = 0;
   for (Candidate &c : candidates) {
@@ -987,18 +1010,19 @@ void ScheduleCommPass::emitPlan(Block &block, ArrayRef<Async> placed,
          << micros(commTotal) << " us of communication, " << micros(hiddenTotal)
          << " us of it hidden by compute; peak live gathered parameters "
          << peak << " B";
-  if (selectiveUnshard)
+  if (selectiveUnshard || maxReuseDistance > 0)
     remark << "; " << kept.lookup(&block)
            << " parameters kept gathered from the forward to the backward";
 }
 
 void ScheduleCommPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (maxLiveParameters < 0 || prefetchBucketSize < 0 || fuseBytes < 0 ||
-      memoryBudget < 0) {
+  if (maxLiveParameters < 0 || prefetchBucketSize < 0 ||
+      maxReuseDistance < 0 || fuseBytes < 0 || memoryBudget < 0) {
     module.emitError()
-        << "ds-schedule-comm: max-live-parameters, prefetch-bucket-size "
-           "(elements), fuse-bytes and memory-budget (bytes) must be >= 0";
+        << "ds-schedule-comm: max-live-parameters, prefetch-bucket-size, "
+           "max-reuse-distance (elements), fuse-bytes and memory-budget "
+           "(bytes) must be >= 0";
     return signalPassFailure();
   }
   if (!commProfile.empty()) {
@@ -1034,7 +1058,7 @@ void ScheduleCommPass::runOnOperation() {
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
       continue;
-    if (selectiveUnshard)
+    if (selectiveUnshard || maxReuseDistance > 0)
       kept[&fn.getBody().front()] = unshard(fn.getBody().front());
     if (fuseBytes > 0)
       fuseGathers(fn.getBody().front());
