@@ -1017,8 +1017,8 @@ void ScheduleCommPass::emitPlan(Block &block, ArrayRef<Async> placed,
 
 void ScheduleCommPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (maxLiveParameters < 0 || prefetchBucketSize < 0 ||
-      maxReuseDistance < 0 || fuseBytes < 0 || memoryBudget < 0) {
+  if (maxLiveParameters < 0 || prefetchBucketSize < 0 || maxReuseDistance < 0 ||
+      fuseBytes < 0 || memoryBudget < 0) {
     module.emitError()
         << "ds-schedule-comm: max-live-parameters, prefetch-bucket-size, "
            "max-reuse-distance (elements), fuse-bytes and memory-budget "
