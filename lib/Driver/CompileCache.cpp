@@ -70,10 +70,10 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
 }
 
 /// Compiles into a private directory, then renames it into place: a rank
-/// or process racing for the same entry finds it whole or not at all.
-/// Compiles the step into `entry`. With `early`, the request's
-/// beforeCodegen runs before LLVM, as on the JIT path, so the caller's
-/// first values are drawn while the code is generated.
+/// or process racing for the same entry finds it whole or not at all. With
+/// `early`, the request's beforeCodegen runs before LLVM, as on the JIT
+/// path, so the caller's first values are drawn while the code is
+/// generated.
 llvm::Error compileEntry(const StepRequest &request,
                          const mlir::ds::exec::JitTarget &target,
                          const std::string &entry, bool early = false) {

@@ -8,11 +8,21 @@
 
 using namespace ds::driver;
 
-double ds::driver::randomNormalAt(uint64_t key, uint64_t index) {
+namespace {
+/// Box-Muller's radius and angle for element `index`: one definition, so
+/// randomNormalsAt's fast path and randomNormalAt round them alike.
+double radiusAt(uint64_t key, uint64_t index) {
   // u1 in (0, 1] keeps log finite.
   double u1 = 1.0 - randomUniformAt(key, 2 * index);
-  double u2 = randomUniformAt(key, 2 * index + 1);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  return std::sqrt(-2.0 * std::log(u1));
+}
+double angleAt(uint64_t key, uint64_t index) {
+  return 2.0 * M_PI * randomUniformAt(key, 2 * index + 1);
+}
+} // namespace
+
+double ds::driver::randomNormalAt(uint64_t key, uint64_t index) {
+  return radiusAt(key, index) * std::cos(angleAt(key, index));
 }
 
 // Cody-Waite reduction by pi/2 = kPio2Hi + kPio2Lo (the high part has 50
@@ -59,7 +69,7 @@ ds::driver::detail::cosBlock(const double *__restrict x, double *__restrict c) {
 void ds::driver::randomNormalsAt(uint64_t key, double scale, uint64_t first,
                                  int64_t count, float *out) {
   using detail::kCosBlock;
-  double u1[kCosBlock], x[kCosBlock], c[kCosBlock];
+  double x[kCosBlock], c[kCosBlock];
   auto bitsOf = [](float f) {
     uint32_t b;
     std::memcpy(&b, &f, sizeof b);
@@ -67,15 +77,12 @@ void ds::driver::randomNormalsAt(uint64_t key, double scale, uint64_t first,
   };
   for (int64_t b = 0; b < count; b += kCosBlock) {
     int64_t n = std::min(kCosBlock, count - b);
-    for (int64_t i = 0; i < n; ++i) {
-      uint64_t index = first + uint64_t(b + i);
-      u1[i] = 1.0 - randomUniformAt(key, 2 * index);
-      x[i] = 2.0 * M_PI * randomUniformAt(key, 2 * index + 1);
-    }
+    for (int64_t i = 0; i < n; ++i)
+      x[i] = angleAt(key, first + uint64_t(b + i));
     std::fill(x + n, x + kCosBlock, 0.0);
     detail::cosBlock(x, c);
     for (int64_t i = 0; i < n; ++i) {
-      double s = std::sqrt(-2.0 * std::log(u1[i]));
+      double s = radiusAt(key, first + uint64_t(b + i));
       double y = s * c[i];
       // libm's cosine is within 1 ulp of cos x, cosBlock within
       // 2^-44 |cos x| + 2^-90 (its test), so randomNormalAt's product is

@@ -183,6 +183,10 @@ private:
   /// Keeps forward gathers alive for the backward where the budgets allow;
   /// returns how many.
   int64_t unshard(Block &block);
+  /// Whether `unshard` may keep any forward gather for the backward.
+  bool keepsForwardGathers() const {
+    return selectiveUnshard || maxReuseDistance > 0;
+  }
   /// The most gathered bytes and elements live at once in `block`.
   std::pair<int64_t, int64_t> peakGathered(Block &block);
   /// Replaces `run` (gathers of 1-d chunks, same group and type) by one
@@ -1010,7 +1014,7 @@ void ScheduleCommPass::emitPlan(Block &block, ArrayRef<Async> placed,
          << micros(commTotal) << " us of communication, " << micros(hiddenTotal)
          << " us of it hidden by compute; peak live gathered parameters "
          << peak << " B";
-  if (selectiveUnshard || maxReuseDistance > 0)
+  if (keepsForwardGathers())
     remark << "; " << kept.lookup(&block)
            << " parameters kept gathered from the forward to the backward";
 }
@@ -1058,7 +1062,7 @@ void ScheduleCommPass::runOnOperation() {
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
       continue;
-    if (selectiveUnshard || maxReuseDistance > 0)
+    if (keepsForwardGathers())
       kept[&fn.getBody().front()] = unshard(fn.getBody().front());
     if (fuseBytes > 0)
       fuseGathers(fn.getBody().front());
