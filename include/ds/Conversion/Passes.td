@@ -567,6 +567,44 @@ def PromoteAccumulators : Pass<"ds-promote-accumulators", "mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def SplitInitTensors : Pass<"ds-split-init-tensors", "mlir::func::FuncOp"> {
+  let summary = "One tensor.empty, and one zero fill of one, per use, just before its user";
+  let description = [{
+    One-shot bufferization allocates each `tensor.empty` where it stands,
+    and an op that overwrites its init writes into that buffer when nothing
+    live reads it. After CSE one empty of a type (and one `linalg.fill` of
+    it with a given value) serves every op of the step that starts from a
+    fresh tensor of that type: the logits of the last micro-batch start
+    from the buffer made for the first micro-batch's, which then lives from
+    one to the other and holds arena bytes through everything in between
+    (and a copy keeps the zeros for the second user). This pass gives each
+    use of an empty, or of a fill of an empty, its own copy placed just
+    before the user, and moves one with a single use next to its user, so
+    each buffer lives only as long as the value written into it. Runs after
+    the last CSE, before `one-shot-bufferize`.
+
+      %e = tensor.empty() : tensor<16x64xf32>
+      %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x64xf32>) -> ...
+      %a = linalg.matmul ins(...) outs(%z : tensor<16x64xf32>) -> ...
+      ...
+      %b = linalg.matmul ins(...) outs(%z : tensor<16x64xf32>) -> ...
+
+    becomes
+
+      %e = tensor.empty() : tensor<16x64xf32>
+      %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x64xf32>) -> ...
+      %a = linalg.matmul ins(...) outs(%z : tensor<16x64xf32>) -> ...
+      ...
+      %e1 = tensor.empty() : tensor<16x64xf32>
+      %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<16x64xf32>) -> ...
+      %b = linalg.matmul ins(...) outs(%z1 : tensor<16x64xf32>) -> ...
+  }];
+  let statistics = [
+    Statistic<"numSplit", "inits", "uses of an empty or a fill given their own">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
 def CopyRepeatedResults
     : Pass<"ds-copy-repeated-results", "mlir::func::FuncOp"> {
   let summary = "Return a fresh copy for each repeat of a returned buffer";
@@ -621,7 +659,9 @@ def PlanBuffers : Pass<"ds-plan-buffers", "mlir::ModuleOp"> {
     numbers.
 
     With `reuse` (the default) two buffers share bytes when their live
-    ranges do not overlap (greedy first-fit, largest first). A live range
+    ranges do not overlap: greedy first fit in three orders (largest,
+    longest-lived, and most bytes times lifetime first), keeping the
+    smallest arena. A live range
     runs from the alloc to the last use of any alias, counted at the op of
     the alloc's own block that holds the use: a buffer used inside a loop
     is live for the whole loop, a loop body's temporary for part of one

@@ -73,6 +73,10 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
     pm.addPass(createCSEPass());
   }
 
+  // Each fresh tensor (empty, or filled) made where it is used:
+  // bufferization allocates it there.
+  pm.addNestedPass<func::FuncOp>(ds::createSplitInitTensors());
+
   // Buffers. Identity layouts at function boundaries keep the C interface
   // simple (contiguous row-major host buffers in and out).
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -4,8 +4,10 @@
 // scf.for (nested in scf.for only, at any depth) whose buffer (and every
 // view of it) stays where it was made gets a byte offset in one private
 // memref.global, allocated once with the loaded code; buffers whose live
-// ranges do not overlap share bytes. Greedy first-fit, largest first:
-// simple, and within a few percent of optimal on straight-line step code.
+// ranges do not overlap share bytes. Greedy first-fit in three orders
+// (largest, longest-lived, largest bytes x lifetime first), the smallest
+// arena kept: simple, and within a few percent of the most bytes live at
+// once on straight-line step code.
 //
 // Live ranges are intervals in one pre-order numbering of the function. A
 // buffer lives from its alloc to the end of the outermost op of its own
@@ -178,23 +180,10 @@ LogicalResult traceUses(Value root, Block &home, const Numbering &num,
 
 int64_t roundUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
-// First fit, largest first: each slot goes to the lowest offset that does
-// not overlap a placed slot whose live range overlaps its own.
-int64_t assignOffsets(MutableArrayRef<Slot> slots, bool reuse) {
-  SmallVector<Slot *> order;
-  for (Slot &s : slots)
-    order.push_back(&s);
-  if (!reuse) {
-    int64_t total = 0;
-    for (Slot *s : order) {
-      s->offset = total;
-      total += s->bytes;
-    }
-    return total;
-  }
-  llvm::stable_sort(order, [](Slot *x, Slot *y) {
-    return x->bytes != y->bytes ? x->bytes > y->bytes : x->start < y->start;
-  });
+// First fit in `order`: each slot goes to the lowest offset that does not
+// overlap a placed slot whose live range overlaps its own. Returns the
+// arena's size.
+int64_t firstFit(ArrayRef<Slot *> order) {
   SmallVector<Slot *> placed;
   int64_t total = 0;
   for (Slot *s : order) {
@@ -214,6 +203,50 @@ int64_t assignOffsets(MutableArrayRef<Slot> slots, bool reuse) {
     placed.push_back(s);
   }
   return total;
+}
+
+int64_t assignOffsets(MutableArrayRef<Slot> slots, bool reuse) {
+  SmallVector<Slot *> order;
+  for (Slot &s : slots)
+    order.push_back(&s);
+  if (!reuse) {
+    int64_t total = 0;
+    for (Slot *s : order) {
+      s->offset = total;
+      total += s->bytes;
+    }
+    return total;
+  }
+  // Largest first packs big buffers tightly; longest-lived first keeps
+  // the buffers that span the step (gradients, kept parameters) out of the
+  // way of the short ones. Neither wins everywhere: each order is tried and
+  // the smallest arena kept.
+  auto bySize = [](Slot *x, Slot *y) {
+    return x->bytes != y->bytes ? x->bytes > y->bytes : x->start < y->start;
+  };
+  auto byLife = [](Slot *x, Slot *y) {
+    int64_t lx = x->end - x->start, ly = y->end - y->start;
+    return lx != ly ? lx > ly : x->bytes > y->bytes;
+  };
+  auto byArea = [](Slot *x, Slot *y) {
+    int64_t ax = x->bytes * (x->end - x->start + 1),
+            ay = y->bytes * (y->end - y->start + 1);
+    return ax != ay ? ax > ay : x->start < y->start;
+  };
+  int64_t best = -1;
+  SmallVector<int64_t> offsets(slots.size());
+  for (auto less : {+bySize, +byLife, +byArea}) {
+    llvm::stable_sort(order, less);
+    int64_t total = firstFit(order);
+    if (best >= 0 && total >= best)
+      continue;
+    best = total;
+    for (auto [k, s] : llvm::enumerate(slots))
+      offsets[k] = s.offset;
+  }
+  for (auto [k, s] : llvm::enumerate(slots))
+    s.offset = offsets[k];
+  return best;
 }
 
 // i1: the loop is in an even iteration ((iv - lb) / step is even). Built at

@@ -26,6 +26,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
 #include <optional>
 #include <utility>
 
@@ -205,6 +206,16 @@ public:
       root[v] = buffers.size();
       buffers.push_back({bytes, kind, at, at});
     };
+    // Each tensor result of `op` a buffer of its own; their bytes.
+    auto makeResults = [&](Operation &op, unsigned at) {
+      int64_t bytes = 0;
+      for (Value r : op.getResults())
+        if (isTensor(r)) {
+          make(r, bytesOf(r.getType()), Plain, at);
+          bytes += bytesOf(r.getType());
+        }
+      return bytes;
+    };
     auto alias = [&](Value v, Value of) {
       auto it = root.find(of);
       if (it != root.end())
@@ -212,6 +223,15 @@ public:
     };
     // Buffers made at each op, and the extra peak of nested code there.
     SmallVector<int64_t> extra(n, 0);
+    // Nested blocks are simulated once every use in this one is seen: what
+    // is live around them includes what is used after them.
+    SmallVector<std::function<void()>> nested;
+    auto inlined = [&](unsigned at, Block &body, int64_t results) {
+      nested.push_back([&, at, body = &body, results] {
+        Outer around = liveAt(buffers, at, outer, false);
+        extra[at] = std::max<int64_t>(0, run(*body, around, true) - results);
+      });
+    };
     for (Operation &op : block) {
       unsigned at = pos[&op];
       if (isa<tensor::ExpandShapeOp, tensor::CastOp>(op)) {
@@ -252,21 +272,14 @@ public:
         alias(op.getResult(0), op.getOperand(0));
       } else if (auto call = dyn_cast<func::CallOp>(op)) {
         auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-        int64_t results = 0;
-        for (Value r : call.getResults())
-          if (isTensor(r)) {
-            make(r, bytesOf(r.getType()), Plain, at);
-            results += bytesOf(r.getType());
-          }
+        int64_t results = makeResults(op, at);
         if (callee && !callee.isExternal()) {
           if (step.callSites.lookup(callee.getName()) == 1 &&
               callee.getBody().hasOneBlock() &&
               !callee->hasAttr("dsnn.layer_count")) {
-            // Inlined: the callee's own returns are the results counted
-            // here.
-            Outer inner = liveAt(buffers, at, outer);
-            extra[at] = std::max<int64_t>(
-                0, run(callee.getBody().front(), inner, true) - results);
+            // Inlined: the call's results are the body's own returns,
+            // made where it makes them.
+            inlined(at, callee.getBody().front(), results);
           } else {
             int64_t inside = BlockPeak(step, false)
                                  .run(callee.getBody().front(), Outer(), false);
@@ -289,19 +302,32 @@ public:
             BlockPeak(step, false).run(layer.getBody().front(), Outer(), false);
         int64_t &peak = step.arenas[key];
         peak = std::max(peak, inside);
-      } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
-        // A result is the last iteration's buffer; the body's yields are
-        // the next slot (ds-plan-buffers gives an accumulator two).
-        for (Value r : loop.getResults())
-          if (isTensor(r))
-            make(r, bytesOf(r.getType()), Plain, at);
+      } else if (auto loop = dyn_cast<scf::ForOp>(op);
+                 loop && isSingleTrip(loop)) {
+        // The canonicalizer replaces a loop of one iteration by its body
+        // (a micro-batch loop when the last micro-batch is peeled): the
+        // body reads the initial values where they are, and its yields
+        // are the results.
+        inlined(at, *loop.getBody(), makeResults(op, at));
+      } else if (loop) {
+        // ds-plan-buffers gives a value the body makes and yields two
+        // slots, live for the whole loop: iteration k writes one and reads
+        // the other. A result is one of them; the body's yields are the
+        // slot it writes, counted here rather than in the body.
+        makeResults(op, at);
+        auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+        for (auto [r, next] : llvm::zip(loop.getResults(), yield.getOperands()))
+          if (isTensor(r) && next.getParentBlock() == loop.getBody())
+            buffers.push_back({bytesOf(r.getType()), Plain, at, at});
         // An initial value the loop cannot write (a constant, an
-        // argument) is copied into a buffer of its own first.
+        // argument) is copied into a buffer of its own first, which the
+        // first iteration reads: live for the whole loop.
         for (Value init : loop.getInitArgs())
           if (isTensor(init) && !root.count(init))
             buffers.push_back({bytesOf(init.getType()), Plain, at, at});
-        Outer inner = liveAt(buffers, at, outer);
-        extra[at] = run(*loop.getBody(), inner, true);
+        nested.push_back([&, at, body = loop.getBody()] {
+          extra[at] = run(*body, liveAt(buffers, at, outer, true), false);
+        });
       } else if (!op.hasTrait<OpTrait::IsTerminator>()) {
         for (Value r : op.getResults())
           if (isTensor(r))
@@ -330,6 +356,8 @@ public:
           if (auto it = root.find(v); it != root.end())
             buffers[it->second].bytes = 0;
     }
+    for (auto &simulate : nested)
+      simulate();
     // One sweep: each buffer adds its bytes where it starts to live (or
     // changes kind) and takes them back after.
     SmallVector<Outer> delta(n + 1);
@@ -367,9 +395,17 @@ public:
   }
 
 private:
-  static Outer liveAt(ArrayRef<Buffer> buffers, unsigned at, Outer outer) {
+  static bool isSingleTrip(scf::ForOp loop) {
+    std::optional<APInt> trips = loop.getStaticTripCount();
+    return trips && trips->isOne();
+  }
+
+  /// `outer` and the buffers live at `at`; with `madeThere`, those made by
+  /// the op at `at` too.
+  static Outer liveAt(ArrayRef<Buffer> buffers, unsigned at, Outer outer,
+                      bool madeThere) {
     for (const Buffer &b : buffers)
-      if (b.def <= at && at <= b.last)
+      if ((b.def < at || (madeThere && b.def == at)) && at <= b.last)
         outer.add(b.bytes, b.kindAt(at));
     return outer;
   }
