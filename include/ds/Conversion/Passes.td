@@ -578,10 +578,16 @@ def SplitInitTensors : Pass<"ds-split-init-tensors", "mlir::func::FuncOp"> {
     from the buffer made for the first micro-batch's, which then lives from
     one to the other and holds arena bytes through everything in between
     (and a copy keeps the zeros for the second user). This pass gives each
-    use of an empty, or of a fill of an empty, its own copy placed just
-    before the user, and moves one with a single use next to its user, so
-    each buffer lives only as long as the value written into it. Runs after
-    the last CSE, before `one-shot-bufferize`.
+    use of a fill of an empty its own fill of its own empty, placed just
+    before the user (before the user's op in the fill's block: a use in a
+    loop counts at the loop). An empty's uses are grouped: a use with a
+    call between it and the previous one (a layer running) starts a new
+    group with its own empty, unless it reads a value written into an
+    earlier group's buffer (an accumulation into a gradient made earlier,
+    which bufferization then writes in place); uses with no call between
+    them share one, as bufferization writes one value after the other
+    into its buffer, packed as tight as it gets. Each original moves before
+    its first user. Runs after the last CSE, before `one-shot-bufferize`.
 
       %e = tensor.empty() : tensor<16x64xf32>
       %z = linalg.fill ins(%zero : f32) outs(%e : tensor<16x64xf32>) -> ...
@@ -600,7 +606,7 @@ def SplitInitTensors : Pass<"ds-split-init-tensors", "mlir::func::FuncOp"> {
       %b = linalg.matmul ins(...) outs(%z1 : tensor<16x64xf32>) -> ...
   }];
   let statistics = [
-    Statistic<"numSplit", "inits", "uses of an empty or a fill given their own">,
+    Statistic<"numSplit", "inits", "copies of an empty or a fill made">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }

@@ -5,12 +5,16 @@
 // merges the step's empties of one type, and the zero fills of them, into
 // the first: the logits of the last micro-batch then start from the buffer
 // of the first micro-batch's, which lives from one to the other (with a
-// copy to keep the zeros). One init per use, just before its user, keeps
-// each buffer's life to its own value's.
+// copy to keep the zeros). A fill per use, and an empty per stretch of
+// uses with no layer call between them, each just before its first user,
+// keep each buffer's life to its values'. Within a stretch, and for an
+// accumulation into what an earlier stretch wrote, sharing is kept:
+// bufferization writes one value over the dead one, as tight as it gets.
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Conversion/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -34,36 +38,97 @@ struct SplitInitTensorsPass
     : ds::impl::SplitInitTensorsBase<SplitInitTensorsPass> {
   using Base::Base;
 
-  /// Gives every use of `op`'s result but the first in program order a
-  /// copy of `op` (and of the empty it fills) just before the user; moves
-  /// `op` before its first user. Valid because every operand dominates
-  /// `op`, which dominates every user.
+  /// Calls (a layer running: its whole arena's worth of work) in `block`
+  /// before each of its ops, counting calls nested in an op's regions.
+  const DenseMap<Operation *, unsigned> &callsBefore(Block *block) {
+    auto [it, fresh] = calls.try_emplace(block);
+    if (fresh) {
+      unsigned n = 0;
+      for (Operation &op : *block) {
+        it->second[&op] = n;
+        if (op.walk([](func::CallOp) {
+                return WalkResult::interrupt();
+              }).wasInterrupted())
+          ++n;
+      }
+    }
+    return it->second;
+  }
+
+  /// The tensor whose buffer `v` is written into: through each
+  /// destination-passing op to its init.
+  static Value destination(Value v) {
+    while (auto dps = v.getDefiningOp<DestinationStyleOpInterface>()) {
+      OpOperand *init = dps.getTiedOpOperand(cast<OpResult>(v));
+      if (!init)
+        break;
+      v = init->get();
+    }
+    return v;
+  }
+
+  /// The one of `inits` whose buffer `user` reads a value written into
+  /// (and can overwrite it in place: an accumulation into a gradient made
+  /// earlier), if any.
+  static Value readInit(Operation *user, ArrayRef<Value> inits) {
+    auto dps = dyn_cast<DestinationStyleOpInterface>(user);
+    if (!dps)
+      return {};
+    for (Value in : dps.getDpsInputs())
+      if (llvm::is_contained(inits, destination(in)))
+        return destination(in);
+    return {};
+  }
+
+  /// Gives `op`'s uses, in program order, a copy of `op` (and of the empty
+  /// it fills) just before the first user of each group; `op` itself moves
+  /// before the first. A fill's uses are each a group; an empty's uses
+  /// with no call between them share one, as bufferization then writes
+  /// one value after another into its buffer, packed as tight as it gets,
+  /// and so does a use that reads what was written there.
+  /// Valid because every operand dominates `op`, which dominates every
+  /// user.
   void split(Operation *op) {
     Block *home = op->getBlock();
     SmallVector<std::pair<Operation *, OpOperand *>> uses;
     for (OpOperand &use : op->getUses())
       if (Operation *at = home->findAncestorOpInBlock(*use.getOwner()))
         uses.push_back({at, &use});
-    if (uses.size() != llvm::range_size(op->getUses()))
+    if (uses.empty() || uses.size() != llvm::range_size(op->getUses()))
       return;
     llvm::stable_sort(uses, [](auto &x, auto &y) {
       return x.first != y.first && x.first->isBeforeInBlock(y.first);
     });
-    for (auto [at, use] : llvm::drop_begin(uses)) {
-      OpBuilder b(use->getOwner());
-      IRMapping map;
-      if (isFreshFill(op)) {
-        Operation *empty =
-            cast<linalg::FillOp>(op).getOutputs()[0].getDefiningOp();
-        map.map(empty->getResult(0), b.clone(*empty)->getResult(0));
+    bool fill = isFreshFill(op);
+    const DenseMap<Operation *, unsigned> &before = callsBefore(home);
+    SmallVector<Value> inits = {op->getResult(0)};
+    Value current = inits.front();
+    for (auto [k, entry] : llvm::enumerate(uses)) {
+      auto [at, use] = entry;
+      if (k > 0) {
+        Value read = fill ? Value() : readInit(use->getOwner(), inits);
+        if (read) {
+          current = read;
+        } else if (fill ||
+                   before.lookup(at) != before.lookup(uses[k - 1].first)) {
+          // Before the user's op in this block: a use nested in a loop
+          // counts at the loop, and the copy dominates what follows.
+          OpBuilder b(at);
+          IRMapping map;
+          if (fill) {
+            Operation *empty =
+                cast<linalg::FillOp>(op).getOutputs()[0].getDefiningOp();
+            map.map(empty->getResult(0), b.clone(*empty)->getResult(0));
+          }
+          current = b.clone(*op, map)->getResult(0);
+          inits.push_back(current);
+          ++numSplit;
+        }
       }
-      use->set(b.clone(*op, map)->getResult(0));
-      ++numSplit;
+      use->set(current);
     }
-    if (uses.empty())
-      return;
     op->moveBefore(uses.front().first);
-    if (isFreshFill(op)) {
+    if (fill) {
       Operation *empty =
           cast<linalg::FillOp>(op).getOutputs()[0].getDefiningOp();
       if (empty->hasOneUse() && empty->getBlock() == home)
@@ -85,7 +150,10 @@ struct SplitInitTensorsPass
       split(fill);
     for (Operation *empty : empties)
       split(empty);
+    calls.clear();
   }
+
+  DenseMap<Block *, DenseMap<Operation *, unsigned>> calls;
 };
 
 } // namespace

@@ -33,14 +33,27 @@ func.func @fill_twice(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x8xf
 }
 
 // -----
-// One empty is the destination of two elementwise ops: each gets its own.
-// CHECK-LABEL: func @empty_twice
+// One empty is the destination of ops with no call between them: they
+// keep it (bufferization writes one value after the other into its
+// buffer). Across a call (a layer running) a use gets its own, unless it
+// reads what was written there: the accumulation into a gradient made
+// before the call overwrites it in place.
+// CHECK-LABEL: func @empty_across_calls
+// BUF-LABEL: func @empty_across_calls
 // CHECK:         %[[E0:.*]] = tensor.empty() : tensor<16xf32>
 // CHECK-NEXT:    %[[X:.*]] = linalg.generic {{.*}} outs(%[[E0]] : tensor<16xf32>)
-// CHECK:         %[[E1:.*]] = tensor.empty() : tensor<16xf32>
-// CHECK-NEXT:    linalg.generic {{.*}} ins(%[[X]], %{{.*}} : tensor<16xf32>, tensor<16xf32>) outs(%[[E1]] : tensor<16xf32>)
+// CHECK-NOT:     tensor.empty
+// CHECK:         %[[Y:.*]] = linalg.generic {{.*}} ins(%[[X]], %{{.*}} : tensor<16xf32>, tensor<16xf32>) outs(%[[E0]] : tensor<16xf32>)
+// CHECK-NOT:     tensor.empty
+// CHECK:         %[[L:.*]] = call @layer(%[[Y]])
+// CHECK-NEXT:    %[[E1:.*]] = tensor.empty() : tensor<16xf32>
+// CHECK-NEXT:    %[[Z:.*]] = linalg.generic {{.*}} ins(%[[L]] : tensor<16xf32>) outs(%[[E1]] : tensor<16xf32>)
+// CHECK-NOT:     tensor.empty
+// CHECK:         %[[M:.*]] = call @layer(%[[Z]])
+// CHECK-NEXT:    linalg.generic {{.*}} ins(%[[Y]], %[[M]] : tensor<16xf32>, tensor<16xf32>) outs(%[[E0]] : tensor<16xf32>)
 #id = affine_map<(d0) -> (d0)>
-func.func @empty_twice(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
+func.func private @layer(tensor<16xf32>) -> tensor<16xf32>
+func.func @empty_across_calls(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
   %e = tensor.empty() : tensor<16xf32>
   %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%a : tensor<16xf32>) outs(%e : tensor<16xf32>) {
   ^bb0(%in: f32, %out: f32):
@@ -52,25 +65,19 @@ func.func @empty_twice(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32>
     %0 = arith.mulf %in, %in2 : f32
     linalg.yield %0 : f32
   } -> tensor<16xf32>
-  return %y : tensor<16xf32>
-}
-
-// -----
-// Dynamic sizes come along; the first user in program order keeps the
-// original, which moves next to it.
-// CHECK-LABEL: func @dynamic
-// CHECK-SAME:    (%[[A:.*]]: tensor<?xf32>, %[[N:.*]]: index)
-// CHECK:         %[[E0:.*]] = tensor.empty(%[[N]]) : tensor<?xf32>
-// CHECK-NEXT:    %[[Y:.*]] = linalg.copy ins(%[[A]] : tensor<?xf32>) outs(%[[E0]] : tensor<?xf32>)
-// CHECK-NEXT:    %[[E1:.*]] = tensor.empty(%[[N]]) : tensor<?xf32>
-// CHECK-NEXT:    %[[X:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E1]] : tensor<?xf32>)
-// CHECK-NEXT:    return %[[X]], %[[Y]]
-func.func @dynamic(%a: tensor<?xf32>, %n: index) -> (tensor<?xf32>, tensor<?xf32>) {
-  %e = tensor.empty(%n) : tensor<?xf32>
-  %c = arith.constant 1.0 : f32
-  %y = linalg.copy ins(%a : tensor<?xf32>) outs(%e : tensor<?xf32>) -> tensor<?xf32>
-  %x = linalg.fill ins(%c : f32) outs(%e : tensor<?xf32>) -> tensor<?xf32>
-  return %x, %y : tensor<?xf32>, tensor<?xf32>
+  %l = call @layer(%y) : (tensor<16xf32>) -> tensor<16xf32>
+  %z = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%l : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<16xf32>
+  %m = call @layer(%z) : (tensor<16xf32>) -> tensor<16xf32>
+  %acc = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%y, %m : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.addf %in, %in2 : f32
+    linalg.yield %0 : f32
+  } -> tensor<16xf32>
+  return %acc : tensor<16xf32>
 }
 
 // -----
