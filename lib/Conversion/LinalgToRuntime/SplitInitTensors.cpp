@@ -145,9 +145,12 @@ struct SplitInitTensorsPass
         empties.push_back(op);
     });
     // Fills first: a fill's copies bring their own empties, and what is
-    // left of an empty's uses after that is its own.
+    // left of an empty's uses after that is its own. The fills moved, so
+    // the calls before each op are counted after them (splitting empties
+    // moves and adds no call, nor any op that uses an empty).
     for (Operation *fill : fills)
       split(fill);
+    calls.clear();
     for (Operation *empty : empties)
       split(empty);
     calls.clear();
