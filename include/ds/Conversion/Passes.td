@@ -167,7 +167,12 @@ def FuseElementwise : Pass<"ds-fuse-elementwise", "mlir::ModuleOp"> {
     element exactly once: elementwise chains, a reduction over an
     elementwise input such as softmax's exp-then-sum). Contractions,
     broadcasting reads and reshapes are left alone, so every matmul reaches
-    `ds-lower-to-runtime` as a matmul.
+    `ds-lower-to-runtime` as a matmul. Nor is a producer fused into a
+    consumer of the same block with a call of a defined function (a layer,
+    a pipeline stage's chunk; not a declaration such as a trace marker)
+    between them: fused, the producer's inputs would stay alive through
+    that call (a pipeline schedule's per-micro-batch gradients, all held
+    for one sum at the end instead of added as they come).
 
       %e = linalg.generic {...["parallel"]} ins(%x) { math.exp }
       %s = linalg.generic {...["reduction"]} ins(%e) { arith.addf }
@@ -609,6 +614,43 @@ def SplitInitTensors : Pass<"ds-split-init-tensors", "mlir::func::FuncOp"> {
     Statistic<"numSplit", "inits", "copies of an empty or a fill made">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
+}
+
+def FoldResultCopies : Pass<"ds-fold-result-copies", "mlir::func::FuncOp"> {
+  let summary = "A buffer copied into an out-param at the end, and used no more, is the out-param";
+  let description = [{
+    `buffer-results-to-out-params` writes a result straight into its
+    out-param only when the returned buffer is an allocation the function
+    made; a value a call returned (the out-param the caller allocated for a
+    layer function) is copied into the function's out-param at the return
+    instead. A pipeline stage's forward returns every activation its layers
+    saved for the backward that way: each held twice, in the stage's arena
+    and in the caller's buffer, and copied once more per micro-batch.
+
+    A `memref.copy` in a function's entry block from a `memref.alloc` of
+    that block into an entry-block argument of the same type is folded when
+    the argument has no other use (nothing reads or writes the out-param
+    but the copy) and neither the allocation nor any view of it is used
+    after the copy or escapes (returned, yielded): the allocation is
+    replaced by the argument and the copy erased. The caller's out-param is
+    a buffer of its own, as every caller in ds allocates one per result, so
+    writing it earlier changes nothing it can see. Runs after
+    `buffer-results-to-out-params`, before `ds-plan-buffers`.
+
+      %a = memref.alloc() : memref<2x8x16xf32>
+      call @layer_Block(%x, %a) : (memref<2x8x16xf32>, memref<2x8x16xf32>) -> ()
+      memref.copy %a, %out : memref<2x8x16xf32> to memref<2x8x16xf32>
+      return
+
+    becomes
+
+      call @layer_Block(%x, %out) : (memref<2x8x16xf32>, memref<2x8x16xf32>) -> ()
+      return
+  }];
+  let statistics = [
+    Statistic<"numFolded", "copies", "copies into out-params folded">,
+  ];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
 def CopyRepeatedResults

@@ -3,10 +3,13 @@
 // Upstream's elementwise fusion, controlled: a producer is fused into a
 // consumer only when the consumer reads each element of it exactly once
 // (a permutation indexing map), and no reshape propagation, so named
-// matmuls stay matmuls for the BLAS rewrite.
+// matmuls stay matmuls for the BLAS rewrite. Nor across a call of a layer
+// or stage function, which would keep the producer's inputs alive through
+// it.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CodeCalls.h"
 #include "ds/Conversion/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -29,7 +32,17 @@ bool fuseIfReadOnce(OpOperand *fused) {
   auto consumer = dyn_cast<linalg::LinalgOp>(fused->getOwner());
   if (!consumer || linalg::isaContractionOpInterface(consumer))
     return false;
-  return consumer.getMatchingIndexingMap(fused).isPermutation();
+  if (!consumer.getMatchingIndexingMap(fused).isPermutation())
+    return false;
+  // Fused, the producer's inputs live until the consumer: not across a
+  // layer's run (the micro-batches' gradients of a pipeline schedule would
+  // all wait for one sum at the end instead of being added as they come).
+  if (producer->getBlock() == consumer->getBlock())
+    for (Operation *op = producer->getNextNode(); op != consumer.getOperation();
+         op = op->getNextNode())
+      if (ds::runsDefinedFunction(op))
+        return false;
+  return true;
 }
 
 struct FuseElementwisePass

@@ -97,6 +97,9 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
     outParams.hoistStaticAllocs = true;
     outParams.modifyPublicFunctions = true;
     pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+    // A call's result returned again is copied into the out-param: write
+    // it there in the first place.
+    pm.addNestedPass<func::FuncOp>(ds::createFoldResultCopies());
   }
   pm.addPass(createCanonicalizerPass());
   if (options.planBuffers)

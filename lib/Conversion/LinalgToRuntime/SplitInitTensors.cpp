@@ -12,6 +12,7 @@
 // bufferization writes one value over the dead one, as tight as it gets.
 //
 //===----------------------------------------------------------------------===//
+#include "CodeCalls.h"
 #include "ds/Conversion/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -38,17 +39,15 @@ struct SplitInitTensorsPass
     : ds::impl::SplitInitTensorsBase<SplitInitTensorsPass> {
   using Base::Base;
 
-  /// Calls (a layer running: its whole arena's worth of work) in `block`
-  /// before each of its ops, counting calls nested in an op's regions.
+  /// Calls of defined functions (CodeCalls.h) in `block` before each of
+  /// its ops, counting calls nested in an op's regions.
   const DenseMap<Operation *, unsigned> &callsBefore(Block *block) {
     auto [it, fresh] = calls.try_emplace(block);
     if (fresh) {
       unsigned n = 0;
       for (Operation &op : *block) {
         it->second[&op] = n;
-        if (op.walk([](func::CallOp) {
-                return WalkResult::interrupt();
-              }).wasInterrupted())
+        if (ds::runsDefinedFunction(&op))
           ++n;
       }
     }

@@ -79,3 +79,61 @@ func.func @no_broadcast_recompute(%s: tensor<4xf32>, %x: tensor<4x8xf32>) -> ten
   } -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+#v = affine_map<(i) -> (i)>
+
+// Gradients of three micro-batches summed as they come: the first sum is
+// not fused into the second across the call that makes the third (fused,
+// all three would be held until one sum at the end). With no call between,
+// the chain fuses as before.
+// CHECK-LABEL: func @not_across_a_layer
+// CHECK:         %[[S1:.*]] = linalg.generic
+// CHECK:           arith.addf
+// CHECK:         %[[G3:.*]] = call @layer
+// CHECK:         linalg.generic {{.*}} ins(%[[S1]], %[[G3]] :
+// CHECK:           arith.addf
+// CHECK-LABEL: func @fused_without_a_layer
+// CHECK:         linalg.generic
+// CHECK:           arith.addf
+// CHECK:           arith.addf
+// CHECK-NOT:     linalg.generic
+func.func private @layer(%x: tensor<16xf32>) -> tensor<16xf32> {
+  return %x : tensor<16xf32>
+}
+func.func @not_across_a_layer(%g1: tensor<16xf32>, %g2: tensor<16xf32>, %x: tensor<16xf32>) -> tensor<16xf32> {
+  %e = tensor.empty() : tensor<16xf32>
+  %s1 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+          ins(%g1, %g2 : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %g3 = call @layer(%x) : (tensor<16xf32>) -> tensor<16xf32>
+  %e2 = tensor.empty() : tensor<16xf32>
+  %s2 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+          ins(%s1, %g3 : tensor<16xf32>, tensor<16xf32>) outs(%e2 : tensor<16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %s2 : tensor<16xf32>
+}
+func.func @fused_without_a_layer(%g1: tensor<16xf32>, %g2: tensor<16xf32>, %g3: tensor<16xf32>) -> tensor<16xf32> {
+  %e = tensor.empty() : tensor<16xf32>
+  %s1 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+          ins(%g1, %g2 : tensor<16xf32>, tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  %e2 = tensor.empty() : tensor<16xf32>
+  %s2 = linalg.generic {indexing_maps = [#v, #v, #v], iterator_types = ["parallel"]}
+          ins(%s1, %g3 : tensor<16xf32>, tensor<16xf32>) outs(%e2 : tensor<16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<16xf32>
+  return %s2 : tensor<16xf32>
+}

@@ -35,7 +35,8 @@ func.func @fill_twice(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x8xf
 // -----
 // One empty is the destination of ops with no call between them: they
 // keep it (bufferization writes one value after the other into its
-// buffer). Across a call (a layer running) a use gets its own, unless it
+// buffer). Across a call of a defined function (a layer running; not a
+// declaration such as a trace marker) a use gets its own, unless it
 // reads what was written there: the accumulation into a gradient made
 // before the call overwrites it in place.
 // CHECK-LABEL: func @empty_across_calls
@@ -52,7 +53,15 @@ func.func @fill_twice(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>, %c: tensor<4x8xf
 // CHECK:         %[[M:.*]] = call @layer(%[[Z]])
 // CHECK-NEXT:    linalg.generic {{.*}} ins(%[[Y]], %[[M]] : tensor<16xf32>, tensor<16xf32>) outs(%[[E0]] : tensor<16xf32>)
 #id = affine_map<(d0) -> (d0)>
-func.func private @layer(tensor<16xf32>) -> tensor<16xf32>
+func.func private @layer(%x: tensor<16xf32>) -> tensor<16xf32> {
+  %e = tensor.empty() : tensor<16xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.tanh %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<16xf32>
+  return %y : tensor<16xf32>
+}
 func.func @empty_across_calls(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<16xf32> {
   %e = tensor.empty() : tensor<16xf32>
   %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%a : tensor<16xf32>) outs(%e : tensor<16xf32>) {
@@ -78,6 +87,31 @@ func.func @empty_across_calls(%a: tensor<16xf32>, %b: tensor<16xf32>) -> tensor<
     linalg.yield %0 : f32
   } -> tensor<16xf32>
   return %acc : tensor<16xf32>
+}
+
+// -----
+// A call of a declaration (libdsrt's trace markers) runs no layer: the
+// uses around it keep sharing the empty.
+// CHECK-LABEL: func @marker_between
+// CHECK:         tensor.empty
+// CHECK-NOT:     tensor.empty
+// CHECK:         return
+#id = affine_map<(d0) -> (d0)>
+func.func private @marker()
+func.func @marker_between(%a: tensor<16xf32>) -> tensor<16xf32> {
+  %e = tensor.empty() : tensor<16xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%a : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<16xf32>
+  call @marker() : () -> ()
+  %y = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<16xf32>
+  return %y : tensor<16xf32>
 }
 
 // -----
