@@ -28,11 +28,13 @@ using namespace mlir;
 
 namespace {
 
-/// A fill of an empty tensor: a fresh tensor of one value.
-bool isFreshFill(Operation *op) {
+/// The empty tensor `op` fills, if it is a fill of one (a fresh tensor of
+/// one value).
+tensor::EmptyOp filledEmpty(Operation *op) {
   auto fill = dyn_cast<linalg::FillOp>(op);
-  return fill && fill.hasPureTensorSemantics() &&
-         fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
+  if (!fill || !fill.hasPureTensorSemantics())
+    return {};
+  return fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>();
 }
 
 struct SplitInitTensorsPass
@@ -98,7 +100,8 @@ struct SplitInitTensorsPass
     llvm::stable_sort(uses, [](auto &x, auto &y) {
       return x.first != y.first && x.first->isBeforeInBlock(y.first);
     });
-    bool fill = isFreshFill(op);
+    tensor::EmptyOp filled = filledEmpty(op);
+    bool fill = static_cast<bool>(filled);
     const DenseMap<Operation *, unsigned> &before = callsBefore(home);
     SmallVector<Value> inits = {op->getResult(0)};
     Value current = inits.front();
@@ -114,11 +117,9 @@ struct SplitInitTensorsPass
           // counts at the loop, and the copy dominates what follows.
           OpBuilder b(at);
           IRMapping map;
-          if (fill) {
-            Operation *empty =
-                cast<linalg::FillOp>(op).getOutputs()[0].getDefiningOp();
-            map.map(empty->getResult(0), b.clone(*empty)->getResult(0));
-          }
+          if (fill)
+            map.map(filled.getResult(),
+                    b.clone(*filled.getOperation())->getResult(0));
           current = b.clone(*op, map)->getResult(0);
           inits.push_back(current);
           ++numSplit;
@@ -127,18 +128,14 @@ struct SplitInitTensorsPass
       use->set(current);
     }
     op->moveBefore(uses.front().first);
-    if (fill) {
-      Operation *empty =
-          cast<linalg::FillOp>(op).getOutputs()[0].getDefiningOp();
-      if (empty->hasOneUse() && empty->getBlock() == home)
-        empty->moveBefore(op);
-    }
+    if (fill && filled->hasOneUse() && filled->getBlock() == home)
+      filled->moveBefore(op);
   }
 
   void runOnOperation() override {
     SmallVector<Operation *> fills, empties;
     getOperation().walk([&](Operation *op) {
-      if (isFreshFill(op))
+      if (filledEmpty(op))
         fills.push_back(op);
       else if (isa<tensor::EmptyOp>(op))
         empties.push_back(op);
