@@ -17,9 +17,12 @@
 #                            unsharding: parameters gathered in the forward
 #                            stay to the backward) vs blocking
 #   step_s_zero3_deepcompile_vs_ideal  the same vs max(compute, comm)
+#   tokens_per_s_zero2_overlap  ZeRO-2, gradient reductions overlapping the
+#                            backward (overlap_comm true) vs after it (false)
+#   tokens_per_s_zero0_overlap  the same at stage 0 (all-reduce buckets)
 #   tokens_per_s_zero0       ds ZeRO-0 vs torch DDP (gloo) over the same link
-# Runs alternate blocking, scheduled, deepcompile, as often each, then ZeRO-0
-# and torch DDP alternate as often; each drops COMM_OVERLAP_SKIP (3) steps and
+# Runs alternate blocking, scheduled, deepcompile, as often each, then ZeRO-2
+# blocking and overlapped, then ZeRO-0 blocking, overlapped and torch DDP; each drops COMM_OVERLAP_SKIP (3) steps and
 # takes the median step of the next COMM_OVERLAP_STEPS (10); a side's
 # figure is its best run (the machine is shared: one run of a side can be
 # 2x another).
@@ -51,7 +54,8 @@ echo "bench: 2 hosts x 1 rank, link ${COMM_OVERLAP_RATE:-1gbit} (tc tbf)," \
   "$BENCH_THREADS OpenBLAS thread(s) per rank ($bench_blas_core) for ds" \
   "and torch; load $(cut -d' ' -f1 /proc/loadavg)" >&2
 
-for c in "3 true" "3 false" "0 true" "3 deepcompile"; do
+for c in "3 true" "3 false" "0 true" "0 false" "2 true" "2 false" \
+  "3 deepcompile"; do
   set -- $c
   "$PYTHON" - "$base_config" "$1" "$2" >"$tmp/zero$1_$2.json" <<'PY'
 import json, sys
@@ -110,6 +114,11 @@ for n in $(seq "$repeats"); do
   run_ds 3 deepcompile "$n"
 done
 for n in $(seq "$repeats"); do
+  run_ds 2 false "$n"
+  run_ds 2 true "$n"
+done
+for n in $(seq "$repeats"); do
+  run_ds 0 false "$n"
   run_ds 0 true "$n"
   run_torch "$n"
 done
@@ -132,11 +141,14 @@ ideal = max(comm, off - comm)
 tokens = cfg["train_batch_size"] * spec["n_positions"]
 best = lambda paths: min(med(p, "step_ms") for p in paths) / 1e3
 sides = range(1, repeats + 1)
-zero0 = tokens / best([f"{tmp}/ds_0_true_{n}.jsonl" for n in sides])
+ds_tps = lambda s, o: tokens / best(
+    [f"{tmp}/ds_{s}_{o}_{n}.jsonl" for n in sides])
+zero0, zero0_off = ds_tps(0, "true"), ds_tps(0, "false")
+zero2, zero2_off = ds_tps(2, "true"), ds_tps(2, "false")
 torch = tokens / best([f"{tmp}/torch_ddp_{n}.jsonl" for n in sides])
-print(on, off, ideal, zero0, torch, dc)
+print(on, off, ideal, zero0, torch, dc, zero2, zero2_off, zero0_off)
 PY
-read -r on off ideal zero0 torch dc <"$tmp/figures"
+read -r on off ideal zero0 torch dc zero2 zero2_off zero0_off <"$tmp/figures"
 bench_json comm_overlap step_s_zero3 "$on" "$off" "ds overlap_comm false" 0
 bench_json comm_overlap step_s_zero3_vs_ideal "$on" "$ideal" \
   "ideal max(compute, comm)" 0
@@ -144,5 +156,9 @@ bench_json comm_overlap step_s_zero3_deepcompile "$dc" "$off" \
   "ds overlap_comm false" 0
 bench_json comm_overlap step_s_zero3_deepcompile_vs_ideal "$dc" "$ideal" \
   "ideal max(compute, comm)" 0
+bench_json comm_overlap tokens_per_s_zero2_overlap "$zero2" "$zero2_off" \
+  "ds ZeRO-2 overlap_comm false" 1
+bench_json comm_overlap tokens_per_s_zero0_overlap "$zero0" "$zero0_off" \
+  "ds ZeRO-0 overlap_comm false" 1
 bench_json comm_overlap tokens_per_s_zero0 "$zero0" "$torch" \
   "torch DDP gloo" 1
