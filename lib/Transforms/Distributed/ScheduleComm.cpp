@@ -12,6 +12,7 @@
 // issue them alike.
 //
 //===----------------------------------------------------------------------===//
+#include "SinkReductions.h"
 #include "ds/Transforms/CommCostModel.h"
 #include "ds/Transforms/CommPrediction.h"
 #include "ds/Transforms/Passes.h"
@@ -24,8 +25,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/IRMapping.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -42,9 +41,6 @@ using namespace mlir::ds;
 
 namespace {
 
-/// DeepCompile's fusion rule: fuse while the fused gather is predicted to
-/// take less than this times the longer of the two.
-constexpr double kFuseGain = 1.2;
 /// One collective made asynchronous, in block positions.
 struct Async {
   Operation *start;
@@ -193,16 +189,6 @@ private:
   /// all-gather of the chunks packed as rows.
   void fuseRun(ArrayRef<dist::AllGatherOp> run, Block &block);
   void scheduleBlock(Block &block);
-  /// Moves `red`, a reduce-scatter or all-reduce of gradients a call
-  /// returns, into the callee, cut where the gradients become ready; false
-  /// if it does not have that form (nothing changed then).
-  bool sinkReduction(Operation *red, ModuleOp module);
-  /// Under gradient accumulation: runs the last micro-batch of `loop` after
-  /// it, calling its own copy of the gradient function, when a reduction
-  /// bucket after the loop is fed by that function's gradients (so
-  /// sinkReduction can move it into the copy); false if not (nothing
-  /// changed then).
-  bool peelLastMicroBatch(scf::ForOp loop, ModuleOp module);
   /// Last position the value (or a view of it) is used or released.
   size_t lastUse(Value v, Block &block,
                  const DenseMap<Operation *, size_t> &pos);
@@ -461,394 +447,6 @@ int64_t ScheduleCommPass::inFlightAt(ArrayRef<Async> done, size_t k) const {
   return sum;
 }
 
-/// The value `v` is computed from through single-use reshapes (ds-zero's
-/// packing of a gradient as a bucket row) and, under gradient
-/// accumulation, the sum into the accumulator and the scaling by
-/// 1 / steps, up to a value `isSource` accepts: `chain` gets those ops
-/// from it to `v`. Of a sum or product, the operand followed is the one a
-/// source or another such op makes; the other (the accumulator, the
-/// constant) is an input the caller checks (chainInputs).
-Value gradientSource(Value v, SmallVectorImpl<Operation *> &chain,
-                     function_ref<bool(Value)> isSource) {
-  auto followed = [&](Value x) {
-    Operation *def = x.getDefiningOp();
-    return isSource(x) || (def &&
-                           isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-                               nn::AddOp, nn::MulOp>(def) &&
-                           def->hasOneUse());
-  };
-  while (!isSource(v)) {
-    Operation *def = v.getDefiningOp();
-    if (!def || !def->hasOneUse())
-      break;
-    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def)) {
-      chain.push_back(def);
-      v = def->getOperand(0);
-      continue;
-    }
-    if (!isa<nn::AddOp, nn::MulOp>(def))
-      break;
-    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
-    if (followed(lhs) == followed(rhs))
-      break;
-    chain.push_back(def);
-    v = followed(lhs) ? lhs : rhs;
-  }
-  std::reverse(chain.begin(), chain.end());
-  return v;
-}
-
-/// A result of a func.call.
-bool isCallResult(Value v) {
-  auto res = dyn_cast<OpResult>(v);
-  return res && isa<func::CallOp>(res.getOwner());
-}
-
-/// The operands of `chain`'s ops other than the value it carries from
-/// `source`.
-SmallVector<Value> chainInputs(Value source, ArrayRef<Operation *> chain) {
-  SmallVector<Value> out;
-  Value prev = source;
-  for (Operation *op : chain) {
-    for (Value operand : op->getOperands())
-      if (operand != prev)
-        out.push_back(operand);
-    prev = op->getResult(0);
-  }
-  return out;
-}
-
-/// A constant, cloned where it is needed rather than passed.
-bool isConstant(Value v) {
-  Operation *def = v.getDefiningOp();
-  return def && def->hasTrait<OpTrait::ConstantLike>();
-}
-
-/// `v` exists before `op` in `op`'s block.
-bool availableBefore(Value v, Operation *op) {
-  if (auto arg = dyn_cast<BlockArgument>(v))
-    return arg.getOwner() == op->getBlock();
-  Operation *def = v.getDefiningOp();
-  return def->getBlock() == op->getBlock() && def->isBeforeInBlock(op);
-}
-
-bool ScheduleCommPass::sinkReduction(Operation *red, ModuleOp module) {
-  // The bucket: rows (a call's results, through reshapes) concatenated and
-  // reduced; its users take one row's part each. A reduce-scatter's rows
-  // are [n, c] (ds-zero's layout: row r of each is rank r's chunk), joined
-  // along dim 1 and scattered along dim 0; an all-reduce's are flat, joined
-  // along dim 0.
-  bool scatter = isa<dist::ReduceScatterOp>(red);
-  unsigned dim = scatter ? 1 : 0;
-  auto outType = cast<RankedTensorType>(red->getResult(0).getType());
-  if (outType.getRank() != dim + 1)
-    return false;
-  auto cat = red->getOperand(0).getDefiningOp<tensor::ConcatOp>();
-  if (!cat || cat.getDim() != dim || !cat->hasOneUse())
-    return false;
-  func::CallOp call;
-  struct Row {
-    SmallVector<Operation *> chain;
-    Value source;    // the call's result
-    unsigned result; // of the call
-    int64_t offset, width, bytes;
-    Operation *anchor = nullptr; // where the callee has the gradient
-    size_t pos = 0;
-  };
-  SmallVector<Row> rows;
-  int64_t offset = 0;
-  for (Value in : cat.getInputs()) {
-    Row row;
-    Value src = gradientSource(in, row.chain, isCallResult);
-    row.source = src;
-    auto res = dyn_cast<OpResult>(src);
-    auto c = res ? dyn_cast<func::CallOp>(res.getOwner()) : func::CallOp();
-    if (!c || (call && c != call) || !src.hasOneUse() ||
-        (scatter && row.chain.empty()))
-      return false;
-    call = c;
-    auto t = cast<RankedTensorType>(in.getType());
-    row.result = res.getResultNumber();
-    row.offset = offset;
-    row.width = t.getDimSize(dim);
-    row.bytes = bytesOf(t);
-    offset += row.width;
-    rows.push_back(std::move(row));
-  }
-  if (!call || call->getBlock() != red->getBlock())
-    return false;
-  // What the rows' ops take besides the gradient (an accumulator, a
-  // scale) becomes an argument of the callee; constants are cloned.
-  SmallVector<Value> extras;
-  DenseMap<Value, unsigned> extraIndex;
-  for (const Row &row : rows)
-    for (Value v : chainInputs(row.source, row.chain)) {
-      if (isConstant(v) || extraIndex.count(v))
-        continue;
-      if (!availableBefore(v, call))
-        return false;
-      extraIndex[v] = extras.size();
-      extras.push_back(v);
-    }
-  auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-  if (!callee || callee.isExternal() || !callee.getBody().hasOneBlock())
-    return false;
-  std::optional<SymbolTable::UseRange> uses =
-      SymbolTable::getSymbolUses(callee, module);
-  if (!uses || !llvm::hasSingleElement(*uses))
-    return false;
-  // Every user of the result reads within one row.
-  for (Operation *user : red->getUsers()) {
-    auto slice = dyn_cast<tensor::ExtractSliceOp>(user);
-    if (!slice || !slice.hasUnitStride() ||
-        slice.getType().getRank() != outType.getRank() ||
-        ShapedType::isDynamicShape(slice.getStaticOffsets()) ||
-        ShapedType::isDynamicShape(slice.getStaticSizes()))
-      return false;
-    int64_t at = slice.getStaticOffsets()[dim],
-            width = slice.getStaticSizes()[dim];
-    if (!llvm::any_of(rows, [&](const Row &r) {
-          return r.offset <= at && at + width <= r.offset + r.width;
-        }))
-      return false;
-  }
-
-  Block &body = callee.getBody().front();
-  auto ret = cast<func::ReturnOp>(body.getTerminator());
-  unsigned firstExtra = callee.getNumArguments();
-  for (Value v : extras)
-    (void)callee.insertArgument(callee.getNumArguments(), v.getType(),
-                                DictionaryAttr(), v.getLoc());
-  DenseMap<Operation *, size_t> pos;
-  size_t k = 0;
-  for (Operation &op : body)
-    pos[&op] = k++;
-  for (Row &row : rows) {
-    Value grad = ret.getOperand(row.result);
-    row.anchor =
-        grad.getDefiningOp() ? topLevel(grad.getDefiningOp(), body) : nullptr;
-    row.pos = row.anchor ? pos.lookup(row.anchor) + 1 : 0;
-  }
-  // Pieces: rows ready at one op stay together; the next group joins the
-  // piece while the joined collective is predicted to take < 1.2 x the
-  // longer of the two (DeepCompile's fusion rule), else it starts a piece.
-  // An all-reduce on 3 or more ranks is not cut: its algorithm, and so the
-  // order of each element's sum, depends on the message size (Open MPI's
-  // ring cuts the buffer in n parts, libnbc's tree below 64 KiB), so a
-  // piece could round differently from the bucket. On 2 ranks each element
-  // is a + b in any algorithm, and a reduce-scatter's row r is rank r's
-  // chunk whatever the width, so those are cut.
-  int64_t n = groupSizeOf(red, grid);
-  bool cut = scatter || n == 2;
-  auto secs = [&](int64_t bytes) {
-    return model.seconds(kindOf(red), bytes, n);
-  };
-  SmallVector<SmallVector<unsigned>> pieces;
-  int64_t pieceBytes = 0;
-  size_t pieceReady = 0;
-  for (unsigned i = 0; i < rows.size();) {
-    unsigned j = i;
-    int64_t groupBytes = 0;
-    for (; j < rows.size() && rows[j].pos == rows[i].pos; ++j)
-      groupBytes += rows[j].bytes;
-    bool join = !pieces.empty() &&
-                (!cut || rows[i].pos <= pieceReady ||
-                 secs(pieceBytes + groupBytes) <
-                     kFuseGain * std::max(secs(pieceBytes), secs(groupBytes)));
-    if (!join) {
-      pieces.emplace_back();
-      pieceBytes = 0;
-    }
-    for (; i < j; ++i)
-      pieces.back().push_back(i);
-    pieceBytes += groupBytes;
-    pieceReady = std::max(pieceReady, rows[j - 1].pos);
-  }
-
-  // In the callee: each piece packed and reduced after the op that makes
-  // its last gradient, in bucket order.
-  Location loc = red->getLoc();
-  auto elt = outType.getElementType();
-  SmallVector<Value> reduced;
-  SmallVector<int64_t> pieceStart;
-  Operation *last = nullptr;
-  for (ArrayRef<unsigned> piece : pieces) {
-    Operation *anchor = nullptr;
-    for (unsigned i : piece)
-      if (rows[i].anchor &&
-          (!anchor || anchor->isBeforeInBlock(rows[i].anchor)))
-        anchor = rows[i].anchor;
-    OpBuilder b(&body, body.begin());
-    if (last && (!anchor || !last->isBeforeInBlock(anchor)))
-      b.setInsertionPointAfter(last);
-    else if (anchor)
-      b.setInsertionPointAfter(anchor);
-    SmallVector<Value> packed;
-    int64_t width = 0;
-    for (unsigned i : piece) {
-      Value v = ret.getOperand(rows[i].result), prev = rows[i].source;
-      for (Operation *op : rows[i].chain) {
-        IRMapping map;
-        for (Value operand : op->getOperands())
-          if (operand == prev)
-            map.map(operand, v);
-          else if (isConstant(operand))
-            map.map(operand, b.clone(*operand.getDefiningOp())->getResult(0));
-          else
-            map.map(operand,
-                    body.getArgument(firstExtra + extraIndex.lookup(operand)));
-        prev = op->getResult(0);
-        v = b.clone(*op, map)->getResult(0);
-      }
-      packed.push_back(v);
-      width += rows[i].width;
-    }
-    Value in = packed.size() == 1
-                   ? packed.front()
-                   : tensor::ConcatOp::create(b, loc, dim, packed).getResult();
-    OperationState state(loc, red->getName());
-    state.addOperands(in);
-    state.addAttributes(red->getAttrs());
-    SmallVector<int64_t> shape(outType.getShape());
-    shape[dim] = width;
-    state.addTypes(RankedTensorType::get(shape, elt));
-    last = b.create(state);
-    reduced.push_back(last->getResult(0));
-    pieceStart.push_back(rows[piece.front()].offset);
-  }
-  // The callee returns the pieces instead of the gradients.
-  llvm::BitVector gone(callee.getNumResults());
-  for (const Row &row : rows)
-    gone.set(row.result);
-  SmallVector<Value> operands;
-  for (auto [i, v] : llvm::enumerate(ret.getOperands()))
-    if (!gone.test(i))
-      operands.push_back(v);
-  llvm::append_range(operands, reduced);
-  unsigned kept = operands.size() - reduced.size();
-  ret->setOperands(operands);
-  if (failed(callee.eraseResults(gone)))
-    return false; // not reached: results are plain
-  for (auto [i, v] : llvm::enumerate(reduced))
-    (void)callee.insertResult(kept + i, v.getType(), DictionaryAttr());
-
-  // The caller reads the pieces.
-  OpBuilder b(call);
-  SmallVector<Value> callOperands(call.getOperands());
-  llvm::append_range(callOperands, extras);
-  auto newCall = func::CallOp::create(b, call.getLoc(), callee, callOperands);
-  unsigned next = 0;
-  for (auto [i, r] : llvm::enumerate(call.getResults()))
-    if (!gone.test(i))
-      r.replaceAllUsesWith(newCall.getResult(next++));
-  for (Operation *user : llvm::make_early_inc_range(red->getUsers())) {
-    auto slice = cast<tensor::ExtractSliceOp>(user);
-    int64_t at = slice.getStaticOffsets()[dim];
-    unsigned p = pieces.size() - 1;
-    while (pieceStart[p] > at)
-      --p;
-    OpBuilder sb(slice);
-    SmallVector<int64_t> offsets(slice.getStaticOffsets());
-    offsets[dim] = at - pieceStart[p];
-    auto moved = tensor::ExtractSliceOp::create(
-        sb, slice.getLoc(), slice.getType(), newCall.getResult(kept + p),
-        ValueRange{}, ValueRange{}, ValueRange{},
-        sb.getDenseI64ArrayAttr(offsets), slice.getStaticSizes(),
-        slice.getStaticStrides());
-    slice.getResult().replaceAllUsesWith(moved.getResult());
-    slice->erase();
-  }
-  red->erase();
-  cat->erase();
-  for (Row &row : llvm::reverse(rows))
-    for (Operation *op : llvm::reverse(row.chain))
-      op->erase();
-  call->erase();
-  ++numSunk;
-  return true;
-}
-
-bool ScheduleCommPass::peelLastMicroBatch(scf::ForOp loop, ModuleOp module) {
-  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()),
-                         ub = getConstantIntValue(loop.getUpperBound()),
-                         step = getConstantIntValue(loop.getStep());
-  if (!lb || !ub || !step || *step <= 0 || *ub - *lb < 2 * *step ||
-      !loop.getInductionVar().getType().isIndex())
-    return false;
-  Block &body = *loop.getBody();
-  func::CallOp call;
-  for (Operation &op : body.without_terminator())
-    if (auto c = dyn_cast<func::CallOp>(op)) {
-      if (call)
-        return false;
-      call = c;
-    }
-  if (!call)
-    return false;
-  auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-  if (!callee || callee.isExternal())
-    return false;
-  // Worth it only when a bucket after the loop reduces what the loop sums
-  // from the call's gradients: every row from a loop result, which the
-  // body makes from the call's result.
-  auto yield = cast<scf::YieldOp>(body.getTerminator());
-  auto isLoopResult = [&](Value v) {
-    auto res = dyn_cast<OpResult>(v);
-    return res && res.getOwner() == loop.getOperation();
-  };
-  auto isCallsResult = [&](Value v) {
-    auto res = dyn_cast<OpResult>(v);
-    return res && res.getOwner() == call.getOperation() && v.hasOneUse();
-  };
-  auto rowFed = [&](Value in) {
-    SmallVector<Operation *> after, inside;
-    Value r = gradientSource(in, after, isLoopResult);
-    if (!isLoopResult(r) || !r.hasOneUse())
-      return false;
-    Value y = yield.getOperand(cast<OpResult>(r).getResultNumber());
-    return isCallsResult(gradientSource(y, inside, isCallsResult));
-  };
-  bool fed = false;
-  for (Operation *op = loop->getNextNode(); op && !fed; op = op->getNextNode())
-    if (isa<dist::ReduceScatterOp, dist::AllReduceOp>(op))
-      if (auto cat = op->getOperand(0).getDefiningOp<tensor::ConcatOp>())
-        fed = llvm::all_of(cat.getInputs(), rowFed);
-  if (!fed)
-    return false;
-
-  // The loop stops one micro-batch early; its body runs once more after
-  // it, on the loop's results, with the last induction value.
-  int64_t last = *lb + (*ub - *lb - 1) / *step * *step;
-  OpBuilder b(loop);
-  Value lastIv = arith::ConstantIndexOp::create(b, loop.getLoc(), last);
-  loop.getUpperBoundMutable().assign(lastIv);
-  b.setInsertionPointAfter(loop);
-  IRMapping map;
-  map.map(loop.getInductionVar(), lastIv);
-  for (auto [arg, result] :
-       llvm::zip(loop.getRegionIterArgs(), loop.getResults()))
-    map.map(arg, result);
-  DenseSet<Operation *> peeled;
-  func::CallOp lastCall;
-  for (Operation &op : body.without_terminator()) {
-    Operation *copy = b.clone(op, map);
-    peeled.insert(copy);
-    if (&op == call.getOperation())
-      lastCall = cast<func::CallOp>(copy);
-  }
-  for (auto [result, value] : llvm::zip(loop.getResults(), yield.getOperands()))
-    result.replaceUsesWithIf(map.lookupOrDefault(value), [&](OpOperand &use) {
-      return !peeled.contains(topLevel(use.getOwner(), *loop->getBlock()));
-    });
-  // Its own copy of the gradient function, which the reductions join.
-  auto copy = cast<func::FuncOp>(callee->clone());
-  copy.setSymName((callee.getSymName() + kLastMicroBatchSuffix).str());
-  StringAttr name = SymbolTable(module).insert(copy);
-  lastCall.setCallee(name.getValue());
-  ++numPeeled;
-  return true;
-}
-
 void ScheduleCommPass::scheduleBlock(Block &block) {
   SmallVector<Operation *> blocking;
   for (Operation &op : block) {
@@ -1049,7 +647,7 @@ void ScheduleCommPass::runOnOperation() {
       if (!fn.isExternal())
         llvm::append_range(loops, fn.getBody().front().getOps<scf::ForOp>());
     for (scf::ForOp loop : loops)
-      peelLastMicroBatch(loop, module);
+      numPeeled += peelLastMicroBatch(loop, module);
     SmallVector<Operation *> buckets;
     for (auto fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal())
@@ -1057,7 +655,7 @@ void ScheduleCommPass::runOnOperation() {
           if (isa<dist::ReduceScatterOp, dist::AllReduceOp>(op))
             buckets.push_back(&op);
     for (Operation *red : buckets)
-      sinkReduction(red, module);
+      numSunk += sinkReduction(red, module, model, grid);
   }
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isExternal())
