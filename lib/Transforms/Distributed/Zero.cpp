@@ -369,6 +369,43 @@ struct Groups {
   }
 };
 
+/// Runs `f(builder, members, values of the group)` per group and puts its
+/// results back in parameter order.
+using GroupFn = function_ref<SmallVector<Value>(DpBuilder &, ArrayRef<unsigned>,
+                                                ValueRange)>;
+SmallVector<Value> perGroup(Groups &groups, ValueRange values, GroupFn f) {
+  SmallVector<Value> out(values.size());
+  for (auto &[builder, members] : groups.partition()) {
+    SmallVector<Value> sub;
+    for (unsigned p : members)
+      sub.push_back(values[p]);
+    SmallVector<Value> got = f(*builder, members, sub);
+    for (auto [k, p] : llvm::enumerate(members))
+      out[p] = got[k];
+  }
+  return out;
+}
+
+/// @train_step as the phases of ds-zero see it.
+struct Step {
+  func::FuncOp fn;
+  func::ReturnOp ret;
+  SmallVector<Update> updates;
+  unsigned numParams, lossIdx, normIdx;
+  Operation *normOp; // the norm of every gradient (ds-clip-grads)
+  Groups groups;
+  ArrayAttr denseAxes;
+  SmallVector<Type> fullTypes;     // the parameters' types, whole
+  SmallVector<int64_t> chunkSizes; // elements of a rank's chunk
+  SmallVector<bool> partitioned;   // stage 3, not persistent
+  Block &body() { return fn.getBody().front(); }
+  dist::ShardingAttr shardingOf(unsigned p) {
+    return dist::ShardingAttr::get(
+        fn.getContext(), groups.of(p).getAxes(),
+        cast<RankedTensorType>(fullTypes[p]).getShape());
+  }
+};
+
 struct ZeroPass : mlir::ds::impl::ZeroBase<ZeroPass> {
   using Base::Base;
 
@@ -386,6 +423,30 @@ struct ZeroPass : mlir::ds::impl::ZeroBase<ZeroPass> {
                                        ArrayRef<Type> fullTypes);
   LogicalResult readNarrowParams(func::FuncOp eval, unsigned numParams,
                                  Type narrow);
+
+  /// The options make sense together.
+  LogicalResult checkOptions(ModuleOp module);
+  /// Puts the `dp` grid on the module, or checks the one there; returns
+  /// the size of its `ep` axis (1 without expert parallelism).
+  FailureOr<int64_t> setUpGrid(ModuleOp module);
+  /// Phase 2: the norm of this rank's gradient `chunks` summed over the
+  /// group (and the pipeline's stages), `grads` clipped by it when the
+  /// step clips; returns what the optimizer reads.
+  SmallVector<Value> normAndClip(ModuleOp module, Step &step, OpBuilder &b,
+                                 ArrayRef<Value> chunks, ArrayRef<Value> grads);
+  /// Phase 4, stage 1-3: the optimizer works on this rank's chunks.
+  LogicalResult shardOptimizer(ModuleOp module, Step &step, OpBuilder &b,
+                               ArrayRef<Value> grads);
+  /// Mixed precision at stage 1/2: the f32 master chunks become optimizer
+  /// state and the parameters 16-bit; returns where the masters start
+  /// among the step's arguments.
+  FailureOr<unsigned> addMasterWeights(Step &step, OpBuilder &b, Type narrow,
+                                       func::FuncOp grad, func::FuncOp eval,
+                                       SmallVectorImpl<Value> &masters);
+  /// Stage 3: @forward_backward and @eval_step take the partitioned
+  /// parameters as chunks and gather them before use.
+  LogicalResult partitionParamsIn(ModuleOp module, Step &step,
+                                  ArrayRef<Type> argTypes, func::FuncOp eval);
 };
 
 LogicalResult ZeroPass::collectUpdates(func::FuncOp fn,
@@ -586,62 +647,343 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
   return success();
 }
 
+LogicalResult ZeroPass::checkOptions(ModuleOp module) {
+  auto bad = [&](const Twine &msg) {
+    module.emitError() << "ds-zero: " << msg;
+    signalPassFailure();
+    return failure();
+  };
+  if (stage < 0 || stage > 3)
+    return bad("stage " + Twine(stage) +
+               " does not exist; zero_optimization.stage is 0, 1, 2 or 3");
+  if (dpSize < 1 || reduceBucketSize < 1 || allgatherBucketSize < 1)
+    return bad("dp-size, reduce-bucket-size and allgather-bucket-size must "
+               "be >= 1");
+  if (paramPersistenceThreshold < 0)
+    return bad("param-persistence-threshold is " +
+               Twine(paramPersistenceThreshold) +
+               "; give a number of elements >= 0 (0 partitions every "
+               "parameter)");
+  if (!(gradientPredivideFactor > 0))
+    return bad("gradient-predivide-factor must be > 0");
+  if (prescaleGradients && gradientPredivideFactor != 1.0)
+    return bad("prescale-gradients divides by dp-size before the reduction; "
+               "leave gradient-predivide-factor at 1");
+  return success();
+}
+
+FailureOr<int64_t> ZeroPass::setUpGrid(ModuleOp module) {
+  MLIRContext *ctx = &getContext();
+  auto grid =
+      module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
+  if (!grid) {
+    module->setAttr(
+        dist::DistDialect::kGridAttrName,
+        dist::GridAttr::get(ctx, {StringAttr::get(ctx, kDpAxis)}, {dpSize}));
+    return 1;
+  }
+  std::optional<int64_t> size = grid.getAxisSize(kDpAxis);
+  int64_t epSize = grid.getAxisSize("ep").value_or(1);
+  if (size.value_or(1) * epSize != dpSize) {
+    module.emitError() << "ds-zero: the module's grid " << grid
+                       << " has dp = " << size.value_or(1)
+                       << " x ep = " << epSize << " but dp-size is " << dpSize
+                       << "; pass the same data-parallel size";
+    signalPassFailure();
+    return failure();
+  }
+  if (epSize > 1 && stage == 3) {
+    module.emitError() << "ds-zero: stage 3 with expert parallelism (ep = "
+                       << epSize
+                       << ") is not supported yet; use stage 0, 1 or 2";
+    signalPassFailure();
+    return failure();
+  }
+  return epSize;
+}
+
+SmallVector<Value> ZeroPass::normAndClip(ModuleOp module, Step &step,
+                                         OpBuilder &b, ArrayRef<Value> chunks,
+                                         ArrayRef<Value> grads) {
+  // The norm from the chunks, summed over the group; a pipeline stage's
+  // share (a weight two stages hold counted once) is then summed over the
+  // stages.
+  Location loc = step.normOp->getLoc();
+  auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
+  Value partial = pipeline::stageSquares(b, loc, module, step.fn, chunks);
+  Value total = step.groups.dense.allReduce(partial, dist::ReductionKind::sum);
+  if (module->getAttr(pipeline::kPipelineAttrName))
+    total = dist::AllReduceOp::create(b, loc, scalarF32, total,
+                                      b.getStrArrayAttr({"pp"}),
+                                      dist::ReductionKind::sum);
+  Value norm = math::SqrtOp::create(b, loc, total);
+  SmallVector<Value> out(grads);
+  if (auto clip = dyn_cast<train::ClipGradNormOp>(step.normOp)) {
+    auto newClip = train::ClipGradNormOp::create(
+        b, loc, ValueRange(out).getTypes(), scalarF32, out,
+        clip.getMaxNormAttr(), norm);
+    out.assign(newClip.getClipped().begin(), newClip.getClipped().end());
+  }
+  step.ret->setOperand(step.normIdx, norm);
+  return out;
+}
+
+/// An fp16 step skips when any rank's gradients overflowed: each rank
+/// checked its own, so the flag is their OR.
+static void orOverflowFlags(Block &body, int64_t dpSize, ArrayAttr axes) {
+  for (auto check :
+       llvm::make_early_inc_range(body.getOps<train::HasOverflowOp>())) {
+    OpBuilder fb(check->getContext());
+    fb.setInsertionPointAfter(check);
+    Location at = check.getLoc();
+    auto scalarF32 = RankedTensorType::get({}, fb.getF32Type());
+    DpBuilder dpFlag(fb, at, dpSize, std::nullopt, axes);
+    auto asFloat = arith::UIToFPOp::create(fb, at, scalarF32, check);
+    Value any = dpFlag.allReduce(asFloat, dist::ReductionKind::max);
+    Value zero = arith::ConstantOp::create(
+        fb, at, DenseElementsAttr::get(scalarF32, fb.getF32FloatAttr(0.0f)));
+    Value flag =
+        arith::CmpFOp::create(fb, at, arith::CmpFPredicate::OGT, any, zero);
+    check.getResult().replaceAllUsesExcept(flag, asFloat);
+  }
+}
+
+FailureOr<unsigned>
+ZeroPass::addMasterWeights(Step &step, OpBuilder &b, Type narrow,
+                           func::FuncOp grad, func::FuncOp eval,
+                           SmallVectorImpl<Value> &masters) {
+  func::FuncOp fn = step.fn;
+  Block &body = step.body();
+  unsigned numParams = step.numParams;
+  unsigned masterAt = numParams;
+  while (masterAt < fn.getNumArguments()) {
+    auto st = fn.getArgAttrOfType<DictionaryAttr>(masterAt, kStateAttrName);
+    if (!st || !st.get("param"))
+      break;
+    ++masterAt;
+  }
+  SmallVector<unsigned> at(numParams, masterAt);
+  SmallVector<Type> types;
+  SmallVector<DictionaryAttr> attrs;
+  SmallVector<Location> locs(numParams, fn.getLoc());
+  for (unsigned p = 0; p < numParams; ++p) {
+    // An expert parameter's master is cut over the ranks holding the
+    // same experts, like its moments.
+    types.push_back(
+        step.groups.of(p).chunkType(cast<RankedTensorType>(step.fullTypes[p])));
+    attrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr(
+             kStateAttrName,
+             b.getDictionaryAttr(
+                 {b.getNamedAttr("param", b.getStringAttr(paramName(fn, p))),
+                  b.getNamedAttr("kind", b.getStringAttr("master"))})),
+         b.getNamedAttr(dist::DistDialect::kShardingAttrName,
+                        step.shardingOf(p))}));
+  }
+  if (failed(fn.insertArguments(at, types, attrs, locs)))
+    return fail(fn, "cannot add the master-weight arguments");
+  for (unsigned p = 0; p < numParams; ++p) {
+    masters[p] = body.getArgument(masterAt + p);
+    auto low = cast<RankedTensorType>(step.fullTypes[p]).clone(narrow);
+    body.getArgument(p).setType(low);
+  }
+  // @forward_backward reads the 16-bit parameters directly.
+  SmallVector<Type> gradArgs(grad.getArgumentTypes());
+  for (unsigned p = 0; p < numParams; ++p) {
+    BlockArgument arg = grad.getArgument(p);
+    arg.setType(body.getArgument(p).getType());
+    gradArgs[p] = arg.getType();
+    for (Operation *user : llvm::make_early_inc_range(arg.getUsers())) {
+      user->getResult(0).replaceAllUsesWith(arg);
+      user->erase();
+    }
+  }
+  grad.setFunctionType(
+      FunctionType::get(fn.getContext(), gradArgs, grad.getResultTypes()));
+  if (eval && failed(readNarrowParams(eval, numParams, narrow)))
+    return failure();
+  return masterAt;
+}
+
+/// Each update runs on this rank's chunk of its parameter (the master
+/// chunk under mixed precision); returns the updated chunks, in the
+/// parameters' type.
+static SmallVector<Value> shardUpdates(Step &step, OpBuilder &b,
+                                       ArrayRef<Value> grads, Type narrow,
+                                       SmallVectorImpl<Value> &masters) {
+  SmallVector<Value> newChunks(step.numParams);
+  for (const Update &u : step.updates) {
+    Operation *op = u.op;
+    b.setInsertionPoint(op);
+    Value param = step.body().getArgument(u.paramArg);
+    Value paramChunk = narrow ? masters[u.paramArg]
+                       : step.partitioned[u.paramArg]
+                           ? param
+                           : step.groups.of(u.paramArg).shard(param);
+    SmallVector<Value> operands(op->getOperands());
+    operands[0] = paramChunk;
+    operands[u.gradOperand] = grads[u.paramArg];
+    Type chunkT = paramChunk.getType();
+    SmallVector<Type> resultTypes(op->getNumResults(), chunkT);
+    OperationState state(op->getLoc(), op->getName(), operands, resultTypes,
+                         op->getAttrs());
+    Operation *sharded = b.create(state);
+    op->replaceAllUsesWith(sharded->getResults());
+    newChunks[u.paramArg] = sharded->getResult(0);
+    if (narrow) {
+      masters[u.paramArg] = sharded->getResult(0);
+      newChunks[u.paramArg] = nn::CastOp::create(
+          b, op->getLoc(), cast<RankedTensorType>(chunkT).clone(narrow),
+          sharded->getResult(0));
+    }
+    op->erase();
+  }
+  return newChunks;
+}
+
+/// Every rank needs the whole updated parameters (all of them below stage
+/// 3, the persistent ones at it) for the next forward: the step returns
+/// them all-gathered.
+static void returnWholeParams(Step &step, OpBuilder &b,
+                              ArrayRef<Value> newChunks, Type narrow,
+                              int64_t allgatherBucketSize) {
+  b.setInsertionPoint(step.ret);
+  SmallVector<Type> gatherTypes(step.fullTypes);
+  if (narrow)
+    for (Type &t : gatherTypes)
+      t = cast<RankedTensorType>(t).clone(narrow);
+  ArrayRef<bool> partitioned = step.partitioned;
+  SmallVector<Value> whole = perGroup(
+      step.groups, newChunks,
+      [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
+        SmallVector<unsigned> kept;
+        SmallVector<Value> chunks;
+        SmallVector<Type> types;
+        for (auto [k, p] : llvm::enumerate(members))
+          if (!partitioned[p]) {
+            kept.push_back(p);
+            chunks.push_back(v[k]);
+            types.push_back(gatherTypes[p]);
+          }
+        SmallVector<Value> gathered = g.allGather(
+            chunks, types,
+            makeBuckets(pick(step.chunkSizes, kept), allgatherBucketSize));
+        SmallVector<Value> out(members.size());
+        for (auto [k, p] : llvm::enumerate(kept))
+          out[llvm::find(members, p) - members.begin()] = gathered[k];
+        return out;
+      });
+  for (unsigned p = 0; p < step.numParams; ++p)
+    if (!partitioned[p])
+      step.ret->setOperand(p, whole[p]);
+}
+
+LogicalResult ZeroPass::partitionParamsIn(ModuleOp module, Step &step,
+                                          ArrayRef<Type> argTypes,
+                                          func::FuncOp eval) {
+  func::FuncOp fn = step.fn;
+  unsigned numParams = step.numParams;
+  auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
+  if (!grad || grad.isExternal() || numLeadingParams(grad) != numParams)
+    return fail(fn, "stage 3 gathers parameters inside @" + gradientEntry +
+                        ", which must exist and take the same parameters "
+                        "(ds-autodiff builds it)");
+  SmallVector<Type> gradArgs(grad.getArgumentTypes());
+  for (unsigned p = 0; p < numParams; ++p) {
+    if (!step.partitioned[p])
+      continue;
+    gradArgs[p] = argTypes[p];
+    grad.getBody().front().getArgument(p).setType(argTypes[p]);
+    grad.setArgAttr(p, dist::DistDialect::kShardingAttrName,
+                    step.shardingOf(p));
+  }
+  grad.setFunctionType(
+      FunctionType::get(fn.getContext(), gradArgs, grad.getResultTypes()));
+  if (failed(gatherParamsInGradient(grad, step.partitioned, step.fullTypes)))
+    return failure();
+  if (!eval)
+    return success();
+  for (unsigned p = 0; p < numParams; ++p) {
+    if (!step.partitioned[p])
+      continue;
+    eval.getArgument(p).setType(argTypes[p]);
+    eval.setArgAttr(p, dist::DistDialect::kShardingAttrName,
+                    step.shardingOf(p));
+  }
+  eval.setFunctionType(FunctionType::get(
+      fn.getContext(), eval.getBody().front().getArgumentTypes(),
+      eval.getResultTypes()));
+  return gatherParamsInGradient(eval, step.partitioned, step.fullTypes);
+}
+
+LogicalResult ZeroPass::shardOptimizer(ModuleOp module, Step &step,
+                                       OpBuilder &b, ArrayRef<Value> grads) {
+  func::FuncOp fn = step.fn;
+  Block &body = step.body();
+  unsigned numParams = step.numParams;
+  // Mixed precision at stage 1/2 keeps DeepSpeed's layout: every rank
+  // holds the parameters in 16 bits (what the forward reads) and its
+  // chunk of the f32 master copy as optimizer state; the update writes
+  // the master chunk and the 16-bit chunk the all-gather spreads (half
+  // the bytes of an f32 gather).
+  auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
+  auto eval = module.lookupSymbol<func::FuncOp>(evalEntry);
+  if (eval && (eval.isExternal() || numLeadingParams(eval) != numParams))
+    return fail(eval, "@" + evalEntry +
+                          " must take the step's parameters first, as "
+                          "ds-eval-step builds it");
+  Type narrow =
+      stage <= 2 ? castOnlyType(fn, grad, numParams, step.updates) : Type();
+  SmallVector<Value> masters(numParams);
+  unsigned masterAt = 0;
+  if (narrow) {
+    FailureOr<unsigned> at =
+        addMasterWeights(step, b, narrow, grad, eval, masters);
+    if (failed(at))
+      return failure();
+    masterAt = *at;
+  }
+  SmallVector<Type> argTypes(body.getArgumentTypes());
+  // State (and, at stage 3, parameters) become chunks.
+  for (const Update &u : step.updates) {
+    auto chunkT =
+        step.groups.of(u.paramArg)
+            .chunkType(cast<RankedTensorType>(step.fullTypes[u.paramArg]));
+    SmallVector<unsigned> sharded(u.stateArgs);
+    if (step.partitioned[u.paramArg])
+      sharded.push_back(u.paramArg);
+    for (unsigned a : sharded) {
+      argTypes[a] = chunkT;
+      body.getArgument(a).setType(chunkT);
+      fn.setArgAttr(a, dist::DistDialect::kShardingAttrName,
+                    step.shardingOf(u.paramArg));
+    }
+  }
+  SmallVector<Value> newChunks = shardUpdates(step, b, grads, narrow, masters);
+  if (!llvm::all_of(step.partitioned, [](bool p) { return p; }))
+    returnWholeParams(step, b, newChunks, narrow, allgatherBucketSize);
+  if (narrow) {
+    SmallVector<Value> results(step.ret.getOperands());
+    results.insert(results.begin() + masterAt, masters.begin(), masters.end());
+    b.setInsertionPoint(step.ret);
+    auto newRet = func::ReturnOp::create(b, step.ret.getLoc(), results);
+    step.ret.erase();
+    step.ret = newRet;
+  }
+  SmallVector<Type> resultTypes(step.ret.getOperandTypes());
+  fn.setFunctionType(FunctionType::get(fn.getContext(), argTypes, resultTypes));
+  if (stage == 3)
+    return partitionParamsIn(module, step, argTypes, eval);
+  return success();
+}
+
 void ZeroPass::runOnOperation() {
   ModuleOp module = getOperation();
-  MLIRContext *ctx = &getContext();
-  if (stage < 0 || stage > 3) {
-    module.emitError() << "ds-zero: stage " << stage
-                       << " does not exist; zero_optimization.stage is 0, 1, "
-                          "2 or 3";
-    return signalPassFailure();
-  }
-  if (dpSize < 1 || reduceBucketSize < 1 || allgatherBucketSize < 1) {
-    module.emitError() << "ds-zero: dp-size, reduce-bucket-size and "
-                          "allgather-bucket-size must be >= 1";
-    return signalPassFailure();
-  }
-  if (paramPersistenceThreshold < 0) {
-    module.emitError() << "ds-zero: param-persistence-threshold is "
-                       << paramPersistenceThreshold
-                       << "; give a number of elements >= 0 (0 partitions "
-                          "every parameter)";
-    return signalPassFailure();
-  }
-  if (!(gradientPredivideFactor > 0)) {
-    module.emitError() << "ds-zero: gradient-predivide-factor must be > 0";
-    return signalPassFailure();
-  }
-  if (prescaleGradients && gradientPredivideFactor != 1.0) {
-    module.emitError() << "ds-zero: prescale-gradients divides by dp-size "
-                          "before the reduction; leave "
-                          "gradient-predivide-factor at 1";
-    return signalPassFailure();
-  }
-
-  // The grid: ours, or one already there that agrees.
-  auto dpName = StringAttr::get(ctx, kDpAxis);
-  int64_t epSize = 1;
-  if (auto grid = module->getAttrOfType<dist::GridAttr>(
-          dist::DistDialect::kGridAttrName)) {
-    std::optional<int64_t> size = grid.getAxisSize(kDpAxis);
-    epSize = grid.getAxisSize("ep").value_or(1);
-    if (size.value_or(1) * epSize != dpSize) {
-      module.emitError() << "ds-zero: the module's grid " << grid
-                         << " has dp = " << size.value_or(1)
-                         << " x ep = " << epSize << " but dp-size is " << dpSize
-                         << "; pass the same data-parallel size";
-      return signalPassFailure();
-    }
-    if (epSize > 1 && stage == 3) {
-      module.emitError() << "ds-zero: stage 3 with expert parallelism (ep = "
-                         << epSize
-                         << ") is not supported yet; use stage 0, 1 or 2";
-      return signalPassFailure();
-    }
-  } else {
-    module->setAttr(dist::DistDialect::kGridAttrName,
-                    dist::GridAttr::get(ctx, {dpName}, {dpSize}));
-  }
+  if (failed(checkOptions(module)))
+    return;
+  FailureOr<int64_t> epSize = setUpGrid(module);
+  if (failed(epSize))
+    return;
 
   auto fn = module.lookupSymbol<func::FuncOp>(entry);
   if (!fn || fn.isExternal()) {
@@ -669,11 +1011,10 @@ void ZeroPass::runOnOperation() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   unsigned numParams = numLeadingParams(fn);
   unsigned numResults = ret.getNumOperands();
-  unsigned lossIdx = numResults - 3, normIdx = numResults - 1;
 
   // The norm op: its operands are the accumulated gradients, in parameter
   // order (ds-clip-grads).
-  Operation *normOp = ret.getOperand(normIdx).getDefiningOp();
+  Operation *normOp = ret.getOperand(numResults - 1).getDefiningOp();
   if (!normOp || !isa<train::ClipGradNormOp, train::GlobalNormOp>(normOp) ||
       normOp->getNumOperands() != numParams)
     return (void)fail(fn, "@" + entry +
@@ -681,7 +1022,6 @@ void ZeroPass::runOnOperation() {
                               "dstrain.clip_grad_norm or dstrain.global_norm "
                               "over every gradient (ds-clip-grads)");
   SmallVector<Value> grads(normOp->getOperands());
-  auto clip = dyn_cast<train::ClipGradNormOp>(normOp);
 
   OpBuilder b(normOp);
   Location loc = normOp->getLoc();
@@ -691,304 +1031,79 @@ void ZeroPass::runOnOperation() {
   double n = static_cast<double>(dpSize);
   std::optional<MeanSplit> split =
       meanSplit(n, prescaleGradients, gradientPredivideFactor);
-  ArrayAttr denseAxes = epSize > 1 ? b.getStrArrayAttr({kDpAxis, "ep"})
-                                   : b.getStrArrayAttr({kDpAxis});
-  Groups groups{DpBuilder(b, loc, dpSize, split, denseAxes), std::nullopt, {}};
+  ArrayAttr denseAxes = *epSize > 1 ? b.getStrArrayAttr({kDpAxis, "ep"})
+                                    : b.getStrArrayAttr({kDpAxis});
+  Step step{
+      fn,
+      ret,
+      std::move(updates),
+      numParams,
+      numResults - 3,
+      numResults - 1,
+      normOp,
+      Groups{DpBuilder(b, loc, dpSize, split, denseAxes), std::nullopt, {}},
+      denseAxes,
+      SmallVector<Type>(fn.getArgumentTypes().take_front(numParams)),
+      {},
+      {}};
+  Groups &groups = step.groups;
   for (unsigned p = 0; p < numParams; ++p)
     groups.isExpert.push_back(
-        epSize > 1 && fn.getArgAttr(p, dist::DistDialect::kExpertsAttrName));
-  if (epSize > 1)
+        *epSize > 1 && fn.getArgAttr(p, dist::DistDialect::kExpertsAttrName));
+  if (*epSize > 1)
     groups.experts.emplace(
-        b, loc, dpSize / epSize,
+        b, loc, dpSize / *epSize,
         meanSplit(n, prescaleGradients, gradientPredivideFactor)
             .value_or(MeanSplit{1, 1 / n}),
         b.getStrArrayAttr({kDpAxis}));
-  DpBuilder &dp = groups.dense;
-  SmallVector<Type> fullTypes(fn.getArgumentTypes().take_front(numParams));
-  SmallVector<int64_t> sizes, chunkSizes;
-  for (auto [p, t] : llvm::enumerate(fullTypes)) {
+  SmallVector<int64_t> sizes;
+  for (auto [p, t] : llvm::enumerate(step.fullTypes)) {
     sizes.push_back(DpBuilder::numel(cast<RankedTensorType>(t)));
-    chunkSizes.push_back(groups.of(p).chunk(cast<RankedTensorType>(t)));
+    step.chunkSizes.push_back(groups.of(p).chunk(cast<RankedTensorType>(t)));
   }
   // Stage 3 partitions a parameter unless it persists (DeepSpeed's
   // `ds_numel <= stage3_param_persistence_threshold`): a persistent one is
   // whole on every rank, as at stage 2.
-  SmallVector<bool> partitioned;
   for (int64_t size : sizes)
-    partitioned.push_back(stage == 3 && size > paramPersistenceThreshold);
-  // Runs `f(builder, members, values of the group)` per group and puts its
-  // results back in parameter order.
-  using GroupFn = function_ref<SmallVector<Value>(
-      DpBuilder &, ArrayRef<unsigned>, ValueRange)>;
-  auto perGroup = [&](ValueRange values, GroupFn f) {
-    SmallVector<Value> out(values.size());
-    for (auto &[builder, members] : groups.partition()) {
-      SmallVector<Value> sub;
-      for (unsigned p : members)
-        sub.push_back(values[p]);
-      SmallVector<Value> got = f(*builder, members, sub);
-      for (auto [k, p] : llvm::enumerate(members))
-        out[p] = got[k];
-    }
-    return out;
-  };
+    step.partitioned.push_back(stage == 3 && size > paramPersistenceThreshold);
 
   // 1. Reduce the gradients at the step boundary.
   SmallVector<Value> reduced, chunks;
   if (stage <= 1) {
-    reduced = perGroup(
-        grads, [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
-          return g.allReduceMean(
-              v, makeBuckets(pick(sizes, members), reduceBucketSize));
-        });
+    reduced =
+        perGroup(groups, grads,
+                 [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
+                   return g.allReduceMean(
+                       v, makeBuckets(pick(sizes, members), reduceBucketSize));
+                 });
     for (auto [p, g] : llvm::enumerate(reduced))
       chunks.push_back(groups.of(p).shard(g));
   } else {
     chunks = perGroup(
-        grads, [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
+        groups, grads,
+        [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
           return g.reduceScatterMean(
-              v, makeBuckets(pick(chunkSizes, members), reduceBucketSize));
+              v, makeBuckets(pick(step.chunkSizes, members), reduceBucketSize));
         });
   }
 
-  // 2. The norm from the chunks, summed over the group; a pipeline stage's
-  // share (a weight two stages hold counted once) is then summed over the
-  // stages.
-  auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-  Value partial = pipeline::stageSquares(b, loc, module, fn, chunks);
-  Value total = dp.allReduce(partial, dist::ReductionKind::sum);
-  if (module->getAttr(pipeline::kPipelineAttrName))
-    total = dist::AllReduceOp::create(b, loc, scalarF32, total,
-                                      b.getStrArrayAttr({"pp"}),
-                                      dist::ReductionKind::sum);
-  Value norm = math::SqrtOp::create(b, loc, total);
-  SmallVector<Value> finalGrads = stage == 0 ? reduced : chunks;
-  if (clip) {
-    auto newClip = train::ClipGradNormOp::create(
-        b, loc, ValueRange(finalGrads).getTypes(), scalarF32, finalGrads,
-        clip.getMaxNormAttr(), norm);
-    finalGrads.assign(newClip.getClipped().begin(), newClip.getClipped().end());
-  }
-  ret->setOperand(normIdx, norm);
-
-  // 2b. An fp16 step skips when any rank's gradients overflowed: each
-  // rank checked its own, so the flag is their OR.
-  for (auto check :
-       llvm::make_early_inc_range(body.getOps<train::HasOverflowOp>())) {
-    OpBuilder fb(check->getContext());
-    fb.setInsertionPointAfter(check);
-    Location at = check.getLoc();
-    DpBuilder dpFlag(fb, at, dpSize, std::nullopt, denseAxes);
-    auto asFloat = arith::UIToFPOp::create(fb, at, scalarF32, check);
-    Value any = dpFlag.allReduce(asFloat, dist::ReductionKind::max);
-    Value zero = arith::ConstantOp::create(
-        fb, at, DenseElementsAttr::get(scalarF32, fb.getF32FloatAttr(0.0f)));
-    Value flag =
-        arith::CmpFOp::create(fb, at, arith::CmpFPredicate::OGT, any, zero);
-    check.getResult().replaceAllUsesExcept(flag, asFloat);
-  }
+  // 2. The norm from the chunks, and the clipping. 2b. Overflow flags.
+  SmallVector<Value> finalGrads =
+      normAndClip(module, step, b, chunks, stage == 0 ? reduced : chunks);
+  orOverflowFlags(body, dpSize, denseAxes);
 
   // 3. The loss every rank reports: the group's mean.
-  b.setInsertionPoint(ret);
-  ret->setOperand(
-      lossIdx, dp.allReduce(ret.getOperand(lossIdx), dist::ReductionKind::avg));
+  b.setInsertionPoint(step.ret);
+  step.ret->setOperand(step.lossIdx,
+                       groups.dense.allReduce(step.ret.getOperand(step.lossIdx),
+                                              dist::ReductionKind::avg));
 
   // 4. The optimizer update.
   if (stage == 0) {
-    for (const Update &u : updates)
+    for (const Update &u : step.updates)
       u.op->setOperand(u.gradOperand, finalGrads[u.paramArg]);
-  } else {
-    auto shardingOf = [&](unsigned p) {
-      return dist::ShardingAttr::get(
-          ctx, groups.of(p).getAxes(),
-          cast<RankedTensorType>(fullTypes[p]).getShape());
-    };
-    // Mixed precision at stage 1/2 keeps DeepSpeed's layout: every rank
-    // holds the parameters in 16 bits (what the forward reads) and its
-    // chunk of the f32 master copy as optimizer state; the update writes
-    // the master chunk and the 16-bit chunk the all-gather spreads (half
-    // the bytes of an f32 gather).
-    auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
-    auto eval = module.lookupSymbol<func::FuncOp>(evalEntry);
-    if (eval && (eval.isExternal() || numLeadingParams(eval) != numParams))
-      return (void)fail(eval, "@" + evalEntry +
-                                  " must take the step's parameters first, "
-                                  "as ds-eval-step builds it");
-    Type narrow =
-        stage <= 2 ? castOnlyType(fn, grad, numParams, updates) : Type();
-    SmallVector<Value> masters(numParams);
-    unsigned masterAt = 0;
-    if (narrow) {
-      masterAt = numParams;
-      while (masterAt < fn.getNumArguments()) {
-        auto st = fn.getArgAttrOfType<DictionaryAttr>(masterAt, kStateAttrName);
-        if (!st || !st.get("param"))
-          break;
-        ++masterAt;
-      }
-      SmallVector<unsigned> at(numParams, masterAt);
-      SmallVector<Type> types;
-      SmallVector<DictionaryAttr> attrs;
-      SmallVector<Location> locs(numParams, fn.getLoc());
-      for (unsigned p = 0; p < numParams; ++p) {
-        // An expert parameter's master is cut over the ranks holding the
-        // same experts, like its moments.
-        types.push_back(
-            groups.of(p).chunkType(cast<RankedTensorType>(fullTypes[p])));
-        attrs.push_back(b.getDictionaryAttr(
-            {b.getNamedAttr(
-                 kStateAttrName,
-                 b.getDictionaryAttr(
-                     {b.getNamedAttr("param",
-                                     b.getStringAttr(paramName(fn, p))),
-                      b.getNamedAttr("kind", b.getStringAttr("master"))})),
-             b.getNamedAttr(dist::DistDialect::kShardingAttrName,
-                            shardingOf(p))}));
-      }
-      if (failed(fn.insertArguments(at, types, attrs, locs)))
-        return (void)fail(fn, "cannot add the master-weight arguments");
-      for (unsigned p = 0; p < numParams; ++p) {
-        masters[p] = body.getArgument(masterAt + p);
-        auto low = cast<RankedTensorType>(fullTypes[p]).clone(narrow);
-        body.getArgument(p).setType(low);
-      }
-      // @forward_backward reads the 16-bit parameters directly.
-      SmallVector<Type> gradArgs(grad.getArgumentTypes());
-      for (unsigned p = 0; p < numParams; ++p) {
-        BlockArgument arg = grad.getArgument(p);
-        arg.setType(body.getArgument(p).getType());
-        gradArgs[p] = arg.getType();
-        for (Operation *user : llvm::make_early_inc_range(arg.getUsers())) {
-          user->getResult(0).replaceAllUsesWith(arg);
-          user->erase();
-        }
-      }
-      grad.setFunctionType(
-          FunctionType::get(ctx, gradArgs, grad.getResultTypes()));
-      if (eval && failed(readNarrowParams(eval, numParams, narrow)))
-        return;
-    }
-    SmallVector<Type> argTypes(body.getArgumentTypes());
-    // State (and, at stage 3, parameters) become chunks.
-    for (const Update &u : updates) {
-      auto chunkT =
-          groups.of(u.paramArg)
-              .chunkType(cast<RankedTensorType>(fullTypes[u.paramArg]));
-      SmallVector<unsigned> sharded(u.stateArgs);
-      if (partitioned[u.paramArg])
-        sharded.push_back(u.paramArg);
-      for (unsigned a : sharded) {
-        argTypes[a] = chunkT;
-        body.getArgument(a).setType(chunkT);
-        fn.setArgAttr(a, dist::DistDialect::kShardingAttrName,
-                      shardingOf(u.paramArg));
-      }
-    }
-    SmallVector<Value> newChunks(numParams);
-    for (const Update &u : updates) {
-      Operation *op = u.op;
-      b.setInsertionPoint(op);
-      Value param = body.getArgument(u.paramArg);
-      Value paramChunk = narrow ? masters[u.paramArg]
-                         : partitioned[u.paramArg]
-                             ? param
-                             : groups.of(u.paramArg).shard(param);
-      SmallVector<Value> operands(op->getOperands());
-      operands[0] = paramChunk;
-      operands[u.gradOperand] = finalGrads[u.paramArg];
-      Type chunkT = paramChunk.getType();
-      SmallVector<Type> resultTypes(op->getNumResults(), chunkT);
-      OperationState state(op->getLoc(), op->getName(), operands, resultTypes,
-                           op->getAttrs());
-      Operation *sharded = b.create(state);
-      op->replaceAllUsesWith(sharded->getResults());
-      newChunks[u.paramArg] = sharded->getResult(0);
-      if (narrow) {
-        masters[u.paramArg] = sharded->getResult(0);
-        newChunks[u.paramArg] = nn::CastOp::create(
-            b, op->getLoc(), cast<RankedTensorType>(chunkT).clone(narrow),
-            sharded->getResult(0));
-      }
-      op->erase();
-    }
-    if (!llvm::all_of(partitioned, [](bool p) { return p; })) {
-      // Every rank needs the whole updated parameters (all of them below
-      // stage 3, the persistent ones at it) for the next forward.
-      b.setInsertionPoint(ret);
-      SmallVector<Type> gatherTypes(fullTypes);
-      if (narrow)
-        for (Type &t : gatherTypes)
-          t = cast<RankedTensorType>(t).clone(narrow);
-      SmallVector<Value> whole =
-          perGroup(newChunks, [&](DpBuilder &g, ArrayRef<unsigned> members,
-                                  ValueRange v) {
-            SmallVector<unsigned> kept;
-            SmallVector<Value> chunks;
-            SmallVector<Type> types;
-            for (auto [k, p] : llvm::enumerate(members))
-              if (!partitioned[p]) {
-                kept.push_back(p);
-                chunks.push_back(v[k]);
-                types.push_back(gatherTypes[p]);
-              }
-            SmallVector<Value> gathered = g.allGather(
-                chunks, types,
-                makeBuckets(pick(chunkSizes, kept), allgatherBucketSize));
-            SmallVector<Value> out(members.size());
-            for (auto [k, p] : llvm::enumerate(kept))
-              out[llvm::find(members, p) - members.begin()] = gathered[k];
-            return out;
-          });
-      for (unsigned p = 0; p < numParams; ++p)
-        if (!partitioned[p])
-          ret->setOperand(p, whole[p]);
-    }
-    if (narrow) {
-      SmallVector<Value> results(ret.getOperands());
-      results.insert(results.begin() + masterAt, masters.begin(),
-                     masters.end());
-      b.setInsertionPoint(ret);
-      auto newRet = func::ReturnOp::create(b, ret.getLoc(), results);
-      ret.erase();
-      ret = newRet;
-    }
-    SmallVector<Type> resultTypes(ret.getOperandTypes());
-    fn.setFunctionType(FunctionType::get(ctx, argTypes, resultTypes));
-
-    if (stage == 3) {
-      auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
-      if (!grad || grad.isExternal() || numLeadingParams(grad) != numParams)
-        return (void)fail(fn, "stage 3 gathers parameters inside @" +
-                                  gradientEntry +
-                                  ", which must exist and take the same "
-                                  "parameters (ds-autodiff builds it)");
-      SmallVector<Type> gradArgs(grad.getArgumentTypes());
-      for (unsigned p = 0; p < numParams; ++p) {
-        if (!partitioned[p])
-          continue;
-        gradArgs[p] = argTypes[p];
-        grad.getBody().front().getArgument(p).setType(argTypes[p]);
-        grad.setArgAttr(p, dist::DistDialect::kShardingAttrName, shardingOf(p));
-      }
-      grad.setFunctionType(
-          FunctionType::get(ctx, gradArgs, grad.getResultTypes()));
-      if (failed(gatherParamsInGradient(grad, partitioned, fullTypes)))
-        return;
-      if (eval) {
-        for (unsigned p = 0; p < numParams; ++p) {
-          if (!partitioned[p])
-            continue;
-          eval.getArgument(p).setType(argTypes[p]);
-          eval.setArgAttr(p, dist::DistDialect::kShardingAttrName,
-                          shardingOf(p));
-        }
-        eval.setFunctionType(
-            FunctionType::get(ctx, eval.getBody().front().getArgumentTypes(),
-                              eval.getResultTypes()));
-        if (failed(gatherParamsInGradient(eval, partitioned, fullTypes)))
-          return;
-      }
-    }
+  } else if (failed(shardOptimizer(module, step, b, finalGrads))) {
+    return;
   }
   normOp->erase();
 }
