@@ -92,11 +92,13 @@ run_ds() { # STAGE OVERLAP N (OVERLAP: true, false or deepcompile)
     "ms (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 }
 
-# torch DDP over the same link: one process per host, gloo on the veth.
+# torch DDP over the same link: one process per host, gloo on the veth
+# (or, on real hosts, the interface gloo picks).
 run_torch() { # N
   local out=$tmp/torch_ddp_$1.jsonl
   if ! "$ds_launch" --hostfile "$DS_MH_HOSTFILE" -- sh -c \
-    'GLOO_SOCKET_IFNAME=$(ls /sys/class/net | grep veth) exec "$@"' sh \
+    'i=$(ls /sys/class/net | grep veth); [ -z "$i" ] ||
+     export GLOO_SOCKET_IFNAME=$i; exec "$@"' sh \
     env OPENBLAS_CORETYPE="$bench_blas_core" "$PYTHON" \
     "$here/train_dp/torch_dp.py" ddp "$spec" "$tmp/zero0_true.json" \
     "$BENCH_THREADS" "$steps" "$out" >"$tmp/torch.log" 2>&1; then
