@@ -26,8 +26,9 @@ struct PeakMemoryPlan {
   /// loop and the functions it calls included: one arena, reused).
   int64_t transient = 0;
   /// The buffers of the functions with an arena of their own (all held at
-  /// once): each distinct layer function, and a function called from more
-  /// than one place (a pipeline stage's forward and backward).
+  /// once): each distinct layer function, a function called from more
+  /// than one place (a pipeline stage's forward and backward), and the
+  /// eval step when there is one.
   int64_t functions = 0;
   /// Of the buffers live at the transient peak: gathered parameters
   /// (waited, not yet released) and collectives in flight (started, not
@@ -38,9 +39,11 @@ struct PeakMemoryPlan {
   int64_t total() const { return held + transient + functions; }
 };
 
-/// The plan of `entry`'s peak, or nullopt when it has no body.
-std::optional<PeakMemoryPlan> planPeakMemory(ModuleOp module,
-                                             llvm::StringRef entry);
+/// The plan of `entry`'s peak, or nullopt when it has no body; with a
+/// function `evalEntry` (an eval set), its arena counts too.
+std::optional<PeakMemoryPlan>
+planPeakMemory(ModuleOp module, llvm::StringRef entry,
+               llvm::StringRef evalEntry = "eval_step");
 
 } // namespace mlir::ds
 

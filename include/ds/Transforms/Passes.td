@@ -1059,7 +1059,8 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
     slots; a function called once has its buffers counted where it is
     called), plus the buffers of the functions with an arena of their own
     (each distinct layer function, a function called from more than one
-    place), all held at once. ds-train reports it as
+    place, and `eval-entry` when the module has it: an eval set), all held
+    at once. ds-train reports it as
     `planned_peak_bytes` next to libdsrt's measured `peak_tracked_bytes`.
 
       (GPT-tiny, micro-batch 2, ZeRO-3 on 2 ranks with overlap_comm)
@@ -1071,6 +1072,9 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
   let options = [
     Option<"entry", "entry", "std::string", "\"train_step\"",
            "the step function">,
+    Option<"evalEntry", "eval-entry", "std::string", "\"eval_step\"",
+           "the eval step, when the module has one (an eval set): its "
+           "arena counts in the peak">,
   ];
 }
 

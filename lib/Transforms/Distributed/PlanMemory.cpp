@@ -420,7 +420,8 @@ private:
 } // namespace
 
 std::optional<PeakMemoryPlan> mlir::ds::planPeakMemory(ModuleOp module,
-                                                       StringRef entry) {
+                                                       StringRef entry,
+                                                       StringRef evalEntry) {
   auto fn = module.lookupSymbol<func::FuncOp>(entry);
   if (!fn || fn.isExternal())
     return std::nullopt;
@@ -434,6 +435,15 @@ std::optional<PeakMemoryPlan> mlir::ds::planPeakMemory(ModuleOp module,
   BlockPeak::Step step{module, plan, {}, {}};
   module.walk([&](func::CallOp call) { ++step.callSites[call.getCallee()]; });
   BlockPeak(step, true).run(fn.getBody().front(), BlockPeak::Outer(), false);
+  // With an eval set, the eval step's buffers are an arena of their own,
+  // held from its first call on (its arguments are the step's).
+  auto eval = module.lookupSymbol<func::FuncOp>(evalEntry);
+  if (eval && !eval.isExternal()) {
+    int64_t inside = BlockPeak(step, false)
+                         .run(eval.getBody().front(), BlockPeak::Outer(), false);
+    int64_t &peak = step.arenas["@" + evalEntry.str()];
+    peak = std::max(peak, inside);
+  }
   for (const auto &entry : step.arenas)
     plan.functions += entry.getValue();
   return plan;
@@ -512,7 +522,8 @@ struct PlanMemoryPass : mlir::ds::impl::PlanMemoryBase<PlanMemoryPass> {
           "ds.activation_bytes",
           IntegerAttr::get(IntegerType::get(&getContext(), 64), a->total()));
     }
-    if (std::optional<PeakMemoryPlan> p = planPeakMemory(module, entry)) {
+    if (std::optional<PeakMemoryPlan> p =
+            planPeakMemory(module, entry, evalEntry)) {
       fn.emitRemark() << "ds-plan-memory: peak per rank " << p->total()
                       << " B = arguments and results " << p->held
                       << " B + step buffers " << p->transient
