@@ -322,44 +322,53 @@ int runRankShim(int argc, char **argv) {
   return 127;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  if (argc >= 2 && StringRef(argv[1]) == "--rank-shim")
-    return runRankShim(argc, argv);
-
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "ds-launch: DeepSpeed-style launcher; builds and runs the mpirun "
-      "command\n\n"
-      "  ds-launch [options] -- PROGRAM ARGS...\n");
-  auto exitOnError = [](Error err) {
-    WithColor::error(errs(), "ds-launch") << toString(std::move(err)) << "\n";
-    std::exit(1);
-  };
-
-  // DeepSpeed: the filters and the counts are two ways to say the same
-  // thing, and one filter direction at a time.
+/// DeepSpeed: the filters and the counts are two ways to say the same
+/// thing, and one filter direction at a time.
+Error checkSlotFlags() {
   if (!include.empty() && !exclude.empty())
-    exitOnError(fail("--include and --exclude are mutually exclusive; keep "
-                     "one of them"));
+    return fail("--include and --exclude are mutually exclusive; keep one "
+                "of them");
   if ((!include.empty() || !exclude.empty()) &&
       (numNodes >= 0 || numProcs >= 0))
-    exitOnError(fail("--num_nodes/--num_procs cannot be combined with "
-                     "--include/--exclude; choose slots one way"));
+    return fail("--num_nodes/--num_procs cannot be combined with "
+                "--include/--exclude; choose slots one way");
   if (numNodes == 0 || numNodes < -1)
-    exitOnError(fail("--num_nodes must be >= 1, got " + Twine(numNodes)));
+    return fail("--num_nodes must be >= 1, got " + Twine(numNodes));
   if (numProcs == 0 || numProcs < -1)
-    exitOnError(fail("--num_procs must be >= 1, got " + Twine(numProcs)));
+    return fail("--num_procs must be >= 1, got " + Twine(numProcs));
+  return Error::success();
+}
 
-  std::string hostfilePath = hostfile;
-  if (hostfilePath.empty() && sys::fs::is_regular_file(kDefaultHostfile))
-    hostfilePath = kDefaultHostfile;
+/// The first `--num_nodes` hosts of `pool` (`hostfilePath`'s), each with
+/// `--num_procs` slots or all of its own.
+Expected<std::vector<Resource>> countedHosts(ArrayRef<Host> pool,
+                                             StringRef hostfilePath) {
+  size_t nodes = numNodes > 0 ? numNodes : pool.size();
+  if (nodes > pool.size())
+    return fail("--num_nodes " + Twine(numNodes) + " but " + hostfilePath +
+                " lists " + Twine(pool.size()) +
+                " host(s); lower --num_nodes or add hosts");
+  std::vector<Resource> resources;
+  for (const Host &host : pool.take_front(nodes)) {
+    int64_t count = numProcs > 0 ? numProcs : host.slots;
+    if (count > host.slots)
+      return fail("--num_procs " + Twine(numProcs) + " but host " + host.name +
+                  " has slots=" + Twine(host.slots) + " (" + hostfilePath +
+                  ":" + Twine(host.line) +
+                  "); lower --num_procs or raise its slots");
+    Resource resource{host.name, {}};
+    for (int64_t slot = 0; slot < count; ++slot)
+      resource.slots.push_back(slot);
+    resources.push_back(std::move(resource));
+  }
+  return resources;
+}
+
+/// The hosts and slots to run on: the hostfile's (this machine's without
+/// one, a slot per CPU: the slot ids --include names, e.g. GPU ids),
+/// filtered by --include/--exclude or cut by the counts.
+Expected<std::vector<Resource>> chooseResources(StringRef hostfilePath) {
   bool local = hostfilePath.empty();
-
-  // The pool to choose from. Without a hostfile it is this machine, one slot
-  // per CPU (the slot ids --include names, e.g. GPU ids).
   std::vector<Host> pool;
   std::string poolName;
   if (local) {
@@ -369,53 +378,29 @@ int main(int argc, char **argv) {
   } else {
     Expected<std::vector<Host>> parsed = parseHostfile(hostfilePath);
     if (!parsed)
-      exitOnError(parsed.takeError());
+      return parsed.takeError();
     pool = std::move(*parsed);
-    poolName = hostfilePath;
+    poolName = hostfilePath.str();
   }
-
-  std::vector<Resource> resources;
   if (!include.empty() || !exclude.empty()) {
     bool isInclude = !include.empty();
-    Expected<std::vector<Resource>> filtered =
-        applyFilter(pool, isInclude ? include : exclude, isInclude, poolName);
-    if (!filtered)
-      exitOnError(filtered.takeError());
-    resources = std::move(*filtered);
-  } else if (local) {
-    if (numNodes > 1)
-      exitOnError(fail("--num_nodes " + Twine(numNodes) +
-                       " needs a hostfile listing that many hosts; pass "
-                       "-H FILE"));
-    Resource here{kLocalHost, {}};
-    for (int slot = 0; slot < std::max(1, numProcs.getValue()); ++slot)
-      here.slots.push_back(slot);
-    resources.push_back(std::move(here));
-  } else {
-    size_t nodes = numNodes > 0 ? numNodes : pool.size();
-    if (nodes > pool.size())
-      exitOnError(fail("--num_nodes " + Twine(numNodes) + " but " +
-                       hostfilePath + " lists " + Twine(pool.size()) +
-                       " host(s); lower --num_nodes or add hosts"));
-    for (const Host &host : ArrayRef(pool).take_front(nodes)) {
-      int64_t count = numProcs > 0 ? numProcs : host.slots;
-      if (count > host.slots)
-        exitOnError(fail("--num_procs " + Twine(numProcs) + " but host " +
-                         host.name + " has slots=" + Twine(host.slots) + " (" +
-                         hostfilePath + ":" + Twine(host.line) +
-                         "); lower --num_procs or raise its slots"));
-      Resource resource{host.name, {}};
-      for (int64_t slot = 0; slot < count; ++slot)
-        resource.slots.push_back(slot);
-      resources.push_back(std::move(resource));
-    }
+    return applyFilter(pool, isInclude ? include : exclude, isInclude,
+                       poolName);
   }
-  size_t total = 0;
-  for (const Resource &resource : resources)
-    total += resource.slots.size();
+  if (!local)
+    return countedHosts(pool, hostfilePath);
+  if (numNodes > 1)
+    return fail("--num_nodes " + Twine(numNodes) +
+                " needs a hostfile listing that many hosts; pass -H FILE");
+  Resource here{kLocalHost, {}};
+  for (int slot = 0; slot < std::max(1, numProcs.getValue()); ++slot)
+    here.slots.push_back(slot);
+  return std::vector<Resource>{std::move(here)};
+}
 
-  // What every rank gets through -x: DeepSpeed's prefixes from this
-  // environment, then .deepspeed_env, then the rendezvous address.
+/// What every rank gets through -x: DeepSpeed's prefixes from this
+/// environment, then .deepspeed_env, then the rendezvous address.
+Expected<Exports> rankExports(bool local, ArrayRef<Resource> resources) {
   Exports exports;
   std::vector<std::string> forwarded;
   for (char **entry = environ; *entry; ++entry) {
@@ -430,44 +415,30 @@ int main(int argc, char **argv) {
     exports.set(name, value);
   }
   if (Error err = readDeepSpeedEnv(exports))
-    exitOnError(std::move(err));
+    return std::move(err);
   std::string addr = masterAddr;
   if (addr.empty())
     addr = local ? "127.0.0.1" : resources.front().host;
   exports.set("MASTER_ADDR", addr);
   exports.set("MASTER_PORT", std::to_string(masterPort));
+  return exports;
+}
 
-  Expected<std::vector<std::string>> extra = splitShellWords(launcherArgs);
-  if (!extra)
-    exitOnError(extra.takeError());
-
-  std::string mpirun = findMpirun();
-  bool root = geteuid() == 0;
-  std::vector<std::string> command{mpirun.empty() ? "mpirun" : mpirun};
-  if (root)
-    command.push_back("--allow-run-as-root");
-  // Ranks run threaded kernels; Open MPI would pin each to one core.
-  command.insert(command.end(), {"--bind-to", "none"});
-  if (local && total > physicalCores())
-    command.push_back("--oversubscribe");
-  append_range(command, *extra);
-
-  std::vector<std::string> rankCommand;
-  if (!noRankShim) {
-    std::string self = sys::fs::getMainExecutable(
-        argv[0], reinterpret_cast<void *>(&physicalCores));
-    rankCommand.insert(rankCommand.end(), {self, "--rank-shim", "--"});
-  }
-  rankCommand.push_back(program);
-  append_range(rankCommand, programArgs);
-
+/// Appends the ranks to mpirun's `command`: their count and hosts, the
+/// exports and `rankCommand`. Slots [0, k) on every host is the usual
+/// case: one app context. Picked slot ids (e.g. -i host:1,3) become
+/// CUDA_VISIBLE_DEVICES per host, which takes one app context per host
+/// because -x is per context.
+void appendRanks(std::vector<std::string> &command, bool local,
+                 ArrayRef<Resource> resources, const Exports &exports,
+                 ArrayRef<std::string> rankCommand) {
+  size_t total = 0;
+  for (const Resource &resource : resources)
+    total += resource.slots.size();
   auto appendExports = [&] {
     for (const auto &[name, value] : exports.all())
       command.insert(command.end(), {"-x", name + "=" + value});
   };
-  // Slots [0, k) on every host is the usual case: one app context. Picked
-  // slot ids (e.g. -i host:1,3) become CUDA_VISIBLE_DEVICES per host, which
-  // takes one app context per host because -x is per context.
   bool prefixSlots = all_of(resources, [](const Resource &resource) {
     return isPrefixRange(resource.slots);
   });
@@ -508,24 +479,28 @@ int main(int argc, char **argv) {
       append_range(command, rankCommand);
     }
   }
+}
 
-  if (dryRun) {
-    outs() << join(map_range(command, shellQuote), " ") << "\n";
-    return 0;
-  }
-  if (mpirun.empty()) {
-    std::string what = "--mpirun " + mpirunPath + " is not an executable";
-    if (mpirunPath.empty()) {
-      what = "mpirun is not on PATH";
+/// Why there is no mpirun to run.
+Error noMpirun() {
+  std::string what = "--mpirun " + mpirunPath + " is not an executable";
+  if (mpirunPath.empty()) {
+    what = "mpirun is not on PATH";
 #ifdef DS_MPIEXEC
-      what += " and " DS_MPIEXEC " (found at build time) is gone";
+    what += " and " DS_MPIEXEC " (found at build time) is gone";
 #endif
-    }
-    exitOnError(fail(what + "; install Open MPI (Debian: apt-get install "
-                            "openmpi-bin) or pass --mpirun PATH"));
   }
+  return fail(what + "; install Open MPI (Debian: apt-get install "
+                     "openmpi-bin) or pass --mpirun PATH");
+}
 
-  if (root) {
+/// Runs `command`: as mpirun's parent with remote hosts, to end a job
+/// stuck on a lost host (Supervise.h); with one host, by becoming mpirun.
+/// Returns only with remote hosts, mpirun's exit status, or on an error.
+Expected<int> runMpirun(const std::string &mpirun,
+                        std::vector<std::string> &command, bool local,
+                        ArrayRef<Resource> resources) {
+  if (geteuid() == 0) {
     // What Open MPI also accepts instead of the flag; set both so a
     // --launcher_args wrapper that re-runs mpirun still works.
     setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
@@ -537,8 +512,6 @@ int main(int argc, char **argv) {
   execArgv.push_back(nullptr);
   outs().flush();
   errs().flush();
-  // Remote hosts: stay mpirun's parent, to end a job stuck on a lost host
-  // (Supervise.h). One host: become mpirun.
   if (!local) {
     std::vector<std::string> hosts;
     for (const Resource &resource : resources)
@@ -548,6 +521,74 @@ int main(int argc, char **argv) {
   }
   execv(mpirun.c_str(), execArgv.data());
   int error = errno;
-  exitOnError(fail("cannot run " + mpirun + ": " + std::strerror(error) +
-                   "; check the Open MPI install"));
+  return fail("cannot run " + mpirun + ": " + std::strerror(error) +
+              "; check the Open MPI install");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && StringRef(argv[1]) == "--rank-shim")
+    return runRankShim(argc, argv);
+
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "ds-launch: DeepSpeed-style launcher; builds and runs the mpirun "
+      "command\n\n"
+      "  ds-launch [options] -- PROGRAM ARGS...\n");
+  auto check = [](Error err) {
+    if (!err)
+      return;
+    WithColor::error(errs(), "ds-launch") << toString(std::move(err)) << "\n";
+    std::exit(1);
+  };
+
+  check(checkSlotFlags());
+  std::string hostfilePath = hostfile;
+  if (hostfilePath.empty() && sys::fs::is_regular_file(kDefaultHostfile))
+    hostfilePath = kDefaultHostfile;
+  bool local = hostfilePath.empty();
+  Expected<std::vector<Resource>> resources = chooseResources(hostfilePath);
+  if (!resources)
+    check(resources.takeError());
+  size_t total = 0;
+  for (const Resource &resource : *resources)
+    total += resource.slots.size();
+  Expected<Exports> exports = rankExports(local, *resources);
+  if (!exports)
+    check(exports.takeError());
+  Expected<std::vector<std::string>> extra = splitShellWords(launcherArgs);
+  if (!extra)
+    check(extra.takeError());
+
+  std::string mpirun = findMpirun();
+  std::vector<std::string> command{mpirun.empty() ? "mpirun" : mpirun};
+  if (geteuid() == 0)
+    command.push_back("--allow-run-as-root");
+  // Ranks run threaded kernels; Open MPI would pin each to one core.
+  command.insert(command.end(), {"--bind-to", "none"});
+  if (local && total > physicalCores())
+    command.push_back("--oversubscribe");
+  append_range(command, *extra);
+  std::vector<std::string> rankCommand;
+  if (!noRankShim) {
+    std::string self = sys::fs::getMainExecutable(
+        argv[0], reinterpret_cast<void *>(&physicalCores));
+    rankCommand.insert(rankCommand.end(), {self, "--rank-shim", "--"});
+  }
+  rankCommand.push_back(program);
+  append_range(rankCommand, programArgs);
+  appendRanks(command, local, *resources, *exports, rankCommand);
+
+  if (dryRun) {
+    outs() << join(map_range(command, shellQuote), " ") << "\n";
+    return 0;
+  }
+  if (mpirun.empty())
+    check(noMpirun());
+  Expected<int> status = runMpirun(mpirun, command, local, *resources);
+  if (!status)
+    check(status.takeError());
+  return *status;
 }
