@@ -23,6 +23,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::ds;
@@ -147,6 +148,14 @@ public:
 
 private:
   llvm::Error map(const ts::Node &n);
+  // One group of node kinds each: the mapped node, or nullopt.
+  std::optional<llvm::Error> mapLinearAlgebra(const ts::Node &n);
+  std::optional<llvm::Error> mapNormAndActivation(const ts::Node &n);
+  std::optional<llvm::Error> mapArithmetic(const ts::Node &n);
+  std::optional<llvm::Error> mapShape(const ts::Node &n);
+  std::optional<llvm::Error> mapLists(const ts::Node &n);
+  std::optional<llvm::Error> mapMasks(const ts::Node &n);
+  std::optional<llvm::Error> mapLossAndReduction(const ts::Node &n);
   llvm::Error fail(const ts::Node &n, const Twine &message) {
     return makeError(where(n) + ": " + n.kind + ": " + message);
   }
@@ -291,12 +300,12 @@ llvm::Error Mapper::set(const ts::Node &n, unsigned i, Value v) {
   return llvm::Error::success();
 }
 
-llvm::Error Mapper::map(const ts::Node &n) {
+/// Matrix products and the embedding, when `n` is one; nullopt otherwise.
+std::optional<llvm::Error> Mapper::mapLinearAlgebra(const ts::Node &n) {
   StringRef k = n.kind;
   auto in = [&](unsigned i) { return tensor(n.inputs[i]); };
   auto out = [&](Value v) { return set(n, 0, v); };
   const ts::Value &result = val(n.outputs[0]);
-
   if (k == "aten::linear")
     return out(mb.linear(in(0), in(1), isNone(n.inputs[2]) ? Value() : in(2)));
   if (k == "aten::mm")
@@ -347,6 +356,15 @@ llvm::Error Mapper::map(const ts::Node &n) {
                      "gradient)");
     return out(mb.embedding(in(1), in(0)));
   }
+  return std::nullopt;
+}
+
+/// Normalization, activations, softmax and dropout, when `n` is one; nullopt
+/// otherwise.
+std::optional<llvm::Error> Mapper::mapNormAndActivation(const ts::Node &n) {
+  StringRef k = n.kind;
+  auto in = [&](unsigned i) { return tensor(n.inputs[i]); };
+  auto out = [&](Value v) { return set(n, 0, v); };
   if (k == "aten::layer_norm") {
     Value x = in(0);
     ArrayRef<int64_t> normalized = val(n.inputs[1]).ints;
@@ -390,6 +408,14 @@ llvm::Error Mapper::map(const ts::Node &n) {
     bool train = intArg(n.inputs[2]) != 0;
     return out(train ? mb.dropout(in(0), numArg(n.inputs[1])) : in(0));
   }
+  return std::nullopt;
+}
+
+/// Elementwise add, sub, mul, div and pow, when `n` is one; nullopt otherwise.
+std::optional<llvm::Error> Mapper::mapArithmetic(const ts::Node &n) {
+  StringRef k = n.kind;
+  auto in = [&](unsigned i) { return tensor(n.inputs[i]); };
+  auto out = [&](Value v) { return set(n, 0, v); };
   if (k == "aten::add" || k == "aten::sub" || k == "aten::rsub") {
     Value a = in(0), b = operand(n.inputs[1], a);
     if (n.inputs.size() > 2 && numArg(n.inputs[2]) != 1)
@@ -421,6 +447,16 @@ llvm::Error Mapper::map(const ts::Node &n) {
     Value x = in(0);
     return out(mb.mul(x, x));
   }
+  return std::nullopt;
+}
+
+/// Views, broadcasts, transposes, slices and splits, when `n` is one; nullopt
+/// otherwise.
+std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
+  StringRef k = n.kind;
+  auto in = [&](unsigned i) { return tensor(n.inputs[i]); };
+  auto out = [&](Value v) { return set(n, 0, v); };
+  const ts::Value &result = val(n.outputs[0]);
   if (k == "aten::view" || k == "aten::reshape" || k == "aten::_unsafe_view" ||
       k == "aten::flatten" || k == "aten::unsqueeze" || k == "aten::squeeze" ||
       k == "aten::view_as" || k == "aten::reshape_as")
@@ -553,6 +589,13 @@ llvm::Error Mapper::map(const ts::Node &n) {
     lists[n.outputs[0]] = expanded;
     return llvm::Error::success();
   }
+  return std::nullopt;
+}
+
+/// Lists, tuples, and their concatenation, when `n` is one; nullopt otherwise.
+std::optional<llvm::Error> Mapper::mapLists(const ts::Node &n) {
+  StringRef k = n.kind;
+  auto out = [&](Value v) { return set(n, 0, v); };
   if (k == "prim::ListConstruct" || k == "prim::TupleConstruct") {
     SmallVector<Value> elements;
     for (int id : n.inputs) {
@@ -587,6 +630,14 @@ llvm::Error Mapper::map(const ts::Node &n) {
       }
     return out(mb.concat(xs, d));
   }
+  return std::nullopt;
+}
+
+/// Comparisons, where and masked_fill, when `n` is one; nullopt otherwise.
+std::optional<llvm::Error> Mapper::mapMasks(const ts::Node &n) {
+  StringRef k = n.kind;
+  auto in = [&](unsigned i) { return tensor(n.inputs[i]); };
+  auto out = [&](Value v) { return set(n, 0, v); };
   if (k == "aten::eq" || k == "aten::ne") {
     // `ids == pad`, `mask == 0`: a mask computed from the data.
     Value a = in(0);
@@ -632,6 +683,14 @@ llvm::Error Mapper::map(const ts::Node &n) {
     Value kept = mb.mul(x, constantTensor(mask.shape, elt, keep));
     return out(mb.add(kept, constantTensor(mask.shape, elt, fills)));
   }
+  return std::nullopt;
+}
+
+/// Losses, mean and sum, when `n` is one; nullopt otherwise.
+std::optional<llvm::Error> Mapper::mapLossAndReduction(const ts::Node &n) {
+  StringRef k = n.kind;
+  auto in = [&](unsigned i) { return tensor(n.inputs[i]); };
+  auto out = [&](Value v) { return set(n, 0, v); };
   if (k == "aten::cross_entropy_loss" || k == "aten::nll_loss" ||
       k == "aten::nll_loss_nd") {
     bool ce = k == "aten::cross_entropy_loss";
@@ -685,6 +744,16 @@ llvm::Error Mapper::map(const ts::Node &n) {
     return out(k == "aten::mean" ? mb.reduceMean(x, dims, keep)
                                  : mb.reduceSum(x, dims, keep));
   }
+  return std::nullopt;
+}
+
+llvm::Error Mapper::map(const ts::Node &n) {
+  for (auto group :
+       {&Mapper::mapLinearAlgebra, &Mapper::mapNormAndActivation,
+        &Mapper::mapArithmetic, &Mapper::mapShape, &Mapper::mapLists,
+        &Mapper::mapMasks, &Mapper::mapLossAndReduction})
+    if (std::optional<llvm::Error> done = (this->*group)(n))
+      return std::move(*done);
   return fail(n, "no mapping (internal error: listed as supported)");
 }
 
