@@ -195,8 +195,11 @@ cat <<'MSG'
   loops), JIT-compiled it and trained the model on one rank: the loss fell
   from ~ln(256) to below 2.5 in 300 steps.
 - The same model on two ranks with ZeRO-3: ds-zero sharded parameters,
-  gradients and optimizer state, inserted the all-gathers (before each use,
-  forward and backward) and reduce-scatters; parameters of at most
+  gradients and optimizer state, inserted the all-gathers (before each use)
+  and reduce-scatters; ds-schedule-comm (overlap_comm, DeepSpeed's default
+  at stage 3) started each gather ahead of the layers before it, moved
+  each reduce-scatter under the backward, and kept the forward's gathered
+  parameters for the backward (stage3_max_reuse_distance); parameters of at most
   stage3_param_persistence_threshold elements (1e4 in zero3.json: biases,
   norms, the position table) stay whole, as in DeepSpeed. ds-compile compiled that step
   once into a shared object and a manifest; each rank ran it in ds-runner
@@ -217,7 +220,9 @@ cat <<'MSG'
   model-state bytes per rank; the step returned each MoE layer's tokens per
   expert, dropped fraction and aux loss, summed over both ranks.
 - ds-plot (below): the metrics of two runs as one figure of training curves.
-Not shown yet: pipeline x data parallelism — that lands in the next issues.
+Built but not run here: pipeline x data parallelism (2 stages x 2 replicas on
+4 ranks, test/Distributed/pipeline-dp.test) and the communication schedule on
+two rate-limited "hosts" (bench/run.sh comm_overlap, which needs root).
 MSG
 
 step "12. Curves: ds-plot draws the loss, learning rate, gradient norm and tokens/s of step 6's run (one rank) and step 7's (ZeRO-3, two ranks)"
