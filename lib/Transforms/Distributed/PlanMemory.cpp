@@ -439,8 +439,9 @@ std::optional<PeakMemoryPlan> mlir::ds::planPeakMemory(ModuleOp module,
   // held from its first call on (its arguments are the step's).
   auto eval = module.lookupSymbol<func::FuncOp>(evalEntry);
   if (eval && !eval.isExternal()) {
-    int64_t inside = BlockPeak(step, false)
-                         .run(eval.getBody().front(), BlockPeak::Outer(), false);
+    int64_t inside =
+        BlockPeak(step, false)
+            .run(eval.getBody().front(), BlockPeak::Outer(), false);
     int64_t &peak = step.arenas["@" + evalEntry.str()];
     peak = std::max(peak, inside);
   }
