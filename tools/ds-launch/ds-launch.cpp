@@ -424,17 +424,14 @@ Expected<Exports> rankExports(bool local, ArrayRef<Resource> resources) {
   return exports;
 }
 
-/// Appends the ranks to mpirun's `command`: their count and hosts, the
+/// Appends the `total` ranks to mpirun's `command`: their count and hosts, the
 /// exports and `rankCommand`. Slots [0, k) on every host is the usual
 /// case: one app context. Picked slot ids (e.g. -i host:1,3) become
 /// CUDA_VISIBLE_DEVICES per host, which takes one app context per host
 /// because -x is per context.
 void appendRanks(std::vector<std::string> &command, bool local,
-                 ArrayRef<Resource> resources, const Exports &exports,
-                 ArrayRef<std::string> rankCommand) {
-  size_t total = 0;
-  for (const Resource &resource : resources)
-    total += resource.slots.size();
+                 ArrayRef<Resource> resources, size_t total,
+                 const Exports &exports, ArrayRef<std::string> rankCommand) {
   auto appendExports = [&] {
     for (const auto &[name, value] : exports.all())
       command.insert(command.end(), {"-x", name + "=" + value});
@@ -579,7 +576,7 @@ int main(int argc, char **argv) {
   }
   rankCommand.push_back(program);
   append_range(rankCommand, programArgs);
-  appendRanks(command, local, *resources, *exports, rankCommand);
+  appendRanks(command, local, *resources, total, *exports, rankCommand);
 
   if (dryRun) {
     outs() << join(map_range(command, shellQuote), " ") << "\n";
