@@ -457,13 +457,24 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
   manifest.programs = std::move(programs);
   if (llvm::Error err = writeArtifactManifest(manifest, request.dir))
     return err;
-  if (!request.quiet)
+  if (!request.quiet) {
+    // The largest rank's: what the machines must hold.
+    int64_t peak = 0, workspace = 0;
+    for (const ArtifactProgram &program : manifest.programs) {
+      peak = std::max(peak, program.step.plannedPeakBytes);
+      workspace = std::max(workspace, program.step.arenaBytes);
+    }
+    const double gib = double(1 << 30);
     log << llvm::format("ds-compile: %s: %zu program(s) for %lld rank(s), "
-                        "CPU %s; MLIR %.1f s, LLVM %.1f s, link %.2f s\n",
+                        "CPU %s; MLIR %.1f s, LLVM %.1f s, link %.2f s; "
+                        "planned peak %.2f GiB per rank (workspace %.2f "
+                        "GiB, allocated at load)\n",
                         request.dir.c_str(), manifest.programs.size(),
                         (long long)manifest.worldSize,
                         manifest.cpuLevel.c_str(), times.mlirSeconds,
-                        times.llvmSeconds, times.linkSeconds);
+                        times.llvmSeconds, times.linkSeconds, peak / gib,
+                        workspace / gib);
+  }
   return llvm::Error::success();
 }
 

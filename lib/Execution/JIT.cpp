@@ -34,7 +34,10 @@ struct Runner::TargetMachineHolder {
 };
 
 Runner::Runner() = default;
-Runner::~Runner() = default;
+Runner::~Runner() {
+  if (releaseWorkspaces_)
+    releaseWorkspaces_();
+}
 
 llvm::Expected<std::unique_ptr<Runner>>
 Runner::create(ModuleOp module, const RunnerOptions &options) {
@@ -142,6 +145,21 @@ llvm::Error Runner::lowerAndLoad(ModuleOp module,
     return map;
   });
   engine_->initialize();
+  // The planned buffers, allocated at load (ds-workspaces-at-load).
+  if (arenaBytes_ > 0) {
+    auto init = engine_->lookup(mlir::ds::kWorkspacesInitSymbol);
+    if (!init)
+      return makeError("the JIT'd step has arenas but no workspace entry: " +
+                       llvm::toString(init.takeError()));
+    auto release = engine_->lookup(mlir::ds::kWorkspacesReleaseSymbol);
+    if (!release)
+      return makeError("the JIT'd step has arenas but no workspace entry: " +
+                       llvm::toString(release.takeError()));
+    if (llvm::Error err = initWorkspaces(
+            reinterpret_cast<WorkspacesInit>(*init), "the JIT'd step"))
+      return err;
+    releaseWorkspaces_ = reinterpret_cast<WorkspacesRelease>(*release);
+  }
   // Compile everything now, so the first call is not the slow one.
   for (const FunctionSignature &sig : functions_) {
     auto fn = engine_->lookupPacked(mlir::ds::cWrapperName(sig.name));

@@ -437,14 +437,17 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
         callee && callee->starts_with(ds::kSgemmSymbol))
       ++lowered.blasCallSites;
   });
+  // The arenas, allocated at load (ds-workspaces-at-load).
+  auto arenaBytes = [](LLVM::GlobalOp global) -> int64_t {
+    auto bytes = global->getAttrOfType<IntegerAttr>(ds::kWorkspaceBytesAttr);
+    return bytes ? bytes.getInt() : 0;
+  };
   for (auto global : module.getOps<LLVM::GlobalOp>())
     if (global.getSymName().starts_with(ds::kArenaPrefix))
-      if (auto array = dyn_cast<LLVM::LLVMArrayType>(global.getType()))
-        lowered.arenaBytes += static_cast<int64_t>(array.getNumElements());
+      lowered.arenaBytes += arenaBytes(global);
   for (FunctionSignature &sig : functions)
     if (auto arena = module.lookupSymbol<LLVM::GlobalOp>(
             (ds::kArenaPrefix + sig.name).str()))
-      if (auto array = dyn_cast<LLVM::LLVMArrayType>(arena.getType()))
-        sig.workspaceBytes = static_cast<int64_t>(array.getNumElements());
+      sig.workspaceBytes = arenaBytes(arena);
   return lowered;
 }

@@ -181,6 +181,10 @@ llvm::Expected<LoweredModule> mlir::ds::exec::compileSharedObject(
       return makeError("@" + sig.name + " has no C interface");
     addPackedWrapper(*llvmModule, *ciface, exported.back());
   }
+  for (llvm::StringRef workspaces :
+       {mlir::ds::kWorkspacesInitSymbol, mlir::ds::kWorkspacesReleaseSymbol})
+    if (llvmModule->getFunction(workspaces))
+      exported.push_back(workspaces.str());
   if (llvm::Error err =
           makeOptimizer(options.optLevel, tm->get())(llvmModule.get()))
     return makeError("optimizing the step failed: " +

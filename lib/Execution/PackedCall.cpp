@@ -166,6 +166,13 @@ std::vector<ValueInfo> FunctionSignature::callerResults() const {
   return callerValues(results, name);
 }
 
+llvm::Error mlir::ds::exec::initWorkspaces(WorkspacesInit init,
+                                           llvm::StringRef what) {
+  if (init() >= 0)
+    return llvm::Error::success();
+  return makeError(what + ": " + dsrt_last_error());
+}
+
 std::string mlir::ds::exec::packedEntrySymbol(llvm::StringRef name) {
   // The JIT's packed form of a C wrapper.
   return "_mlir_" + mlir::ds::cWrapperName(name);

@@ -1,6 +1,8 @@
 //===- SharedObject.cpp - Compiled code loaded from a .so -----------------===//
 #include "ds/Execution/SharedObject.h"
 
+#include "ds/Support/CInterface.h"
+
 #include <dlfcn.h>
 
 using namespace mlir::ds::exec;
@@ -13,10 +15,23 @@ SharedObject::open(const std::string &path) {
     return llvm::createStringError(
         "%s: cannot load the compiled step: %s; recompile it with ds-compile",
         path.c_str(), dlerror());
-  return std::unique_ptr<SharedObject>(new SharedObject(handle, path));
+  std::unique_ptr<SharedObject> object(new SharedObject(handle, path));
+  // The planned buffers, allocated now rather than static in the object.
+  if (void *init = dlsym(handle, mlir::ds::kWorkspacesInitSymbol.data())) {
+    if (llvm::Error err =
+            initWorkspaces(reinterpret_cast<WorkspacesInit>(init), path))
+      return std::move(err);
+    object->release = reinterpret_cast<WorkspacesRelease>(
+        dlsym(handle, mlir::ds::kWorkspacesReleaseSymbol.data()));
+  }
+  return object;
 }
 
-SharedObject::~SharedObject() { dlclose(handle); }
+SharedObject::~SharedObject() {
+  if (release)
+    release();
+  dlclose(handle);
+}
 
 llvm::Expected<PackedEntry> SharedObject::entry(llvm::StringRef name) const {
   std::string symbol = packedEntrySymbol(name);

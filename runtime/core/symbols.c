@@ -31,6 +31,8 @@ static const dsrt_symbol symbols[] = {
     DSRT_SYMBOL(dsrt_mem_bytes),
     DSRT_SYMBOL(dsrt_mem_peak_bytes),
     DSRT_SYMBOL(dsrt_mem_peak_reset),
+    DSRT_SYMBOL(dsrt_workspace_alloc),
+    DSRT_SYMBOL(dsrt_workspace_free),
     DSRT_SYMBOL(dsrt_adam),
     DSRT_SYMBOL(dsrt_adam_multi),
     DSRT_SYMBOL(dsrt_sgd),

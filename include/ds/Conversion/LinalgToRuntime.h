@@ -78,6 +78,13 @@ struct LowerToLLVMPipelineOptions
       llvm::cl::desc("place static temporaries in one arena per function "
                      "(ds-plan-buffers)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> workspacesAtLoad{
+      *this, "workspaces-at-load",
+      llvm::cl::desc("allocate the arenas when the code is loaded "
+                     "(ds-workspaces-at-load; the loader calls "
+                     "__ds_workspaces_init); off: static storage, for "
+                     "runners that do not, such as mlir-runner"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> reuseBuffers{
       *this, "reuse-buffers",
       llvm::cl::desc("let planned buffers share bytes by liveness"),

@@ -763,4 +763,46 @@ def PlanBuffers : Pass<"ds-plan-buffers", "mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect"];
 }
 
+def WorkspacesAtLoad : Pass<"ds-workspaces-at-load", "mlir::ModuleOp"> {
+  let summary = "Allocate the planned arenas when the code is loaded, not as "
+                "static storage";
+  let description = [{
+    ds-plan-buffers gives each function an arena, a private global of i8
+    (`__ds_arena_<function>`). As static storage of the loaded code it is
+    reached PC-relative, which the small code model limits to 2 GiB: a step
+    whose arenas grow with the parameter count (gradients, casts, optimizer
+    scratch) stops linking at about half a billion parameters, and a GPU
+    target needs them in device memory anyway. After the conversion to the
+    LLVM dialect, each arena global becomes a pointer of the same name
+    (`ds.workspace_bytes` on it records the arena's size), every address of
+    the arena becomes a load of that pointer, and the module gets two
+    public functions:
+
+      i64 __ds_workspaces_init()     one dsrt_workspace_alloc for all arenas,
+                                     each pointer set to its slice; returns
+                                     the bytes, or -1 (dsrt_last_error says
+                                     why)
+      void __ds_workspaces_release() dsrt_workspace_free, pointers reset
+
+    The loader (JIT or shared object) calls the first before any entry point
+    and the second when it unloads. Slices keep each arena's alignment. A
+    module without arenas is left as it is.
+
+      llvm.mlir.global private @__ds_arena_f() {alignment = 64 : i64} : !llvm.array<256 x i8>
+      %a = llvm.mlir.addressof @__ds_arena_f : !llvm.ptr
+
+    becomes
+
+      llvm.mlir.global internal @__ds_arena_f() {alignment = 8 : i64, ds.workspace_bytes = 256 : i64} : !llvm.ptr
+      %s = llvm.mlir.addressof @__ds_arena_f : !llvm.ptr
+      %a = llvm.load %s : !llvm.ptr -> !llvm.ptr
+  }];
+  let statistics = [
+    Statistic<"numArenas", "arenas", "arenas allocated at load">,
+    Statistic<"numWorkspaceBytes", "workspace-bytes",
+              "bytes of the one load-time allocation">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // DS_CONVERSION_PASSES

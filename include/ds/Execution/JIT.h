@@ -99,6 +99,7 @@ private:
   std::vector<PackedEntry> entries_; ///< one per functions_ entry
   int64_t blasCallSites_ = 0;
   int64_t arenaBytes_ = 0;
+  WorkspacesRelease releaseWorkspaces_ = nullptr;
   CompileTimes compileTimes_;
 };
 

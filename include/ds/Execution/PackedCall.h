@@ -80,6 +80,14 @@ using PackedEntry = void (*)(void **);
 /// The symbol of `name`'s packed C wrapper.
 std::string packedEntrySymbol(llvm::StringRef name);
 
+/// A loaded module's workspace entry points (ds-workspaces-at-load).
+using WorkspacesInit = int64_t (*)();
+using WorkspacesRelease = void (*)();
+
+/// Calls `init`, which allocates the workspace of the code loaded from
+/// `what`; the error names the size libdsrt could not allocate.
+llvm::Error initWorkspaces(WorkspacesInit init, llvm::StringRef what);
+
 /// Checks `inputs` and `outputs` (in the caller's order) against
 /// `signature`, then calls `entry`.
 llvm::Error callPacked(PackedEntry entry, const FunctionSignature &signature,

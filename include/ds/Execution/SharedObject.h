@@ -33,6 +33,7 @@ private:
       : handle(handle), path(std::move(path)) {}
   void *handle;
   std::string path;
+  WorkspacesRelease release = nullptr;
 };
 
 } // namespace mlir::ds::exec

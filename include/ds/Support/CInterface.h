@@ -31,6 +31,15 @@ inline std::string cWrapperName(llvm::StringRef name) {
 /// sum of the K's) values and never sees the stacks (PackedCall.h).
 inline constexpr llvm::StringLiteral kStackAttrName = "ds.stack";
 
+/// What ds-workspaces-at-load adds to a module with planned arenas: the
+/// loader calls `int64_t init(void)` (the workspace's bytes, or -1 with
+/// dsrt_last_error() set) before any entry point, `void release(void)` when
+/// it unloads the code.
+inline constexpr llvm::StringLiteral kWorkspacesInitSymbol =
+    "__ds_workspaces_init";
+inline constexpr llvm::StringLiteral kWorkspacesReleaseSymbol =
+    "__ds_workspaces_release";
+
 } // namespace mlir::ds
 
 #endif // DS_SUPPORT_CINTERFACE_H

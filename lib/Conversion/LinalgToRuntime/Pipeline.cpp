@@ -152,6 +152,8 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(ds::createInlineIntoCWrappers());
   pm.addPass(ds::createInternalizeFunctions());
   pm.addPass(ds::createCanonicalizeCallees());
+  if (options.planBuffers && options.workspacesAtLoad)
+    pm.addPass(ds::createWorkspacesAtLoad());
 }
 
 void ds::registerLowerToLLVMPipeline() {

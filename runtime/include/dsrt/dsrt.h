@@ -165,6 +165,18 @@ DSRT_API void dsrt_arena_reset(dsrt_arena *arena);
 DSRT_API int64_t dsrt_arena_used(const dsrt_arena *arena);
 DSRT_API int64_t dsrt_arena_peak(const dsrt_arena *arena);
 
+/*--- Workspaces (core/workspace.c) --------------------------------------*/
+
+/* The memory a loaded step's planned buffers live in: the compiled code
+ * calls dsrt_workspace_alloc once when it is loaded (its
+ * __ds_workspaces_init) and dsrt_workspace_free when it is unloaded.
+ * Page-aligned (2 MiB-aligned, transparent huge pages advised, from 2 MiB
+ * on), untouched until first written. Not counted by dsrt_mem_*: the loader
+ * holds it with dsrt_mem_hold, as it holds the model states. NULL on
+ * failure, with dsrt_last_error() naming the size. */
+DSRT_API void *dsrt_workspace_alloc(int64_t bytes);
+DSRT_API void dsrt_workspace_free(void *workspace, int64_t bytes);
+
 /*--- Memory accounting (core/memory.c) ----------------------------------*/
 
 /* The bytes a rank holds for its step, counted as they are taken: compiled

@@ -1,5 +1,5 @@
 // RUN: ds-opt %s --ds-lower-train-to-linalg=optimizer-kernels=false %lower-to-llvm | %mlir-runner | %allclose %s
-// RUN: ds-opt %s --ds-lower-train-to-linalg --ds-lower-to-llvm | %dsrt-runner | %allclose %s
+// RUN: ds-opt %s --ds-lower-train-to-linalg --ds-lower-to-llvm=workspaces-at-load=false | %dsrt-runner | %allclose %s
 
 // A skipped step (fp16 overflow) leaves parameters and state exactly as
 // they were; an applied one is step 1 of Adam (m̂ = g, v̂ = g², so

@@ -21,7 +21,7 @@ RUN = ("// RUN: ds-opt %s --ds-lower-train-to-linalg=optimizer-kernels=false "
        "%lower-to-llvm | %mlir-runner | %allclose %s")
 # The optimizer tests also run through libdsrt's fused kernels, as ds-train
 # does (ds-lower-optimizer-to-runtime).
-KERNEL_RUN = ("// RUN: ds-opt %s --ds-lower-train-to-linalg --ds-lower-to-llvm "
+KERNEL_RUN = ("// RUN: ds-opt %s --ds-lower-train-to-linalg --ds-lower-to-llvm=workspaces-at-load=false "
               "| %dsrt-runner | %allclose %s")
 KERNEL_TESTS = ("adam", "sgd", "lamb")
 
