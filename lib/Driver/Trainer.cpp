@@ -6,10 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Driver/Trainer.h"
+
 #include "ds/Config/Config.h"
 #include "ds/Driver/Checkpointer.h"
 #include "ds/Driver/DataFeeder.h"
 #include "ds/Driver/Evaluator.h"
+#include "ds/Driver/MemoryFit.h"
 #include "ds/Driver/ParamInit.h"
 #include "ds/Driver/ParamMap.h"
 #include "ds/Driver/StateStore.h"
@@ -246,6 +248,11 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     return agreeOnStep(hash, rank, worldSize, place.programSize);
   };
   request.beforeCodegen = [&](const StepManifest &manifest) -> llvm::Error {
+    // A step that cannot fit is refused now, not killed in step 1.
+    const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (llvm::Error err = checkStepFits(
+            manifest, *config, memoryPerRank(local ? atoll(local) : 1)))
+      return err;
     std::optional<uint64_t> seedOption = checkpointer->seedOption();
     if (llvm::Error err = feeder->plan(manifest, *config, seedOption))
       return err;

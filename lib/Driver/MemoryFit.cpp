@@ -1,0 +1,115 @@
+//===- MemoryFit.cpp - Does the step fit this machine's memory? -----------===//
+#include "ds/Driver/MemoryFit.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdlib>
+
+using namespace ds::driver;
+
+namespace {
+
+/// MemAvailable from /proc/meminfo, in bytes; -1 where unreadable.
+int64_t memAvailable() {
+  auto file = llvm::MemoryBuffer::getFileAsStream("/proc/meminfo");
+  if (!file)
+    return -1;
+  llvm::SmallVector<llvm::StringRef> lines;
+  (*file)->getBuffer().split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    if (!line.consume_front("MemAvailable:"))
+      continue;
+    int64_t kib = 0;
+    if (!line.trim().split(' ').first.getAsInteger(10, kib))
+      return kib * 1024;
+  }
+  return -1;
+}
+
+/// The cgroup v2 limit of this process's group; -1 when there is none.
+int64_t cgroupLimit() {
+  auto file = llvm::MemoryBuffer::getFileAsStream("/sys/fs/cgroup/memory.max");
+  if (!file)
+    return -1;
+  int64_t bytes = 0;
+  if ((*file)->getBuffer().trim().getAsInteger(10, bytes))
+    return -1; // "max"
+  return bytes;
+}
+
+std::string gib(int64_t bytes) {
+  if (bytes < (int64_t(1) << 30))
+    return llvm::formatv("{0:F1} MiB", double(bytes) / double(1 << 20)).str();
+  return llvm::formatv("{0:F2} GiB", double(bytes) / double(1 << 30)).str();
+}
+
+} // namespace
+
+RankMemory ds::driver::memoryPerRank(int64_t ranksHere) {
+  RankMemory memory;
+  memory.ranksHere = std::max<int64_t>(1, ranksHere);
+  if (const char *forced = std::getenv("DS_MEMORY_BYTES")) {
+    long long bytes = 0;
+    if (!llvm::StringRef(forced).getAsInteger(10, bytes) && bytes > 0) {
+      memory.bytes = bytes;
+      memory.source = "DS_MEMORY_BYTES";
+    }
+    return memory;
+  }
+  int64_t available = memAvailable();
+  int64_t limit = cgroupLimit();
+  memory.source = "MemAvailable";
+  if (limit > 0 && (available < 0 || limit < available)) {
+    available = limit;
+    memory.source = "the cgroup's memory.max";
+  }
+  if (available > 0)
+    memory.bytes = available / memory.ranksHere;
+  return memory;
+}
+
+llvm::Error ds::driver::checkStepFits(const StepManifest &manifest,
+                                      const ::ds::config::Config &config,
+                                      const RankMemory &memory) {
+  if (manifest.plannedPeakBytes < 0 || memory.bytes < 0 ||
+      manifest.plannedPeakBytes <= memory.bytes)
+    return llvm::Error::success();
+  std::vector<std::string> knobs;
+  if (config.zero.stage < 3)
+    knobs.push_back(llvm::formatv("zero_optimization.stage 3 (now {0}): "
+                                  "parameters, gradients and optimizer "
+                                  "states sharded over the data-parallel "
+                                  "ranks (now {1})",
+                                  config.zero.stage, config.dpSize)
+                        .str());
+  else
+    knobs.push_back(llvm::formatv("more data-parallel ranks (now {0}) over "
+                                  "which ZeRO-3 shards the model states",
+                                  config.dpSize)
+                        .str());
+  if (config.trainMicroBatchSizePerGpu > 1)
+    knobs.push_back(llvm::formatv("a smaller train_micro_batch_size_per_gpu "
+                                  "(now {0}; gradient_accumulation_steps "
+                                  "keeps the batch)",
+                                  config.trainMicroBatchSizePerGpu)
+                        .str());
+  if (config.pipeline.activationCheckpointInterval == 0)
+    knobs.push_back("pipeline.activation_checkpoint_interval 1 (each "
+                    "layer's activations recomputed in the backward)");
+  knobs.push_back(llvm::formatv("more pipeline stages (pipeline.stages, now "
+                                "{0})",
+                                config.pipeline.stages)
+                      .str());
+  std::string shared =
+      memory.ranksHere > 1
+          ? llvm::formatv(" shared by {0} ranks", memory.ranksHere).str()
+          : std::string();
+  return llvm::createStringError(llvm::formatv(
+      "the step needs {0} per rank (ds-plan-memory's planned peak) but a "
+      "rank here has {1} ({2}{3}); to fit: {4}; or a machine with more "
+      "memory (DS_MEMORY_BYTES=N sets a rank's memory if {2} is wrong)",
+      gib(manifest.plannedPeakBytes), gib(memory.bytes), memory.source, shared,
+      llvm::join(knobs, "; ")));
+}
