@@ -20,6 +20,7 @@
 using namespace llvm;
 using namespace ds::driver;
 
+static cl::OptionCategory category("ds-ckpt options");
 static cl::SubCommand inspectCmd("inspect",
                                  "list the tags, the world layout and every "
                                  "tensor with its slices");
@@ -30,22 +31,24 @@ static cl::SubCommand exportCmd("export",
                                 "write the parameters as one safetensors "
                                 "file, one tensor in memory at a time");
 
-static cl::opt<std::string> dir(cl::Positional, cl::desc("DIR"), cl::Required,
+static cl::opt<std::string> dir(cl::cat(category), cl::Positional,
+                                cl::desc("DIR"), cl::Required,
                                 cl::sub(inspectCmd), cl::sub(verifyCmd),
                                 cl::sub(exportCmd));
-static cl::opt<std::string> tag("tag",
+static cl::opt<std::string> tag(cl::cat(category), "tag",
                                 cl::desc("the tag (default: DIR/latest)"),
                                 cl::sub(inspectCmd), cl::sub(verifyCmd),
                                 cl::sub(exportCmd));
-static cl::opt<std::string> outFormat("format", cl::init("safetensors"),
+static cl::opt<std::string> outFormat(cl::cat(category), "format",
+                                      cl::init("safetensors"),
                                       cl::desc("output format (safetensors)"),
                                       cl::sub(exportCmd));
-static cl::opt<std::string> output("o", cl::desc("output file"),
-                                   cl::sub(exportCmd));
+static cl::opt<std::string> output(cl::cat(category), "o",
+                                   cl::desc("output file"), cl::sub(exportCmd));
 static cl::opt<std::string>
-    dtype("dtype", cl::init("native"),
+    dtype(cl::cat(category), "dtype", cl::init("native"),
           cl::desc("native (the training dtype) or fp32"), cl::sub(exportCmd));
-static cl::opt<bool> withState("with-state",
+static cl::opt<bool> withState(cl::cat(category), "with-state",
                                cl::desc("also export the optimizer state"),
                                cl::sub(exportCmd));
 
@@ -159,6 +162,7 @@ static int exportCheckpoint() {
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "ds-ckpt: inspect, verify and export ds "
                               "checkpoints\n");

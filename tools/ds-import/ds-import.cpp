@@ -25,34 +25,37 @@ namespace cl = llvm::cl;
 using namespace mlir;
 using namespace mlir::ds;
 
-static cl::opt<std::string> inputPath(cl::Positional,
+static cl::OptionCategory category("ds-import options");
+static cl::opt<std::string> inputPath(cl::cat(category), cl::Positional,
                                       cl::desc("<model.json | model.pt>"),
                                       cl::init(""));
 static cl::opt<std::string>
-    specPath("spec", cl::desc("model spec JSON to import ('-' for stdin)"),
+    specPath(cl::cat(category), "spec",
+             cl::desc("model spec JSON to import ('-' for stdin)"),
              cl::value_desc("file"));
-static cl::opt<std::string> outputPath("o", cl::desc("output file"),
+static cl::opt<std::string> outputPath(cl::cat(category), "o",
+                                       cl::desc("output file"),
                                        cl::value_desc("file"), cl::init("-"));
 static cl::opt<std::string>
-    configPath("config",
+    configPath(cl::cat(category), "config",
                cl::desc("ds_config.json: micro-batch size "
                         "(train_micro_batch_size_per_gpu) and MoE settings"),
                cl::value_desc("file"));
 static cl::opt<int64_t>
-    worldSize("world-size",
+    worldSize(cl::cat(category), "world-size",
               cl::desc("number of ranks the config is resolved for"),
               cl::init(1));
 static cl::opt<int64_t>
-    microBatch("micro-batch",
+    microBatch(cl::cat(category), "micro-batch",
                cl::desc("micro-batch size B (default: the config's "
                         "train_micro_batch_size_per_gpu, else 4)"),
                cl::init(0));
 static cl::opt<int64_t>
-    seqLen("seq-len",
+    seqLen(cl::cat(category), "seq-len",
            cl::desc("sequence length T of a GPT spec (default n_positions)"),
            cl::init(0));
 static cl::list<std::string>
-    inputTypes("inputs",
+    inputTypes(cl::cat(category), "inputs",
                cl::desc("TorchScript batch argument types, e.g. "
                         "4x64xi64,4x64xi64 (default: recorded in the .pt)"),
                cl::CommaSeparated, cl::value_desc("types"));
@@ -66,6 +69,7 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   // --mlir-print-debuginfo shows the Python source line of each imported op.
   registerAsmPrinterCLOptions();
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "ds-import: model spec or TorchScript -> the "
                               "ds model contract\n");

@@ -45,38 +45,40 @@
 
 namespace cl = llvm::cl;
 
+static cl::OptionCategory category("ds-report options");
 static cl::opt<std::string>
-    configPath("config", cl::desc("ds_config.json to resolve and print"),
+    configPath(cl::cat(category), "config",
+               cl::desc("ds_config.json to resolve and print"),
                cl::value_desc("file"));
 static cl::opt<std::string> modelPath(
-    "model",
+    cl::cat(category), "model",
     cl::desc("with --config: also report the model's pipeline layers, their "
              "partition into stages and each stage's schedule"),
     cl::value_desc("file"));
 static cl::opt<int64_t>
-    worldSize("world-size",
+    worldSize(cl::cat(category), "world-size",
               cl::desc("number of ranks to resolve the config for"),
               cl::init(1));
 static cl::opt<bool>
-    printJson("json",
+    printJson(cl::cat(category), "json",
               cl::desc("print the resolved config as JSON (with --config)"));
 static cl::opt<bool> printBlasCore(
-    "blas-core",
+    cl::cat(category), "blas-core",
     cl::desc("print only the OpenBLAS core ds runs here (bench/ gives it to "
              "its baselines)"));
 
 static cl::opt<std::string> commProfilePath(
-    "comm-profile",
+    cl::cat(category), "comm-profile",
     cl::desc("time all_gather, reduce_scatter and all_reduce on the ranks "
              "of this job (start it with ds-launch) and write the points "
              "to this JSON file, for ds-schedule-comm's comm-profile"),
     cl::value_desc("file"));
 static cl::list<int64_t> commProfileSizes(
-    "comm-profile-sizes",
+    cl::cat(category), "comm-profile-sizes",
     cl::desc("whole-tensor bytes to time (default 4 KiB to 64 MiB, x4)"),
     cl::CommaSeparated, cl::value_desc("bytes,..."));
 static cl::opt<int>
-    commProfileRepeats("comm-profile-repeats",
+    commProfileRepeats(cl::cat(category), "comm-profile-repeats",
                        cl::desc("timed calls per size (the median)"),
                        cl::init(5));
 
@@ -300,6 +302,7 @@ void printVersions() {
 int main(int argc, char **argv) {
   // Report the BLAS kernels a ds-train here would run.
   dsrt_blas_core_select(argv);
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "ds-report: versions, usable backends and resolved ds_config.json\n");

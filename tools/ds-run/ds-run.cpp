@@ -37,65 +37,74 @@ using namespace mlir;
 using namespace mlir::ds::exec;
 namespace cl = llvm::cl;
 
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input.mlir>"),
-                                      cl::init("-"));
-static cl::opt<std::string> entry("entry", cl::desc("function to call"),
+static cl::OptionCategory category("ds-run options");
+static cl::opt<std::string> inputFile(cl::cat(category), cl::Positional,
+                                      cl::desc("<input.mlir>"), cl::init("-"));
+static cl::opt<std::string> entry(cl::cat(category), "entry",
+                                  cl::desc("function to call"),
                                   cl::init("forward"));
 static cl::list<std::string>
-    inputs("inputs", cl::desc("comma-separated .npy files, one per argument"),
+    inputs(cl::cat(category), "inputs",
+           cl::desc("comma-separated .npy files, one per argument"),
            cl::CommaSeparated);
 static cl::opt<int> randomSeed(
-    "random-inputs",
+    cl::cat(category), "random-inputs",
     cl::desc("fill every argument with uniform [-1, 1) values (floats) or "
              "[0, 8) (integers) from this seed instead of --inputs"),
     cl::init(-1));
 static cl::opt<std::string>
-    outputs("outputs",
+    outputs(cl::cat(category), "outputs",
             cl::desc("write result i to this path with %d replaced by i"));
 static cl::list<std::string>
-    expect("expect",
+    expect(cl::cat(category), "expect",
            cl::desc("comma-separated .npy files the results must "
                     "match (--rtol, --atol)"),
            cl::CommaSeparated);
-static cl::opt<double> rtol("rtol", cl::desc("relative tolerance"),
-                            cl::init(1e-5));
-static cl::opt<double> absTol("atol", cl::desc("absolute tolerance"),
-                              cl::init(1e-6));
-static cl::opt<bool> print("print", cl::desc("print every result as text"));
+static cl::opt<double> rtol(cl::cat(category), "rtol",
+                            cl::desc("relative tolerance"), cl::init(1e-5));
+static cl::opt<double> absTol(cl::cat(category), "atol",
+                              cl::desc("absolute tolerance"), cl::init(1e-6));
+static cl::opt<bool> print(cl::cat(category), "print",
+                           cl::desc("print every result as text"));
 static cl::list<int64_t>
-    grid("grid", cl::CommaSeparated,
+    grid(cl::cat(category), "grid", cl::CommaSeparated,
          cl::desc("start libdsrt communication (backend: DSRT_BACKEND, else "
                   "mpi under mpirun, else self) over a device grid of these "
                   "axis sizes, in the order of the module's dsdist.grid"));
 static cl::opt<std::string>
-    prePipeline("pre-pipeline",
+    prePipeline(cl::cat(category), "pre-pipeline",
                 cl::desc("passes to run before ds-lower-to-llvm; default: "
                          "ds-lower-nn-to-linalg if the input has dsnn ops"),
                 cl::init("auto"));
-static cl::opt<bool> noBlas("no-blas", cl::desc("matmuls as loops, not BLAS"));
-static cl::opt<bool> noPlan("no-plan-buffers",
+static cl::opt<bool> noBlas(cl::cat(category), "no-blas",
+                            cl::desc("matmuls as loops, not BLAS"));
+static cl::opt<bool> noPlan(cl::cat(category), "no-plan-buffers",
                             cl::desc("allocate temporaries on every call"));
-static cl::opt<bool> noReuse("no-reuse-buffers",
+static cl::opt<bool> noReuse(cl::cat(category), "no-reuse-buffers",
                              cl::desc("plan buffers without sharing bytes"));
-static cl::opt<bool> noFuse("no-fuse", cl::desc("no elementwise fusion"));
+static cl::opt<bool> noFuse(cl::cat(category), "no-fuse",
+                            cl::desc("no elementwise fusion"));
 static cl::opt<bool> noOutlineKernels(
-    "no-outline-kernels",
+    cl::cat(category), "no-outline-kernels",
     cl::desc("every linalg op inline (no ds-outline-kernels)"));
-static cl::opt<bool> report("report",
+static cl::opt<bool> report(cl::cat(category), "report",
                             cl::desc("remarks from the BLAS rewrite and the "
                                      "buffer planner; workspace sizes"));
-static cl::opt<unsigned> optLevel("O", cl::desc("LLVM opt level (0-3)"),
-                                  cl::init(3), cl::Prefix);
-static cl::opt<int> repeat("repeat", cl::desc("call the function N times"),
-                           cl::init(1));
+static cl::opt<unsigned> optLevel(cl::cat(category), "O",
+                                  cl::desc("LLVM opt level (0-3)"), cl::init(3),
+                                  cl::Prefix);
+static cl::opt<int> repeat(cl::cat(category), "repeat",
+                           cl::desc("call the function N times"), cl::init(1));
 static cl::opt<bool>
-    timeIt("time", cl::desc("print {\"entry\", \"calls\", \"ms_per_call\", "
-                            "\"blas_core\"} as JSON"));
-static cl::opt<int> threads("blas-threads",
+    timeIt(cl::cat(category), "time",
+           cl::desc("print {\"entry\", \"calls\", \"ms_per_call\", "
+                    "\"blas_core\"} as JSON"));
+static cl::opt<int> threads(cl::cat(category), "blas-threads",
                             cl::desc("BLAS threads (0: library default)"),
                             cl::init(0));
 static cl::opt<std::string>
-    dumpLLVM("dump-llvm", cl::desc("write the LLVM-dialect module here"));
+    dumpLLVM(cl::cat(category), "dump-llvm",
+             cl::desc("write the LLVM-dialect module here"));
 
 static int fail(const llvm::Twine &msg) {
   llvm::errs() << "ds-run: error: " << msg << "\n";
@@ -270,6 +279,7 @@ int main(int argc, char **argv) {
   mlir::ds::registerAllDSPasses();
   mlir::registerTransformsPasses(); // canonicalize, cse, inline, ... for
                                     // --pre-pipeline
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "ds-run: JIT and call one function of an MLIR "
                               "file on .npy inputs\n");
