@@ -85,6 +85,8 @@ public:
   Value reshape(Value x, llvm::ArrayRef<int64_t> shape);
   /// Identity for the identity permutation.
   Value transpose(Value x, llvm::ArrayRef<int64_t> perm);
+  /// `x` broadcast to `shape` (identity when it has it), as torch's expand.
+  Value expand(Value x, llvm::ArrayRef<int64_t> shape);
   llvm::SmallVector<Value> split(Value x, int64_t dim,
                                  llvm::ArrayRef<int64_t> sizes);
   Value concat(llvm::ArrayRef<Value> xs, int64_t dim);
