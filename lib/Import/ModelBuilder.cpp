@@ -106,6 +106,11 @@ Value ModelBuilder::layerNorm(Value x, Value w, Value bias, double eps) {
   return nn::LayerNormOp::create(b, currentLoc, x, w, bias, eps);
 }
 
+Value ModelBuilder::rmsNorm(Value x, Value w, double eps) {
+  return nn::RMSNormOp::create(b, currentLoc, x.getType(), x, w,
+                               b.getF64FloatAttr(eps));
+}
+
 Value ModelBuilder::gelu(Value x, nn::GeluApproximation approximate) {
   return nn::GeluOp::create(b, currentLoc, x.getType(), x, approximate);
 }

@@ -60,6 +60,7 @@ public:
                     bool transB = false);
   Value embedding(Value ids, Value table);
   Value layerNorm(Value x, Value w, Value bias, double eps);
+  Value rmsNorm(Value x, Value w, double eps);
   Value gelu(Value x, nn::GeluApproximation approximate);
   Value relu(Value x);
   Value silu(Value x);
