@@ -327,6 +327,11 @@ GptSpec readGpt(ObjectReader &r, const json &root,
   return s;
 }
 
+/// Far above any model's (head sizes are at most 256 today, head counts
+/// 128): the import builds rotary tables of T x head size values, and
+/// heads x head size must not overflow.
+constexpr int64_t kMaxHeadSize = 65536, kMaxHeads = 65536;
+
 LlamaSpec readLlama(ObjectReader &r, StringRef family) {
   LlamaSpec s;
   s.family = family.str();
@@ -389,6 +394,13 @@ LlamaSpec readLlama(ObjectReader &r, StringRef family) {
   if (s.headDim % 2 != 0)
     fail("the head size " + std::to_string(s.headDim) +
          " is odd; rotary embeddings turn pairs of dims, so it must be even");
+  if (s.headDim > kMaxHeadSize)
+    fail("the head size " + std::to_string(s.headDim) + " exceeds " +
+         std::to_string(kMaxHeadSize) +
+         "; use more heads or a smaller head_dim");
+  if (s.nHead > kMaxHeads)
+    fail("num_attention_heads " + std::to_string(s.nHead) + " exceeds " +
+         std::to_string(kMaxHeads));
   return s;
 }
 
