@@ -261,6 +261,10 @@ std::string specOf(const LlamaSizes &s) {
       ", \"tie_word_embeddings\": " + (s.tied ? "true" : "false");
   if (s.headDim)
     spec += ", \"head_dim\": " + std::to_string(s.headDim);
+  if (s.attentionBias || s.mlpBias)
+    spec += std::string(", \"attention_bias\": ") +
+            (s.attentionBias ? "true" : "false") +
+            ", \"mlp_bias\": " + (s.mlpBias ? "true" : "false");
   return spec + "}";
 }
 
@@ -275,7 +279,8 @@ TEST_P(LlamaGradients, MatchLibTorchAutograd) {
 
 // llama-tiny.json's shape with 2 query heads per key/value head; qwen2 with
 // q/k/v biases, one key/value head for 3 query heads and a tied head; a
-// head_dim other than hidden_size / num_attention_heads.
+// head_dim other than hidden_size / num_attention_heads; llama's
+// attention_bias and mlp_bias.
 INSTANTIATE_TEST_SUITE_P(
     Specs, LlamaGradients,
     testing::Values(
@@ -284,7 +289,11 @@ INSTANTIATE_TEST_SUITE_P(
                   {"qwen2", 1, 24, 3, 1, 40, 50, 6, 0, true, 1e-5, 1000},
                   3},
         LlamaCase{
-            "mistral_head_dim", {"mistral", 1, 16, 2, 2, 32, 40, 5, 12}, 2}),
+            "mistral_head_dim", {"mistral", 1, 16, 2, 2, 32, 40, 5, 12}, 2},
+        LlamaCase{"llama_biases",
+                  {"llama", 1, 16, 2, 1, 24, 40, 5, 0, false, 1e-6, 10000, true,
+                   true},
+                  2}),
     [](const testing::TestParamInfo<LlamaCase> &info) {
       return info.param.name;
     });

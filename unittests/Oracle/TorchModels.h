@@ -271,12 +271,14 @@ struct LlamaSizes {
   int64_t headDim = 0; // 0: hidden / nHead
   bool tied = false;
   double eps = 1e-6, theta = 10000;
+  /// llama's attention_bias (q/k/v/o) and mlp_bias (gate/up/down).
+  bool attentionBias = false, mlpBias = false;
   int64_t head() const { return headDim ? headDim : hidden / nHead; }
 };
 
 /// The Llama-family decoder of docs/models.md, with Hugging Face's formulas:
 /// RMSNorm, rotate_half rotary embeddings, k/v heads repeated by expand,
-/// SwiGLU; qwen2 has q/k/v biases.
+/// SwiGLU; qwen2 has q/k/v biases, llama those its sizes ask for.
 struct TorchLlama : TorchParams {
   LlamaSizes sz;
 
@@ -286,7 +288,7 @@ struct TorchLlama : TorchParams {
     TorchLlama m;
     m.sz = sz;
     const int64_t c = sz.hidden, d = sz.head();
-    const bool qkvBias = sz.family == "qwen2";
+    const bool qkvBias = sz.family == "qwen2" || sz.attentionBias;
     auto around1 = [&](int64_t n) { return 1 + normal({n}, 0.1, dtype); };
     m.add("model.embed_tokens.weight", normal({sz.vocab, c}, 0.5, dtype));
     for (int64_t i = 0; i < sz.nLayer; ++i) {
@@ -301,10 +303,10 @@ struct TorchLlama : TorchParams {
       proj("self_attn.q_proj", sz.nHead * d, c, qkvBias);
       proj("self_attn.k_proj", sz.nKvHead * d, c, qkvBias);
       proj("self_attn.v_proj", sz.nKvHead * d, c, qkvBias);
-      proj("self_attn.o_proj", c, sz.nHead * d, false);
-      proj("mlp.gate_proj", sz.inner, c, false);
-      proj("mlp.up_proj", sz.inner, c, false);
-      proj("mlp.down_proj", c, sz.inner, false);
+      proj("self_attn.o_proj", c, sz.nHead * d, sz.attentionBias);
+      proj("mlp.gate_proj", sz.inner, c, sz.mlpBias);
+      proj("mlp.up_proj", sz.inner, c, sz.mlpBias);
+      proj("mlp.down_proj", c, sz.inner, sz.mlpBias);
       m.add(p + "input_layernorm.weight", around1(c));
       m.add(p + "post_attention_layernorm.weight", around1(c));
     }
