@@ -106,6 +106,11 @@ Value ModelBuilder::layerNorm(Value x, Value w, Value bias, double eps) {
   return nn::LayerNormOp::create(b, currentLoc, x, w, bias, eps);
 }
 
+Value ModelBuilder::rmsNorm(Value x, Value w, double eps) {
+  return nn::RMSNormOp::create(b, currentLoc, x.getType(), x, w,
+                               b.getF64FloatAttr(eps));
+}
+
 Value ModelBuilder::gelu(Value x, nn::GeluApproximation approximate) {
   return nn::GeluOp::create(b, currentLoc, x.getType(), x, approximate);
 }
@@ -206,6 +211,22 @@ Value ModelBuilder::transpose(Value x, ArrayRef<int64_t> perm) {
     return x;
   return nn::TransposeOp::create(b, currentLoc, tensorType(shape, elementOf(x)),
                                  x, b.getDenseI64ArrayAttr(perm));
+}
+
+Value ModelBuilder::expand(Value x, ArrayRef<int64_t> shape) {
+  ArrayRef<int64_t> have = shapeOf(x);
+  if (have == shape)
+    return x;
+  // Adding zeros expands, and the add's VJP sums back. The zeros leave out
+  // the leading dims `x` already has, so they need not know the batch size.
+  size_t lead = 0;
+  if (have.size() == shape.size())
+    while (have[lead] == shape[lead])
+      ++lead;
+  auto type = tensorType(shape.drop_front(lead), elementOf(x));
+  Value zeros = constant(
+      DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+  return add(x, zeros);
 }
 
 SmallVector<Value> ModelBuilder::split(Value x, int64_t dim,

@@ -60,6 +60,7 @@ public:
                     bool transB = false);
   Value embedding(Value ids, Value table);
   Value layerNorm(Value x, Value w, Value bias, double eps);
+  Value rmsNorm(Value x, Value w, double eps);
   Value gelu(Value x, nn::GeluApproximation approximate);
   Value relu(Value x);
   Value silu(Value x);
@@ -85,6 +86,8 @@ public:
   Value reshape(Value x, llvm::ArrayRef<int64_t> shape);
   /// Identity for the identity permutation.
   Value transpose(Value x, llvm::ArrayRef<int64_t> perm);
+  /// `x` broadcast to `shape` (identity when it has it), as torch's expand.
+  Value expand(Value x, llvm::ArrayRef<int64_t> shape);
   llvm::SmallVector<Value> split(Value x, int64_t dim,
                                  llvm::ArrayRef<int64_t> sizes);
   Value concat(llvm::ArrayRef<Value> xs, int64_t dim);

@@ -212,6 +212,18 @@ struct GptSpec {
   std::optional<MoESpec> moe;
 };
 
+/// Llama and the families that share its decoder (mistral, qwen2).
+struct LlamaSpec {
+  std::string family;
+  int64_t nLayer, hidden, nHead, nKvHead, headDim, vocab, maxPositions, inner;
+  bool tie;
+  double eps, ropeTheta, initRange;
+  bool qkvBias, oBias, mlpBias;
+  /// Keys past this many positions are not attended to; unset: all are.
+  std::optional<int64_t> slidingWindow;
+  int64_t initSeed;
+};
+
 struct MlpSpec {
   std::vector<int64_t> sizes;
   std::string activation;
@@ -312,6 +324,83 @@ GptSpec readGpt(ObjectReader &r, const json &root,
   if (s.nEmbd % s.nHead != 0)
     fail("n_embd " + std::to_string(s.nEmbd) + " is not divisible by n_head " +
          std::to_string(s.nHead) + " (each head gets n_embd / n_head dims)");
+  return s;
+}
+
+/// Far above any model's (head sizes are at most 256 today, head counts
+/// 128): the import builds rotary tables of T x head size values, and
+/// heads x head size must not overflow.
+constexpr int64_t kMaxHeadSize = 65536, kMaxHeads = 65536;
+
+LlamaSpec readLlama(ObjectReader &r, StringRef family) {
+  LlamaSpec s;
+  s.family = family.str();
+  s.hidden = r.getInt("hidden_size", std::nullopt, 1);
+  s.inner = r.getInt("intermediate_size", std::nullopt, 1);
+  s.nLayer = r.getInt("num_hidden_layers", std::nullopt, 1);
+  s.nHead = r.getInt("num_attention_heads", std::nullopt, 1);
+  s.nKvHead = r.getInt("num_key_value_heads", s.nHead, 1);
+  // 0: not given, hidden_size / num_attention_heads.
+  s.headDim = r.getInt("head_dim", 0, 1);
+  s.vocab = r.getInt("vocab_size", std::nullopt, 1);
+  s.maxPositions = r.getInt("max_position_embeddings", std::nullopt, 1);
+  s.eps = r.getPositive("rms_norm_eps", 1e-6);
+  s.ropeTheta = r.getPositive("rope_theta", 10000);
+  s.tie = r.getBool("tie_word_embeddings", false);
+  s.initRange = r.getNumber("initializer_range", 0.02);
+  if (s.initRange < 0)
+    fail("initializer_range: must be >= 0, got " + formatNumber(s.initRange));
+  r.getChoice("hidden_act", "silu", {"silu"});
+  s.initSeed = r.getInt("init_seed", 0, 0);
+  // What differs between the families: biases and the sliding window.
+  s.qkvBias = s.oBias = s.mlpBias = false;
+  auto window = [&](StringRef key) -> std::optional<int64_t> {
+    const json *v = r.find(key);
+    if (!v || v->is_null())
+      return std::nullopt;
+    return r.getInt(key, std::nullopt, 1);
+  };
+  if (family == "llama") {
+    s.qkvBias = s.oBias = r.getBool("attention_bias", false);
+    s.mlpBias = r.getBool("mlp_bias", false);
+  } else if (family == "qwen2") {
+    s.qkvBias = true;
+    bool sliding = r.getBool("use_sliding_window", false);
+    std::optional<int64_t> size = window("sliding_window");
+    // Which layers slide: a window shorter than T is refused for any.
+    r.getInt("max_window_layers", 0, 0);
+    if (sliding)
+      s.slidingWindow = size;
+  } else {
+    s.slidingWindow = window("sliding_window");
+  }
+  r.finish();
+
+  if (s.headDim == 0) {
+    if (s.hidden % s.nHead != 0)
+      fail("hidden_size " + std::to_string(s.hidden) +
+           " is not divisible by num_attention_heads " +
+           std::to_string(s.nHead) +
+           " (each head gets hidden_size / num_attention_heads dims); "
+           "change one, or give head_dim");
+    s.headDim = s.hidden / s.nHead;
+  }
+  if (s.nHead % s.nKvHead != 0)
+    fail("num_attention_heads " + std::to_string(s.nHead) +
+         " is not divisible by num_key_value_heads " +
+         std::to_string(s.nKvHead) +
+         " (each key/value head serves the same number of query heads); "
+         "make num_key_value_heads a divisor of num_attention_heads");
+  if (s.headDim % 2 != 0)
+    fail("the head size " + std::to_string(s.headDim) +
+         " is odd; rotary embeddings turn pairs of dims, so it must be even");
+  if (s.headDim > kMaxHeadSize)
+    fail("the head size " + std::to_string(s.headDim) + " exceeds " +
+         std::to_string(kMaxHeadSize) +
+         "; use more heads or a smaller head_dim");
+  if (s.nHead > kMaxHeads)
+    fail("num_attention_heads " + std::to_string(s.nHead) + " exceeds " +
+         std::to_string(kMaxHeads));
   return s;
 }
 
@@ -517,6 +606,134 @@ llvm::Expected<OwningOpRef<ModuleOp>> buildGpt(MLIRContext &context,
                                          b.getI64IntegerAttr(s.initSeed))});
 }
 
+/// The rotary tables of Hugging Face's `rotate_half` form, [T, D]: position
+/// t turns dims i and i + D/2 by t * theta^(-2i/D).
+std::pair<DenseElementsAttr, DenseElementsAttr>
+rotaryTables(ModelBuilder &mb, int64_t t, int64_t d, double theta) {
+  std::vector<float> cos(t * d), sin(t * d);
+  for (int64_t pos = 0; pos < t; ++pos)
+    for (int64_t i = 0; i < d / 2; ++i) {
+      double angle = pos * std::pow(theta, -2.0 * i / d);
+      for (int64_t at : {pos * d + i, pos * d + i + d / 2}) {
+        cos[at] = static_cast<float>(std::cos(angle));
+        sin[at] = static_cast<float>(std::sin(angle));
+      }
+    }
+  auto type = mb.tensorType({t, d});
+  return {DenseElementsAttr::get(type, ArrayRef<float>(cos)),
+          DenseElementsAttr::get(type, ArrayRef<float>(sin))};
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+buildLlama(MLIRContext &context, const LlamaSpec &s, Location loc,
+           int64_t batchSize, int64_t seqLen) {
+  ModelBuilder mb(context, loc);
+  OpBuilder &b = mb.builder();
+  const int64_t B = batchSize, T = seqLen, C = s.hidden, H = s.nHead,
+                KV = s.nKvHead, D = s.headDim, V = s.vocab, I = s.inner;
+  const double std = s.initRange;
+  // Layer types are the Hugging Face class names: LlamaDecoderLayer, ...
+  std::string prefix = s.family == "llama"     ? "Llama"
+                       : s.family == "mistral" ? "Mistral"
+                                               : "Qwen2";
+  auto rotary = rotaryTables(mb, T, D, s.ropeTheta);
+
+  Value ids = mb.batch("input_ids", mb.tensorType({B, T}, mb.i64()));
+  Value targets = mb.batch("targets", mb.tensorType({B, T}, mb.i64()));
+
+  Value embed =
+      mb.param("model.embed_tokens.weight", {V, C}, nn::InitKind::normal, std,
+               s.tie ? "model.embed_tokens" : "");
+  Value h =
+      mb.layer("model.embed_tokens", "Embedding", [&]() -> SmallVector<Value> {
+        return {mb.embedding(ids, embed)};
+      })[0];
+
+  for (int64_t i = 0; i < s.nLayer; ++i) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    h = mb.layer(
+        p.substr(0, p.size() - 1), prefix + "DecoderLayer",
+        [&]() -> SmallVector<Value> {
+          // A projection's weight [out, in] and, when the family has one,
+          // its bias.
+          auto proj = [&](StringRef name, int64_t out, int64_t in,
+                          bool hasBias) -> std::pair<Value, Value> {
+            Value w = mb.param(p + name.str() + ".weight", {out, in},
+                               nn::InitKind::normal, std);
+            if (!hasBias)
+              return {w, Value()};
+            return {w, mb.param(p + name.str() + ".bias", {out},
+                                nn::InitKind::zeros)};
+          };
+          // Parameters are declared before use, in named_parameters()
+          // order: attention, MLP, then the two norms.
+          auto [wq, bq] = proj("self_attn.q_proj", H * D, C, s.qkvBias);
+          auto [wk, bk] = proj("self_attn.k_proj", KV * D, C, s.qkvBias);
+          auto [wv, bv] = proj("self_attn.v_proj", KV * D, C, s.qkvBias);
+          auto [wo, bo] = proj("self_attn.o_proj", C, H * D, s.oBias);
+          auto [wGate, bGate] = proj("mlp.gate_proj", I, C, s.mlpBias);
+          auto [wUp, bUp] = proj("mlp.up_proj", I, C, s.mlpBias);
+          auto [wDown, bDown] = proj("mlp.down_proj", C, I, s.mlpBias);
+          Value inNorm =
+              mb.param(p + "input_layernorm.weight", {C}, nn::InitKind::ones);
+          Value postNorm = mb.param(p + "post_attention_layernorm.weight", {C},
+                                    nn::InitKind::ones);
+
+          auto heads = [&](Value x, int64_t n) {
+            return mb.transpose(mb.reshape(x, {B, T, n, D}), {0, 2, 1, 3});
+          };
+          // One table per layer: a value defined in one layer's region is
+          // not visible in the next.
+          Value cos = mb.constant(rotary.first),
+                sin = mb.constant(rotary.second);
+          // One op per statement: argument evaluation order is unspecified,
+          // and the IR should not depend on the compiler.
+          auto rotate = [&](Value x) {
+            auto halves = mb.split(x, 3, {D / 2, D / 2});
+            Value turned = mb.concat({mb.neg(halves[1]), halves[0]}, 3);
+            Value xCos = mb.mul(x, cos);
+            return mb.add(xCos, mb.mul(turned, sin));
+          };
+          // Grouped-query attention: query head j reads key/value head
+          // j / (H / KV).
+          auto repeatKv = [&](Value x) {
+            if (H == KV)
+              return x;
+            Value e = mb.expand(mb.reshape(x, {B, KV, 1, T, D}),
+                                {B, KV, H / KV, T, D});
+            return mb.reshape(e, {B, H, T, D});
+          };
+
+          Value x = mb.rmsNorm(h, inNorm, s.eps);
+          Value q = rotate(heads(mb.linear(x, wq, bq), H));
+          Value k = rotate(heads(mb.linear(x, wk, bk), KV));
+          Value v = heads(mb.linear(x, wv, bv), KV);
+          k = repeatKv(k);
+          v = repeatKv(v);
+          Value att = mb.attention(q, k, v, /*causal=*/true);
+          Value y = mb.reshape(mb.transpose(att, {0, 2, 1, 3}), {B, T, H * D});
+          Value res = mb.add(h, mb.linear(y, wo, bo));
+
+          x = mb.rmsNorm(res, postNorm, s.eps);
+          Value gate = mb.silu(mb.linear(x, wGate, bGate));
+          Value up = mb.linear(x, wUp, bUp);
+          Value down = mb.linear(mb.mul(gate, up), wDown, bDown);
+          return {mb.add(res, down)};
+        })[0];
+  }
+
+  h = mb.layer("model.norm", prefix + "RMSNorm", [&]() -> SmallVector<Value> {
+    Value w = mb.param("model.norm.weight", {C}, nn::InitKind::ones);
+    return {mb.rmsNorm(h, w, s.eps)};
+  })[0];
+  Value head =
+      s.tie ? embed
+            : mb.param("lm_head.weight", {V, C}, nn::InitKind::normal, std);
+  Value loss = mb.crossEntropy(mb.linear(h, head), targets);
+  return mb.finish(loss, {b.getNamedAttr(kInitSeedAttrName,
+                                         b.getI64IntegerAttr(s.initSeed))});
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>> buildMlp(MLIRContext &context,
                                                const MlpSpec &s, Location loc,
                                                int64_t batchSize) {
@@ -578,12 +795,29 @@ importer::importSpec(MLIRContext &context, StringRef jsonText,
 
     ObjectReader r(root, "");
     std::string type =
-        r.getChoice("model_type", std::nullopt, {"gpt", "gpt2", "mlp"});
+        r.getChoice("model_type", std::nullopt,
+                    {"gpt", "gpt2", "llama", "mistral", "mlp", "qwen2"});
     Location loc = FileLineColLoc::get(&context, fileName, 1, 1);
     if (type == "mlp") {
       if (options.seqLen)
-        fail("--seq-len applies to GPT specs only; an MLP has no sequence");
+        fail("--seq-len applies to GPT and Llama specs only; an MLP has no "
+             "sequence");
       return buildMlp(context, readMlp(r), loc, batchSize);
+    }
+    if (type == "llama" || type == "mistral" || type == "qwen2") {
+      LlamaSpec spec = readLlama(r, type);
+      int64_t seqLen = options.seqLen.value_or(spec.maxPositions);
+      if (seqLen < 1 || seqLen > spec.maxPositions)
+        fail("the sequence length " + std::to_string(seqLen) +
+             " must be in [1, max_position_embeddings = " +
+             std::to_string(spec.maxPositions) + "]");
+      if (spec.slidingWindow && *spec.slidingWindow < seqLen)
+        fail(
+            "sliding_window " + std::to_string(*spec.slidingWindow) +
+            " is shorter than the sequence length " + std::to_string(seqLen) +
+            ", and ds attends over the whole causal window; use --seq-len <= " +
+            std::to_string(*spec.slidingWindow));
+      return buildLlama(context, spec, loc, batchSize, seqLen);
     }
     GptSpec spec = readGpt(r, root, options);
     int64_t seqLen = options.seqLen.value_or(spec.nPositions);

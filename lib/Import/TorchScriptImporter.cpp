@@ -461,18 +461,8 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
       k == "aten::flatten" || k == "aten::unsqueeze" || k == "aten::squeeze" ||
       k == "aten::view_as" || k == "aten::reshape_as")
     return out(mb.reshape(in(0), result.shape));
-  if (k == "aten::expand" || k == "aten::expand_as") {
-    Value x = in(0);
-    if (ArrayRef<int64_t>(result.shape) == shapeOf(x))
-      return out(x);
-    // Broadcasting against zeros expands, and its VJP sums back.
-    Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-    int64_t count = 1;
-    for (int64_t d : result.shape)
-      count *= d;
-    return out(mb.add(
-        x, constantTensor(result.shape, elt, std::vector<double>(count, 0.0))));
-  }
+  if (k == "aten::expand" || k == "aten::expand_as")
+    return out(mb.expand(in(0), result.shape));
   if (k == "aten::transpose" || k == "aten::t") {
     Value x = in(0);
     int64_t rank = shapeOf(x).size();
@@ -573,19 +563,8 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
       shape = *b;
     }
     SmallVector<Value> expanded;
-    for (Value x : it->second) {
-      if (shapeOf(x) == ArrayRef<int64_t>(shape)) {
-        expanded.push_back(x);
-        continue;
-      }
-      // Adding zeros of the target shape expands; the VJP sums back.
-      Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-      int64_t count = 1;
-      for (int64_t d : shape)
-        count *= d;
-      expanded.push_back(mb.add(
-          x, constantTensor(shape, elt, std::vector<double>(count, 0.0))));
-    }
+    for (Value x : it->second)
+      expanded.push_back(mb.expand(x, shape));
     lists[n.outputs[0]] = expanded;
     return llvm::Error::success();
   }

@@ -182,19 +182,30 @@ std::string specOf(const GptSizes &s) {
   return spec + "}";
 }
 
+std::string specOf(const LlamaSizes &s);
+
+/// The spec of `sizes` against `reference` on random token ids and
+/// targets, [batch, n_positions].
+template <typename Model, typename Sizes>
+void expectTokenModelMatches(Model &reference, const Sizes &sizes,
+                             int64_t batch, const std::string &what) {
+  auto compiled = compileGradients(specOf(sizes), batch);
+  ASSERT_FALSE(llvm::errorToBool(compiled.takeError()));
+  std::vector<int64_t> shape = {batch, sizes.nPositions};
+  std::vector<torch::Tensor> tokens = {
+      torch::randint(0, sizes.vocab, shape, torch::kLong),
+      torch::randint(0, sizes.vocab, shape, torch::kLong)};
+  expectGradientsMatch(*compiled, reference, tokens, what);
+}
+
 class GptGradients : public testing::TestWithParam<GptCase> {};
 
 TEST_P(GptGradients, MatchLibTorchAutograd) {
   const GptCase &gc = GetParam();
-  auto compiled = compileGradients(specOf(gc.sizes), gc.batch);
-  ASSERT_FALSE(llvm::errorToBool(compiled.takeError()));
   torch::manual_seed(7);
   TorchGpt reference = TorchGpt::random(gc.sizes, torch::kDouble);
-  std::vector<int64_t> shape = {gc.batch, gc.sizes.nPositions};
-  std::vector<torch::Tensor> batch = {
-      torch::randint(0, gc.sizes.vocab, shape, torch::kLong),
-      torch::randint(0, gc.sizes.vocab, shape, torch::kLong)};
-  expectGradientsMatch(*compiled, reference, batch, gc.name);
+  ASSERT_NO_FATAL_FAILURE(
+      expectTokenModelMatches(reference, gc.sizes, gc.batch, gc.name));
   if (gc.sizes.moeExperts) {
     const MoERoutingStats &r = reference.routing;
     std::cout << gc.name << ": " << r.dropped << " of " << r.choices
@@ -224,6 +235,66 @@ INSTANTIATE_TEST_SUITE_P(
                 {2, 16, 2, 64, 8, 0, true, "gelu", 1e-5, 4, 1, 1, 2, 1.0},
                 2}),
     [](const testing::TestParamInfo<GptCase> &info) {
+      return info.param.name;
+    });
+
+struct LlamaCase {
+  std::string name;
+  LlamaSizes sizes;
+  int64_t batch;
+};
+
+void PrintTo(const LlamaCase &c, std::ostream *os) { *os << c.name; }
+
+std::string specOf(const LlamaSizes &s) {
+  std::string spec =
+      "{\"model_type\": \"" + s.family +
+      "\", \"num_hidden_layers\": " + std::to_string(s.nLayer) +
+      ", \"hidden_size\": " + std::to_string(s.hidden) +
+      ", \"num_attention_heads\": " + std::to_string(s.nHead) +
+      ", \"num_key_value_heads\": " + std::to_string(s.nKvHead) +
+      ", \"intermediate_size\": " + std::to_string(s.inner) +
+      ", \"vocab_size\": " + std::to_string(s.vocab) +
+      ", \"max_position_embeddings\": " + std::to_string(s.nPositions) +
+      ", \"rms_norm_eps\": " + std::to_string(s.eps) +
+      ", \"rope_theta\": " + std::to_string(s.theta) +
+      ", \"tie_word_embeddings\": " + (s.tied ? "true" : "false");
+  if (s.headDim)
+    spec += ", \"head_dim\": " + std::to_string(s.headDim);
+  if (s.attentionBias || s.mlpBias)
+    spec += std::string(", \"attention_bias\": ") +
+            (s.attentionBias ? "true" : "false") +
+            ", \"mlp_bias\": " + (s.mlpBias ? "true" : "false");
+  return spec + "}";
+}
+
+class LlamaGradients : public testing::TestWithParam<LlamaCase> {};
+
+TEST_P(LlamaGradients, MatchLibTorchAutograd) {
+  const LlamaCase &lc = GetParam();
+  torch::manual_seed(13);
+  TorchLlama reference = TorchLlama::random(lc.sizes, torch::kDouble);
+  expectTokenModelMatches(reference, lc.sizes, lc.batch, lc.name);
+}
+
+// llama-tiny.json's shape with 2 query heads per key/value head; qwen2 with
+// q/k/v biases, one key/value head for 3 query heads and a tied head; a
+// head_dim other than hidden_size / num_attention_heads; llama's
+// attention_bias and mlp_bias.
+INSTANTIATE_TEST_SUITE_P(
+    Specs, LlamaGradients,
+    testing::Values(
+        LlamaCase{"llama_gqa", {"llama", 2, 32, 4, 2, 64, 64, 8}, 2},
+        LlamaCase{"qwen2_mqa_tied",
+                  {"qwen2", 1, 24, 3, 1, 40, 50, 6, 0, true, 1e-5, 1000},
+                  3},
+        LlamaCase{
+            "mistral_head_dim", {"mistral", 1, 16, 2, 2, 32, 40, 5, 12}, 2},
+        LlamaCase{"llama_biases",
+                  {"llama", 1, 16, 2, 1, 24, 40, 5, 0, false, 1e-6, 10000, true,
+                   true},
+                  2}),
+    [](const testing::TestParamInfo<LlamaCase> &info) {
       return info.param.name;
     });
 

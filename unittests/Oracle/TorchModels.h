@@ -1,6 +1,6 @@
 //===- TorchModels.h - The spec models in LibTorch --------------*- C++ -*-===//
 //
-// The GPT and the MLP a model spec describes, written directly in LibTorch
+// The GPT, Llama and MLP a model spec describes, written directly in LibTorch
 // from docs/models.md (raw ops on named parameter tensors, so the names are
 // the spec's), as the oracle the whole-model tests compare ds with. Nothing
 // here comes from ds.
@@ -36,6 +36,11 @@ struct TorchParams {
   }
   void add(const std::string &name, const torch::Tensor &t) {
     params.emplace_back(name, t.contiguous().requires_grad_());
+  }
+  /// N(0, std^2) drawn in f64, so every dtype gets the same values.
+  static torch::Tensor normal(std::vector<int64_t> shape, double std,
+                              torch::Dtype dtype) {
+    return (torch::randn(shape, torch::kDouble) * std).to(dtype);
   }
   std::vector<torch::Tensor> tensors() const {
     std::vector<torch::Tensor> out;
@@ -165,7 +170,7 @@ struct TorchGpt : TorchParams {
     TorchGpt m;
     m.sz = sz;
     auto normal = [&](std::vector<int64_t> shape, double std) {
-      return (torch::randn(shape, torch::kDouble) * std).to(dtype);
+      return TorchParams::normal(shape, std, dtype);
     };
     auto around1 = [&](int64_t n) { return 1 + normal({n}, 0.1); };
     const int64_t c = sz.nEmbd, inner = sz.inner();
@@ -257,6 +262,117 @@ struct TorchGpt : TorchParams {
         F::cross_entropy(logits.view({-1, sz.vocab}), targets.view({-1}));
     // The importer's aux-loss coefficient without a config (DeepSpeed's).
     return aux.defined() ? loss + 0.01 * aux : loss;
+  }
+};
+
+struct LlamaSizes {
+  std::string family; // "llama", "mistral" or "qwen2"
+  int64_t nLayer, hidden, nHead, nKvHead, inner, vocab, nPositions;
+  int64_t headDim = 0; // 0: hidden / nHead
+  bool tied = false;
+  double eps = 1e-6, theta = 10000;
+  /// llama's attention_bias (q/k/v/o) and mlp_bias (gate/up/down).
+  bool attentionBias = false, mlpBias = false;
+  int64_t head() const { return headDim ? headDim : hidden / nHead; }
+};
+
+/// The Llama-family decoder of docs/models.md, with Hugging Face's formulas:
+/// RMSNorm, rotate_half rotary embeddings, k/v heads repeated by expand,
+/// SwiGLU; qwen2 has q/k/v biases, llama those its sizes ask for.
+struct TorchLlama : TorchParams {
+  LlamaSizes sz;
+
+  /// Norm scales away from 1 and biases away from 0, so that their
+  /// gradients matter.
+  static TorchLlama random(const LlamaSizes &sz, torch::Dtype dtype) {
+    TorchLlama m;
+    m.sz = sz;
+    const int64_t c = sz.hidden, d = sz.head();
+    const bool qkvBias = sz.family == "qwen2" || sz.attentionBias;
+    auto around1 = [&](int64_t n) { return 1 + normal({n}, 0.1, dtype); };
+    m.add("model.embed_tokens.weight", normal({sz.vocab, c}, 0.5, dtype));
+    for (int64_t i = 0; i < sz.nLayer; ++i) {
+      std::string p = "model.layers." + std::to_string(i) + ".";
+      auto proj = [&](const std::string &name, int64_t out, int64_t in,
+                      bool bias) {
+        m.add(p + name + ".weight",
+              normal({out, in}, 1 / std::sqrt(in), dtype));
+        if (bias)
+          m.add(p + name + ".bias", normal({out}, 0.1, dtype));
+      };
+      proj("self_attn.q_proj", sz.nHead * d, c, qkvBias);
+      proj("self_attn.k_proj", sz.nKvHead * d, c, qkvBias);
+      proj("self_attn.v_proj", sz.nKvHead * d, c, qkvBias);
+      proj("self_attn.o_proj", c, sz.nHead * d, sz.attentionBias);
+      proj("mlp.gate_proj", sz.inner, c, sz.mlpBias);
+      proj("mlp.up_proj", sz.inner, c, sz.mlpBias);
+      proj("mlp.down_proj", c, sz.inner, sz.mlpBias);
+      m.add(p + "input_layernorm.weight", around1(c));
+      m.add(p + "post_attention_layernorm.weight", around1(c));
+    }
+    m.add("model.norm.weight", around1(c));
+    if (!sz.tied)
+      m.add("lm_head.weight", normal({sz.vocab, c}, 0.2, dtype));
+    return m;
+  }
+
+  /// Mean next-token cross-entropy; ids, targets: [B, T].
+  torch::Tensor loss(const torch::Tensor &ids, const torch::Tensor &targets) {
+    namespace F = torch::nn::functional;
+    const int64_t b = ids.size(0), t = ids.size(1), h = sz.nHead,
+                  kv = sz.nKvHead, d = sz.head();
+    auto rmsNorm = [&](const torch::Tensor &x, const std::string &name) {
+      return x * torch::rsqrt(x.pow(2).mean(-1, true) + sz.eps) * get(name);
+    };
+    auto linear = [&](const torch::Tensor &x, const std::string &name) {
+      bool hasBias = false;
+      for (auto &[n, p] : params)
+        hasBias |= n == name + ".bias";
+      return F::linear(x, get(name + ".weight"),
+                       hasBias ? get(name + ".bias") : torch::Tensor());
+    };
+    auto heads = [&](const torch::Tensor &y, int64_t n) {
+      return y.view({b, t, n, d}).transpose(1, 2);
+    };
+    torch::Tensor invFreq =
+        1.0 / torch::pow(sz.theta, torch::arange(0, d, 2, torch::kDouble) / d);
+    torch::Tensor freqs =
+        torch::outer(torch::arange(t, torch::kDouble), invFreq);
+    torch::Tensor angles = torch::cat({freqs, freqs}, -1);
+    torch::Tensor cos = angles.cos(), sin = angles.sin();
+    auto rope = [&](const torch::Tensor &x) {
+      torch::Tensor turned =
+          torch::cat({-x.slice(-1, d / 2, d), x.slice(-1, 0, d / 2)}, -1);
+      return x * cos + turned * sin;
+    };
+    auto repeatKv = [&](const torch::Tensor &x) {
+      return x.unsqueeze(2).expand({b, kv, h / kv, t, d}).reshape({b, h, t, d});
+    };
+    torch::Tensor future = torch::ones({t, t}, torch::kBool).triu(1);
+
+    torch::Tensor x = F::embedding(ids, get("model.embed_tokens.weight"));
+    for (int64_t i = 0; i < sz.nLayer; ++i) {
+      std::string p = "model.layers." + std::to_string(i) + ".";
+      torch::Tensor n = rmsNorm(x, p + "input_layernorm.weight");
+      torch::Tensor q = rope(heads(linear(n, p + "self_attn.q_proj"), h));
+      torch::Tensor k =
+          repeatKv(rope(heads(linear(n, p + "self_attn.k_proj"), kv)));
+      torch::Tensor v = repeatKv(heads(linear(n, p + "self_attn.v_proj"), kv));
+      torch::Tensor att =
+          torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(double(d));
+      att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+      torch::Tensor y = torch::matmul(torch::softmax(att, -1), v)
+                            .transpose(1, 2)
+                            .reshape({b, t, h * d});
+      x = x + linear(y, p + "self_attn.o_proj");
+      n = rmsNorm(x, p + "post_attention_layernorm.weight");
+      torch::Tensor gate = torch::silu(linear(n, p + "mlp.gate_proj"));
+      x = x + linear(gate * linear(n, p + "mlp.up_proj"), p + "mlp.down_proj");
+    }
+    torch::Tensor head =
+        get(sz.tied ? "model.embed_tokens.weight" : "lm_head.weight");
+    torch::Tensor logits = F::linear(rmsNorm(x, "model.norm.weight"), head);
+    return F::cross_entropy(logits.view({-1, sz.vocab}), targets.view({-1}));
   }
 };
 

@@ -377,20 +377,10 @@ def batch(tokens, step):
     return ids, targets
 
 
-def prepare(out, name):
-    warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
-    warnings.filterwarnings("ignore", category=UserWarning)
-    torch.manual_seed(0)
-    model = MODELS[name]()
-    tokens = make_tokens()
+def write_data(out, tokens):
+    """DIR/tokens.bin and the AdamW config of the PyTorch loop."""
     with open(f"{out}/tokens.bin", "wb") as f:
         f.write(struct.pack(f"<{len(tokens)}H", *tokens))
-
-    example = batch(tokens, 0)
-    traced = torch.jit.trace(model, example)
-    inputs = [{"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
-              for t in example]
-    traced.save(f"{out}/{name}.pt", _extra_files={"ds_inputs.json": json.dumps(inputs)})
     with open(f"{out}/adamw.json", "w") as f:
         json.dump({"train_batch_size": BATCH,
                    "train_micro_batch_size_per_gpu": BATCH,
@@ -398,17 +388,36 @@ def prepare(out, name):
                    "optimizer": {"type": "AdamW",
                                  "params": {"lr": LR, "weight_decay": 0.01}}}, f)
 
-    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
+
+def train(out, params, loss_of, tokens):
+    """STEPS steps of AdamW on `params`; the losses go to DIR/reference.json."""
+    opt = torch.optim.AdamW(params, lr=LR, weight_decay=0.01)
     losses = []
     for step in range(STEPS):
         ids, targets = batch(tokens, step)
-        loss = model(ids, targets)
+        loss = loss_of(ids, targets)
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
     with open(f"{out}/reference.json", "w") as f:
         json.dump({"losses": losses}, f)
+
+
+def prepare(out, name):
+    warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+    warnings.filterwarnings("ignore", category=UserWarning)
+    torch.manual_seed(0)
+    model = MODELS[name]()
+    tokens = make_tokens()
+    write_data(out, tokens)
+
+    example = batch(tokens, 0)
+    traced = torch.jit.trace(model, example)
+    inputs = [{"shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", "")}
+              for t in example]
+    traced.save(f"{out}/{name}.pt", _extra_files={"ds_inputs.json": json.dumps(inputs)})
+    train(out, model.parameters(), model, tokens)
 
 
 def check(out):
