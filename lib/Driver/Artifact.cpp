@@ -152,6 +152,7 @@ json stepJson(const StepManifest &m) {
             {"grid", {{"sizes", m.gridSizes}, {"axes", m.gridAxes}}},
             {"startup_hash", hex64(m.startupHash)},
             {"cross_entropy_classes", m.crossEntropyClasses},
+            {"token_vocab", m.tokenVocab},
             {"blas_call_sites", m.blasCallSites},
             {"workspace_bytes", m.workspaceBytes},
             {"arena_bytes", m.arenaBytes},
@@ -190,6 +191,8 @@ StepManifest stepOf(const json &j) {
   if (j.contains("planned_peak_bytes"))
     m.plannedPeakBytes =
         jsonInteger<decltype(m.plannedPeakBytes)>(j, "planned_peak_bytes");
+  if (j.contains("token_vocab"))
+    m.tokenVocab = jsonInteger<decltype(m.tokenVocab)>(j, "token_vocab");
   if (j.contains("init_seed"))
     m.initSeed = jsonInteger<uint64_t>(j, "init_seed");
   if (j.contains("predicted_comm_ms")) {

@@ -170,14 +170,9 @@ llvm::Error DataFeeder::plan(const StepManifest &manifest,
       sequence = p.shape[2];
     }
   }
-  // The vocabulary: the token embedding's rows, or the classes of the
-  // loss (a pipeline's last stage may hold no embedding). Every stage must
-  // draw the same synthetic tokens.
-  int64_t modelVocab = 0;
-  if (std::optional<size_t> wte = manifest.find(ArgSpec::Param, "wte.weight"))
-    modelVocab = manifest.args[*wte].wholeShape()[0];
-  else if (manifest.crossEntropyClasses > 0)
-    modelVocab = manifest.crossEntropyClasses;
+  // Every stage must draw the same synthetic tokens, below every table
+  // they index.
+  int64_t modelVocab = manifest.vocab();
   if (sequence && !data && !synthetic)
     return createStringError("the model's batch takes token windows; give "
                              "the tokens with --data FILE (.txt, .bin or "

@@ -102,11 +102,7 @@ llvm::Error Evaluator::plan(const StepManifest &manifest,
     return createStringError("--eval-data: the model's forward takes no "
                              "input_ids and targets to feed; give a "
                              "directory of NAME.npy per batch argument");
-  int64_t modelVocab = 0;
-  if (std::optional<size_t> wte = manifest.find(ArgSpec::Param, "wte.weight"))
-    modelVocab = manifest.args[*wte].wholeShape()[0];
-  else
-    modelVocab = manifest.crossEntropyClasses;
+  int64_t modelVocab = manifest.vocab();
   return data.checkFits(sequence, modelVocab ? modelVocab : data.vocab(), path);
 }
 

@@ -190,6 +190,26 @@ llvm::Expected<StepManifest> manifestOf(ModuleOp module, func::FuncOp step,
   return manifest;
 }
 
+/// Rows of the smallest table a dsnn.embedding looks the model's token ids
+/// up in, 0 if none does. The table's, not a parameter name's: Llama's is
+/// model.embed_tokens.weight, a TorchScript model's any name.
+int64_t tokenVocabOf(ModuleOp model) {
+  int64_t vocab = 0;
+  model->walk([&](nn::EmbeddingOp op) {
+    auto ids = dyn_cast<BlockArgument>(op.getIndices());
+    if (!ids || !ids.getOwner()->isEntryBlock())
+      return;
+    auto fn = dyn_cast<func::FuncOp>(ids.getOwner()->getParentOp());
+    if (!fn ||
+        !fn.getArgAttr(ids.getArgNumber(), mlir::ds::importer::kBatchAttrName))
+      return;
+    int64_t rows =
+        cast<RankedTensorType>(op.getTable().getType()).getDimSize(0);
+    vocab = vocab ? std::min(vocab, rows) : rows;
+  });
+  return vocab;
+}
+
 /// The step and the step-contract module it was compiled from, kept alive
 /// for as long as the step runs.
 class JitStepFunction : public StepFunction {
@@ -267,6 +287,8 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
     return module.takeError();
   built.module = std::move(*module);
   dump("0-model", *built.module);
+  // Before the pipeline split: a later stage no longer holds the embedding.
+  int64_t tokenVocab = tokenVocabOf(*built.module);
 
   // Model contract -> step contract, as the config asks.
   {
@@ -300,6 +322,7 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   if (!manifest)
     return manifest.takeError();
   manifest->startupHash = startupHash;
+  manifest->tokenVocab = tokenVocab;
   {
     mlir::ds::CommPrediction comm = mlir::ds::predictComm(step, commModel);
     manifest->predictedCommMs = comm.seconds * 1e3;

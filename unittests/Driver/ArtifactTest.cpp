@@ -62,6 +62,7 @@ ArtifactManifest sample() {
   p.step.startupHash = 0x0123456789abcdefull;
   p.step.initSeed = 7;
   p.step.crossEntropyClasses = 256;
+  p.step.tokenVocab = 64;
   p.step.blasCallSites = 22;
   p.step.workspaceBytes = 4096;
   p.signature.name = "train_step";
@@ -106,6 +107,7 @@ TEST(Artifact, ManifestRoundTrips) {
   EXPECT_EQ(s.startupHash, 0x0123456789abcdefull);
   EXPECT_EQ(s.initSeed, std::optional<uint64_t>(7));
   EXPECT_EQ(s.crossEntropyClasses, 256);
+  EXPECT_EQ(s.tokenVocab, 64);
   EXPECT_EQ(s.workspaceBytes, 4096);
   EXPECT_EQ(p.signature.workspaceBytes, 4096);
   ASSERT_EQ(p.signature.inputs.size(), 3u);

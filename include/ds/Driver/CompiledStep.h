@@ -102,6 +102,10 @@ struct StepManifest {
   /// Classes of the model's cross-entropy (last dim of its logits), 0 if
   /// it has none: synthetic class labels are drawn below it.
   int64_t crossEntropyClasses = 0;
+  /// Rows of the table the model's token ids (a batch argument) index, 0
+  /// if no dsnn.embedding reads them. From the whole model, so every
+  /// pipeline stage knows it, the first stage's (no loss) included.
+  int64_t tokenVocab = 0;
   /// The arguments of @eval_step (the forward, no dropout, one
   /// micro-batch; StepRequest::eval): parameters by name, then batch
   /// arguments. Empty when the step has none.
@@ -125,6 +129,11 @@ struct StepManifest {
   /// -1 when not known.
   int64_t plannedPeakBytes = -1;
 
+  /// Token ids must be below this: tokenVocab, or the cross-entropy's
+  /// classes for a model without a token embedding; 0 if neither.
+  int64_t vocab() const {
+    return tokenVocab ? tokenVocab : crossEntropyClasses;
+  }
   /// The argument named `name` of `kind`, if any.
   std::optional<size_t> find(ArgSpec::Kind kind, llvm::StringRef name) const;
   /// The f32 master copy of parameter `param` (mixed precision with
