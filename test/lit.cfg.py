@@ -42,6 +42,35 @@ if config.ds_have_cuda_device:
 if config.ds_have_torch:
     config.available_features.add("torch")
 
+# GPU targets compile wherever a CUDA toolkit is (REQUIRES: cuda-toolkit,
+# reported unsupported elsewhere); what needs the NVIDIA driver itself says
+# REQUIRES: cuda-driver, and the no-driver checks UNSUPPORTED: cuda-driver.
+llvm_config.with_system_environment(["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"])
+
+
+def cuda_toolkit_available():
+    import shutil
+    for var in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        if os.environ.get(var):
+            return os.path.exists(os.path.join(os.environ[var], "bin", "ptxas"))
+    return (shutil.which("ptxas", path=config.environment["PATH"]) is not None
+            or os.path.exists("/usr/local/cuda/bin/ptxas"))
+
+
+def cuda_driver_available():
+    import ctypes
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+if cuda_toolkit_available():
+    config.available_features.add("cuda-toolkit")
+if cuda_driver_available():
+    config.available_features.add("cuda-driver")
+
 def cpu_flags():
     """/proc/cpuinfo's flags: the kernel's view of CPUID."""
     try:

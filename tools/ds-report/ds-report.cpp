@@ -20,6 +20,7 @@
 #include "ds/Driver/CompileCache.h"
 #include "ds/Execution/JitTarget.h"
 #include "ds/Import/Import.h"
+#include "ds/Target/CudaToolkit.h"
 #include "dsrt/dsrt.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -119,42 +120,6 @@ Probe probeNccl() {
                     std::to_string(code % 100)};
 }
 
-struct CudaDriver {
-  bool loaded = false;
-  int driverVersion = 0;
-  int devices = 0;
-  std::string problem;
-};
-
-CudaDriver probeCudaDriver() {
-  CudaDriver result;
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    result.problem = "libcuda.so.1 does not load";
-    return result;
-  }
-  result.loaded = true;
-  using Init = int (*)(unsigned);
-  using IntOut = int (*)(int *);
-  auto init = reinterpret_cast<Init>(dlsym(lib, "cuInit"));
-  auto driverGetVersion =
-      reinterpret_cast<IntOut>(dlsym(lib, "cuDriverGetVersion"));
-  auto deviceGetCount =
-      reinterpret_cast<IntOut>(dlsym(lib, "cuDeviceGetCount"));
-  if (!init || !driverGetVersion || !deviceGetCount) {
-    result.problem = "libcuda.so.1 lacks cuInit/cuDriverGetVersion";
-    return result;
-  }
-  driverGetVersion(&result.driverVersion);
-  if (int rc = init(0)) {
-    result.problem = "cuInit failed with error " + std::to_string(rc);
-    return result;
-  }
-  if (int rc = deviceGetCount(&result.devices))
-    result.problem = "cuDeviceGetCount failed with error " + std::to_string(rc);
-  return result;
-}
-
 // The kernels every ds process on this machine runs (ds-report has already
 // been through dsrt_blas_core_select), and one warning line with the fix when
 // they are slower than the CPU allows or cannot run on it.
@@ -202,6 +167,67 @@ void printBlas(llvm::raw_ostream &os) {
 
 std::string cudaVersion(int code) {
   return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
+}
+
+/// The CUDA section: the toolkit --target sm_XX compiles with, the driver
+/// and devices a GPU step would run on, and which targets this machine can
+/// compile and run. True when a GPU is usable.
+bool printCuda(llvm::raw_ostream &os, const Probe &nccl) {
+  os << "\nCUDA:\n";
+  auto toolkit = ds::target::findCudaToolkit();
+  if (toolkit)
+    os << "  toolkit: " << toolkit->version << " at " << toolkit->root
+       << " (from " << toolkit->from << "; ptxas, fatbinary, libdevice)\n";
+  else
+    os << "  toolkit: none (" << llvm::toString(toolkit.takeError()) << ")\n";
+#ifdef DS_CUDA_TOOLKIT_VERSION
+  os << "  libdsrt's CUDA kernels: built with " << DS_CUDA_TOOLKIT_VERSION
+     << "\n";
+#else
+  os << "  libdsrt's CUDA kernels: not built (no nvcc at build time)\n";
+#endif
+  dsrt_cuda_info info;
+  bool haveGpu = dsrt_cuda_probe(&info) == DSRT_OK;
+  os << "  driver: ";
+  if (!info.driver_loaded)
+    os << "no driver";
+  else
+    os << (info.driver_version ? cudaVersion(info.driver_version)
+                               : std::string("unknown version"));
+  os << "\n  devices: ";
+  if (!haveGpu) {
+    os << "none (" << info.problem << ")\n";
+  } else {
+    os << info.device_count << "\n";
+    for (int i = 0; i < std::min(info.device_count, DSRT_CUDA_MAX_DEVICES);
+         ++i) {
+      const dsrt_cuda_device &d = info.devices[i];
+      os << llvm::format("    %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", i, d.name,
+                         d.major, d.minor, d.multiprocessors,
+                         d.total_bytes / double(1ull << 30));
+    }
+  }
+  os << "  NCCL: " << nccl.text << "\n";
+  os << "  targets this machine compiles: cpu";
+  if (toolkit)
+    os << ", " << llvm::join(toolkit->archs, ", ");
+  os << "\n  targets this machine runs: cpu";
+  if (haveGpu) {
+    // A cubin for sm_XY runs on sm_XY and later minors of the same major.
+    const dsrt_cuda_device &d = info.devices[0];
+    if (toolkit)
+      for (const std::string &arch : toolkit->archs) {
+        auto t = ds::target::parseGpuTarget(arch);
+        if (t && t->major == d.major && t->minor <= d.minor)
+          os << ", " << arch;
+        else if (!t)
+          llvm::consumeError(t.takeError());
+      }
+    else
+      os << ", sm_" << d.major << d.minor << " (with a toolkit to compile)";
+  }
+  os << "\n";
+  return haveGpu;
 }
 
 /// What the JIT generates code for, and what DS_JIT_CPU could choose.
@@ -254,28 +280,13 @@ void printVersions() {
   Probe nccl = probeNccl();
   os << "NCCL: " << nccl.text << "\n";
 
-  CudaDriver cuda = probeCudaDriver();
-#ifdef DS_CUDA_TOOLKIT_VERSION
-  os << "CUDA toolkit: " << DS_CUDA_TOOLKIT_VERSION << " (compiled against)\n";
-#else
-  os << "CUDA toolkit: not built with CUDA\n";
-#endif
-  os << "CUDA driver: ";
-  if (cuda.loaded && cuda.driverVersion)
-    os << cudaVersion(cuda.driverVersion) << ", ";
-  if (cuda.problem.empty() && cuda.devices > 0)
-    os << cuda.devices << " GPU(s)\n";
-  else
-    os << "no GPU" << (cuda.problem.empty() ? "" : " (" + cuda.problem + ")")
-       << "\n";
-  bool haveGpu = cuda.problem.empty() && cuda.devices > 0;
-
   os << "LibTorch: "
      << (mlir::ds::importer::haveTorchScriptImport()
              ? "linked (TorchScript .pt import)"
              : "not linked (no .pt import)")
      << "\n";
   printBlas(os);
+  bool haveGpu = printCuda(os, nccl);
 
   // What the runtime could use here. libdsrt is not built yet, so this is a
   // statement about the machine, not about a loaded backend.

@@ -497,6 +497,33 @@ DSRT_API int dsrt_cuda_adam_multi(
     float eps, float weight_decay, int adamw_mode, int bias_correction,
     float grad_scale, void *const *params16, int param16_dtype, void *stream);
 
+/*--- CUDA devices (gpu/device.c) -----------------------------------------*/
+
+/* What the NVIDIA driver offers this process, probed with dlopen (libdsrt
+ * never links libcuda). */
+#define DSRT_CUDA_MAX_DEVICES 16
+typedef struct dsrt_cuda_device {
+  char name[128];
+  int major, minor; /* compute capability: sm_<major><minor> */
+  int multiprocessors;
+  uint64_t total_bytes;
+} dsrt_cuda_device;
+typedef struct dsrt_cuda_info {
+  int driver_loaded;  /* libcuda.so.1 loaded */
+  int driver_version; /* cuDriverGetVersion: 1000*major + 10*minor */
+  int device_count;   /* devices[] lists the first DSRT_CUDA_MAX_DEVICES */
+  dsrt_cuda_device devices[DSRT_CUDA_MAX_DEVICES];
+  char problem[256]; /* why no GPU is usable; "" when one is */
+} dsrt_cuda_info;
+
+/* Fills *info. DSRT_OK when at least one GPU is usable; otherwise
+ * DSRT_ERR_UNSUPPORTED with info->problem (and dsrt_last_error) naming the
+ * missing piece: the driver library, its initialization, or a device. */
+DSRT_API int dsrt_cuda_probe(dsrt_cuda_info *info);
+/* DSRT_OK when GPU 0 runs device code compiled for sm_<major><minor>;
+ * otherwise DSRT_ERR_UNSUPPORTED with an error naming what is missing. */
+DSRT_API int dsrt_cuda_require(int major, int minor);
+
 /*--- Symbol table (core/symbols.c) ---------------------------------------*/
 
 /* Every entry point above that compiled code may call, by name, so a JIT
