@@ -48,13 +48,18 @@ if config.ds_have_torch:
 llvm_config.with_system_environment(["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"])
 
 
-def cuda_toolkit_available():
+def cuda_toolkit_root():
+    """The root ds-compile would find (ds/Target/CudaToolkit.h), or None."""
     import shutil
     for var in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
         if os.environ.get(var):
-            return os.path.exists(os.path.join(os.environ[var], "bin", "ptxas"))
-    return (shutil.which("ptxas", path=config.environment["PATH"]) is not None
-            or os.path.exists("/usr/local/cuda/bin/ptxas"))
+            root = os.environ[var]
+            break
+    else:
+        ptxas = shutil.which("ptxas", path=config.environment["PATH"])
+        root = (os.path.dirname(os.path.dirname(os.path.realpath(ptxas)))
+                if ptxas else "/usr/local/cuda")
+    return root if os.path.exists(os.path.join(root, "bin", "ptxas")) else None
 
 
 def cuda_driver_available():
@@ -66,8 +71,9 @@ def cuda_driver_available():
         return False
 
 
-if cuda_toolkit_available():
+if cuda_toolkit_root():
     config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda_toolkit", cuda_toolkit_root()))
 if cuda_driver_available():
     config.available_features.add("cuda-driver")
 

@@ -104,6 +104,20 @@ struct LowerToLLVMPipelineOptions
       llvm::cl::desc("compile each repeated linalg op once, as a shared "
                      "function (ds-outline-kernels)"),
       llvm::cl::init(true)};
+  PassOptions::Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("cpu (loops LLVM vectorizes) or a GPU chip, e.g. "
+                     "sm_90: each linalg op a kernel (ds-map-kernels-to-gpu) "
+                     "assembled into the module by ptxas"),
+      llvm::cl::init("cpu")};
+  PassOptions::Option<std::string> cudaToolkit{
+      *this, "cuda-toolkit",
+      llvm::cl::desc("with a GPU target: the CUDA toolkit's root (ptxas, "
+                     "fatbinary, libdevice)")};
+  PassOptions::Option<std::string> gpuBinaryFormat{
+      *this, "gpu-binary-format",
+      llvm::cl::desc("with a GPU target: fatbin, bin (cubin) or isa (PTX)"),
+      llvm::cl::init("fatbin")};
   PassOptions::Option<bool> report{
       *this, "report",
       llvm::cl::desc("remarks from the BLAS rewrite and the buffer planner"),

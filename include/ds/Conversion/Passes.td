@@ -805,4 +805,58 @@ def WorkspacesAtLoad : Pass<"ds-workspaces-at-load", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def MapKernelsToGPU : Pass<"ds-map-kernels-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Run each linalg op on buffers as a GPU kernel: a thread per "
+                "element, or a block per reduced row";
+  let description = [{
+    The GPU target's counterpart of lowering linalg to loops. Named ops are
+    generalized first; then each linalg.generic on buffers with static
+    ranges becomes one `gpu.launch` in place:
+
+    - all iterators parallel: one thread per iteration point (the flattened
+      index split by 64-bit div/rem, so a buffer may pass 2^31 elements),
+      blocks of `block-size` threads, a bounds guard for the last block;
+    - some iterators reduce, into one output, through one combiner of the
+      output (add, mul, max/min, and/or/xor, as `matchReduction` finds it):
+      one block per output element. Each thread folds the reduced points
+      tid, tid + blockDim, ... in order, starting from the combiner's
+      neutral element; `gpu.all_reduce` combines the threads in its fixed
+      shuffle tree; thread 0 folds the total into the output's value. The
+      order never depends on timing, so a step gives the same bits run to
+      run (not the CPU's bits: the CPU sums in another order).
+
+    Loads and stores follow the op's indexing maps (affine.apply);
+    `linalg.index` is the loop index. Anything else (dynamic shapes, several
+    reduced outputs, a body that is not one combiner) stays a linalg op and,
+    with `report`, gets a remark saying why.
+
+      linalg.generic {iterator_types = ["parallel", "reduction"]}
+          ins(%x : memref<8x64xf32>) outs(%s : memref<8xf32>)
+        ^bb0(%in: f32, %acc: f32):
+          %a = arith.addf %in, %acc : f32
+          linalg.yield %a : f32
+
+    becomes a `gpu.launch` of 8 blocks of 64 threads, an `scf.for` from the
+    thread id by the block size, `gpu.all_reduce add` and a store by thread 0.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256",
+           "threads per block (rounded down to what an op needs, in warps)">,
+    Option<"report", "report", "bool", "false",
+           "a remark on each linalg op left on the host, saying why">,
+  ];
+  let statistics = [
+    Statistic<"numParallelKernels", "parallel-kernels",
+              "ops mapped one thread per element">,
+    Statistic<"numReductionKernels", "reduction-kernels",
+              "ops mapped one block per reduced element">,
+    Statistic<"numHostOps", "host-ops", "linalg ops left on the host">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // DS_CONVERSION_PASSES

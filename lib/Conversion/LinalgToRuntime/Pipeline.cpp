@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ds/Conversion/LinalgToGPU.h"
 #include "ds/Conversion/LinalgToRuntime.h"
 #include "ds/Conversion/Passes.h"
 #include "dsdist/DistOps.h"
@@ -120,6 +121,15 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // function each, so the step's code does not grow with depth.
   if (options.outlineKernels)
     pm.addPass(ds::createOutlineKernels());
+  // A GPU target: the linalg ops become kernels here; what it leaves goes
+  // on to loops like the CPU's.
+  bool gpu = options.target != "cpu";
+  GPUTargetOptions gpuTarget;
+  gpuTarget.chip = options.target;
+  gpuTarget.toolkit = options.cudaToolkit;
+  gpuTarget.format = options.gpuBinaryFormat;
+  if (gpu)
+    buildKernelsToNVVMPipeline(pm, gpuTarget);
   if (options.parallelLoops)
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else
@@ -145,6 +155,8 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
+  if (gpu)
+    buildGPUHostToLLVMPipeline(pm, gpuTarget);
   pm.addPass(createReconcileUnrealizedCastsPass());
   // The entry points' bodies into their C wrappers: no call passing every
   // descriptor field. Layer and kernel functions are called only from here:
@@ -189,4 +201,5 @@ void ds::registerLowerToLLVMDependencies(DialectRegistry &registry) {
   registry.insert<ds::dist::DistDialect, ds::train::TrainDialect>();
   registerDistBufferizationModels(registry);
   registerOptimizerBufferizationModels(registry);
+  registerGPUTargetDependencies(registry);
 }
