@@ -989,7 +989,14 @@ void checkTensorParallel(const Config &c, int64_t t) {
   if (c.fp16.enabled)
     fail(tp + " with fp16.enabled: the overflow check sees only this "
               "rank's gradient shards, so tensor-parallel ranks could skip "
-              "different steps; use bf16 or fp32");
+              "different steps; use fp32");
+  if (c.bf16.enabled)
+    fail(tp + " with bf16.enabled: the f32 master copies of the pieces are "
+              "not drawn from the whole tensors yet; use fp32");
+  if (c.zero.stage == 3)
+    fail(tp + " with zero_optimization.stage 3: ZeRO-3's chunks of a "
+              "tensor-parallel piece are not drawn from the whole tensor "
+              "yet; use stage 0, 1 or 2");
   if (c.gradientClipping > 0)
     fail(tp + " with gradient_clipping " + num(c.gradientClipping) +
          ": the gradient norm would miss the other tensor-parallel ranks' "
