@@ -997,10 +997,6 @@ void checkTensorParallel(const Config &c, int64_t t) {
     fail(tp + " with zero_optimization.stage 3: ZeRO-3's chunks of a "
               "tensor-parallel piece are not drawn from the whole tensor "
               "yet; use stage 0, 1 or 2");
-  if (c.gradientClipping > 0)
-    fail(tp + " with gradient_clipping " + num(c.gradientClipping) +
-         ": the gradient norm would miss the other tensor-parallel ranks' "
-         "shards; set gradient_clipping to 0");
 }
 
 //===----------------------------------------------------------------------===//
