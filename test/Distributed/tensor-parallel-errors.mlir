@@ -71,3 +71,24 @@ module {
     return %s : tensor<f32>
   }
 }
+
+// -----
+
+// A fused projection split into unequal blocks (GQA's Q and KV) has no
+// per-rank piece yet: it stays whole, and then nothing is cut.
+// expected-error @+1 {{ds-tensor-parallel: no linear could be cut}}
+module {
+  func.func @forward(
+    %up: tensor<12x4xf32> {dsnn.param = #dsnn.param<name = "up.weight", init = normal, std = 0.02>},
+    %d0: tensor<4x8xf32> {dsnn.param = #dsnn.param<name = "d0.weight", init = normal, std = 0.02>},
+    %d1: tensor<4x4xf32> {dsnn.param = #dsnn.param<name = "d1.weight", init = normal, std = 0.02>},
+    %x: tensor<3x4xf32>) -> tensor<f32> {
+    %h = dsnn.linear %x, %up : (tensor<3x4xf32>, tensor<12x4xf32>) -> tensor<3x12xf32>
+    %a, %b = dsnn.split %h dim 1 : tensor<3x12xf32> -> tensor<3x8xf32>, tensor<3x4xf32>
+    %y0 = dsnn.linear %a, %d0 : (tensor<3x8xf32>, tensor<4x8xf32>) -> tensor<3x4xf32>
+    %y1 = dsnn.linear %b, %d1 : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+    %y = dsnn.add %y0, %y1 : tensor<3x4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+    %s = dsnn.reduce_sum %y dims [0, 1] : tensor<3x4xf32> -> tensor<f32>
+    return %s : tensor<f32>
+  }
+}

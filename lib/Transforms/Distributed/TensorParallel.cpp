@@ -134,9 +134,11 @@ void TensorParallelPass::visit(
       return cutTo(user->getResult(0), dim);
     }
   } else if (auto split = dyn_cast<nn::SplitOp>(user)) {
-    // Along the cut dim only as a fused projection's blocks (Q, K, V).
+    // Along the cut dim only as a fused projection's equal blocks (Q, K,
+    // V); GQA's unequal Q and KV blocks have no such piece yet.
     bool fused = split.getDim() == dim &&
-                 isa_and_nonnull<nn::LinearOp>(v.getDefiningOp());
+                 isa_and_nonnull<nn::LinearOp>(v.getDefiningOp()) &&
+                 llvm::all_equal(split.getResultTypes());
     if (split.getDim() != dim || fused) {
       if (fused)
         r.blocks = split.getNumResults();
