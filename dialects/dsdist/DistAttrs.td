@@ -63,6 +63,30 @@ def Dist_ShardingAttr : Dist_Attr<"Sharding", "sharding"> {
   }];
 }
 
+def Dist_TensorShardAttr : Dist_Attr<"TensorShard", "tensor_shard"> {
+  let summary = "How tensor parallelism cut a parameter";
+  let description = [{
+    On a parameter argument (`dsdist.tensor_parallel`): the argument is
+    this rank's piece of the whole tensor of `shape`, cut along `dim` over
+    the group of `axes` (size G). The whole dim is `blocks` equal blocks
+    (3 for a fused QKV projection: Q, K and V), each cut in G equal
+    pieces; group rank r holds piece r of every block, concatenated in
+    block order. So a column-parallel weight `[out, in]` has `dim = 0`, a
+    row-parallel one `dim = 1`, and the local type is the whole type with
+    `dim` divided by G.
+
+      %w: tensor<24x16xf32> {dsdist.tensor_parallel =
+            #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 3, shape = [48, 16]>}
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$axes, "int64_t":$dim,
+                        "int64_t":$blocks,
+                        ArrayRefParameter<"int64_t", "whole shape">:$shape);
+  let assemblyFormat = [{
+    `<` `axes` `=` $axes `,` `dim` `=` $dim `,` `blocks` `=` $blocks `,`
+    `shape` `=` `[` $shape `]` `>`
+  }];
+}
+
 def Dist_CollectiveKind : I32EnumAttr<"CollectiveKind",
     "which collective a buffer-level dsdist.comm performs", [
   I32EnumAttrCase<"all_reduce", 0>, I32EnumAttrCase<"all_gather", 1>,

@@ -41,6 +41,10 @@ def Dist_Dialect : Dialect {
     /// holds rows [r * E / G, (r + 1) * E / G), in the whole tensor's shape.
     static constexpr ::llvm::StringLiteral kExpertsAttrName =
         "dsdist.experts";
+    /// The function-argument attribute of a parameter that tensor
+    /// parallelism cut: a `#dsdist.tensor_shard<...>`.
+    static constexpr ::llvm::StringLiteral kTensorParallelAttrName =
+        "dsdist.tensor_parallel";
     /// The module attribute of one pipeline stage's program:
     /// `{stage = s, stages = p, shared = {name = array<i64: a, b>}}`.
     static constexpr ::llvm::StringLiteral kPipelineAttrName =

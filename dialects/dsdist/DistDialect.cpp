@@ -49,18 +49,43 @@ static LogicalResult verifyPipeIndex(Operation *op, NamedAttribute attr,
   return success();
 }
 
+/// A tensor-parallel cut names its dim within the whole shape and splits
+/// it into whole blocks.
+static LogicalResult verifyTensorShard(Operation *op, NamedAttribute attr,
+                                       unsigned argIndex) {
+  auto shard = dyn_cast<TensorShardAttr>(attr.getValue());
+  if (!shard)
+    return op->emitError() << "argument #" << argIndex << ": '"
+                           << attr.getName().getValue()
+                           << "' must be a #dsdist.tensor_shard<...>";
+  int64_t rank = shard.getShape().size(), dim = shard.getDim();
+  if (dim < 0 || dim >= rank)
+    return op->emitError() << "argument #" << argIndex << ": tensor_shard dim "
+                           << dim << " is out of range for its shape of rank "
+                           << rank;
+  if (shard.getBlocks() < 1 || shard.getShape()[dim] % shard.getBlocks() != 0)
+    return op->emitError() << "argument #" << argIndex << ": tensor_shard dim "
+                           << dim << " of size " << shard.getShape()[dim]
+                           << " is not " << shard.getBlocks()
+                           << " equal blocks";
+  return success();
+}
+
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
   if (attr.getName() == kPipeInputAttrName ||
       attr.getName() == kPipeGradAttrName)
     return verifyPipeIndex(op, attr, "argument", argIndex);
+  if (attr.getName() == kTensorParallelAttrName)
+    return verifyTensorShard(op, attr, argIndex);
   if (attr.getName() != kShardingAttrName && attr.getName() != kExpertsAttrName)
     return op->emitError() << "unknown argument attribute '"
                            << attr.getName().getValue()
                            << "'; the dsdist dialect defines '"
                            << kShardingAttrName << "', '" << kExpertsAttrName
-                           << "', '" << kPipeInputAttrName << "' and '"
+                           << "', '" << kTensorParallelAttrName << "', '"
+                           << kPipeInputAttrName << "' and '"
                            << kPipeGradAttrName << "' on arguments";
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
   if (!sharding)

@@ -275,6 +275,7 @@ LogicalResult CommOp::verify() {
 }
 
 LogicalResult AllReduceOp::verify() { return verifyGroup(*this, getAxes()); }
+LogicalResult CopyToGroupOp::verify() { return verifyGroup(*this, getAxes()); }
 LogicalResult AllReduceStartOp::verify() {
   return verifyGroup(*this, getAxes());
 }

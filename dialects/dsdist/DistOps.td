@@ -125,6 +125,27 @@ defm Dist_Broadcast : Dist_SameTypeCollective<"broadcast",
       %w = dsdist.broadcast %w0 over ["dp"] root 0 : tensor<64x64xf32>
   }], (ins I64Attr:$root), "", "`root` $root">;
 
+def Dist_CopyToGroupOp : Dist_Op<"copy_to_group", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Identity whose cotangent is summed over the group";
+  let description = [{
+    Megatron's `f`: the input of a column-parallel layer is the same on
+    every rank of the tensor-parallel group, and each rank computes only
+    its part of what reads it, so the gradient of the input is the sum of
+    the ranks' partial gradients. The forward value is `input`; the VJP
+    all-reduces (sum) the cotangent over `axes`. Its dual, `g`, is a
+    `dsdist.all_reduce sum` in the forward whose VJP passes the cotangent
+    through. ds-autodiff replaces the op by its input once the backward
+    holds that all-reduce, so it never reaches the lowering.
+
+      %x1 = dsdist.copy_to_group %x over ["tp"] : tensor<2x8x16xf32>
+  }];
+  let arguments = (ins Dist_FloatTensor:$input, StrArrayAttr:$axes);
+  let results = (outs Dist_FloatTensor:$result);
+  let assemblyFormat = "$input `over` $axes attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Dist_ShardOp : Dist_Op<"shard", [Pure]> {
   let summary = "Keeps this rank's slice of a replicated tensor";
   let description = [{

@@ -972,6 +972,33 @@ void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
   }
 }
 
+/// The combinations tensor parallelism does not compose with yet. Each is
+/// refused rather than run, as a wrong composition would train silently
+/// different numbers.
+void checkTensorParallel(const Config &c, int64_t t) {
+  std::string tp = "tensor_parallel.autotp_size " + num(t);
+  if (c.pipeline.stages > 1)
+    fail(tp + " with pipeline.stages " + num(c.pipeline.stages) +
+         ": tensor parallelism inside a pipeline stage is not supported yet "
+         "(the stage's activations would cross stages as TP shards); use "
+         "autotp_size 1 or one stage");
+  if (c.moe.enabled)
+    fail(tp + " with a moe section: experts are neither sharded nor "
+              "replicated over the tensor-parallel group yet; use "
+              "autotp_size 1 or a dense model");
+  if (c.fp16.enabled)
+    fail(tp + " with fp16.enabled: the overflow check sees only this "
+              "rank's gradient shards, so tensor-parallel ranks could skip "
+              "different steps; use fp32");
+  if (c.bf16.enabled)
+    fail(tp + " with bf16.enabled: the f32 master copies of the pieces are "
+              "not drawn from the whole tensors yet; use fp32");
+  if (c.zero.stage == 3)
+    fail(tp + " with zero_optimization.stage 3: ZeRO-3's chunks of a "
+              "tensor-parallel piece are not drawn from the whole tensor "
+              "yet; use stage 0, 1 or 2");
+}
+
 //===----------------------------------------------------------------------===//
 // The batch triangle
 //===----------------------------------------------------------------------===//
@@ -1368,6 +1395,9 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
            "the expert-data-parallel group is not supported yet; use stage "
            "0, 1 or 2, or ep_size 1");
   }
+
+  if (int64_t t = c.tensorParallel.autotpSize; t > 1)
+    checkTensorParallel(c, t);
 
   llvm::sort(ignored);
   c.ignoredKeys = std::move(ignored);

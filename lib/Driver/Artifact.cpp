@@ -67,6 +67,11 @@ json argJson(const ArgSpec &a) {
     j["full_shape"] = *a.fullShape;
   if (a.expertShards)
     j["expert_shards"] = a.expertShards;
+  if (a.tpSize)
+    j["tensor_parallel"] = {{"size", a.tpSize},
+                            {"dim", a.tpDim},
+                            {"blocks", a.tpBlocks},
+                            {"shape", a.tpShape}};
   if (a.kind == ArgSpec::Param) {
     j["init"] = kInitKinds[int(a.init)];
     j["init_std"] = a.initStd;
@@ -90,6 +95,13 @@ ArgSpec argOf(const json &j) {
   if (j.contains("full_shape"))
     a.fullShape = jsonIntegers(j, "full_shape");
   a.expertShards = jsonInteger<decltype(a.expertShards)>(j, "expert_shards", 0);
+  if (j.contains("tensor_parallel")) {
+    const auto &tp = j["tensor_parallel"];
+    a.tpSize = jsonInteger<int64_t>(tp, "size", 0);
+    a.tpDim = jsonInteger<int64_t>(tp, "dim", 0);
+    a.tpBlocks = jsonInteger<int64_t>(tp, "blocks", 1);
+    a.tpShape = jsonIntegers(tp, "shape");
+  }
   if (a.kind == ArgSpec::Param) {
     a.init = InitKind(indexOf(kInitKinds, j.at("init"), "init"));
     a.initStd = j.at("init_std");

@@ -108,6 +108,13 @@ llvm::Expected<ArgSpec> argSpecOf(func::FuncOp step, unsigned i) {
     arg.fullShape.emplace(experts.getShape().begin(), experts.getShape().end());
     arg.expertShards = experts.getShape()[0] / type.getDimSize(0);
   }
+  if (auto cut = step.getArgAttrOfType<mlir::ds::dist::TensorShardAttr>(
+          i, mlir::ds::dist::DistDialect::kTensorParallelAttrName)) {
+    arg.tpDim = cut.getDim();
+    arg.tpBlocks = cut.getBlocks();
+    arg.tpShape.assign(cut.getShape().begin(), cut.getShape().end());
+    arg.tpSize = arg.tpShape[arg.tpDim] / type.getDimSize(arg.tpDim);
+  }
   if (auto param =
           step.getArgAttrOfType<nn::ParamAttr>(i, nn::kParamAttrName)) {
     arg.kind = ArgSpec::Param;

@@ -27,6 +27,22 @@ ChunkRange chunkRange(int64_t numel, int64_t chunk, int rank) {
   return {first, std::min<int64_t>(chunk, numel - first)};
 }
 
+/// The runs of the whole flattened tensor that tensor-parallel group rank
+/// `r` holds of parameter `p`, in the order its piece stores them: for each
+/// index of the dims before the cut, piece r of each block.
+std::vector<ChunkRange> tensorParallelRuns(const ArgSpec &p, int64_t r) {
+  llvm::ArrayRef<int64_t> whole = p.tpShape;
+  int64_t outer = numElements(whole.take_front(p.tpDim));
+  int64_t inner = numElements(whole.drop_front(p.tpDim + 1));
+  int64_t block = whole[p.tpDim] / p.tpBlocks, piece = block / p.tpSize;
+  std::vector<ChunkRange> runs;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t b = 0; b < p.tpBlocks; ++b)
+      runs.push_back({(o * whole[p.tpDim] + b * block + r * piece) * inner,
+                      piece * inner});
+  return runs;
+}
+
 /// The expert parameter whose layout argument `arg` shares: `arg` itself
 /// when expert parallelism cut it (dsdist.experts), its parameter for an
 /// optimizer state of the same size (a moment, or its ZeRO chunk of one);
@@ -261,7 +277,20 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     const ArgSpec &p = manifest.args[i];
     Tensor &value = currentValues[i];
-    if (p.kind == ArgSpec::Param && parameters) {
+    if (p.kind == ArgSpec::Param && parameters && p.tpSize) {
+      // The one-rank model's values of this rank's piece.
+      if (p.dtype != DType::F32 || p.fullShape)
+        return createStringError(
+            "parameter \"%s\": a tensor-parallel piece is drawn only as "
+            "f32 and whole on its rank (no bf16, no ZeRO-3)",
+            p.name.c_str());
+      float *into = value.data<float>();
+      for (ChunkRange run : tensorParallelRuns(p, rank % p.tpSize)) {
+        initParameter(p.name, p.init, p.initStd, seed, run.first, run.count,
+                      into);
+        into += run.count;
+      }
+    } else if (p.kind == ArgSpec::Param && parameters) {
       // The same values as one rank would draw; a shard draws its slice.
       ChunkRange r = placementOf(manifest, p, rank).held;
       std::vector<float> drawn(p.dtype == DType::F32 ? 0 : r.count);
@@ -445,6 +474,27 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
   return whole;
 }
 
+/// The whole f32 tensor of a tensor-parallel piece: the group's pieces
+/// gathered over tp (the grid's fastest axis), each put back in its runs.
+llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
+                                            const ArgSpec &arg,
+                                            const Tensor &value) {
+  size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
+  int64_t local = numElements(arg.shape);
+  Tensor pieces = Tensor::zeros(DType::F32, {arg.tpSize * local});
+  if (llvm::Error err =
+          gatherOver(uint64_t(1) << (axes - 1), value.data(), pieces))
+    return std::move(err);
+  Tensor whole = Tensor::zeros(DType::F32, arg.tpShape);
+  const float *from = pieces.data<float>();
+  for (int64_t r = 0; r < arg.tpSize; ++r)
+    for (ChunkRange run : tensorParallelRuns(arg, r)) {
+      std::copy_n(from, run.count, whole.data<float>() + run.first);
+      from += run.count;
+    }
+  return whole;
+}
+
 /// The parameters of a later pipeline stage, sent from its first rank to
 /// rank 0: the header (names and shapes, as JSON) and the f32 data, each
 /// after its length.
@@ -522,14 +572,16 @@ llvm::Error StateStore::saveWeights(llvm::StringRef path,
     const ArgSpec &src = manifest.args[from];
     const void *data = currentValues[from].data();
     llvm::ArrayRef<int64_t> shape = src.shape;
-    if (src.fullShape) {
+    if (src.tpSize || src.fullShape) {
       llvm::Expected<Tensor> whole =
-          gatherWhole(manifest, src, currentValues[from]);
+          src.tpSize ? gatherTensorParallel(manifest, src, currentValues[from])
+                     : gatherWhole(manifest, src, currentValues[from]);
       if (!whole)
         return createStringError("gathering \"%s\" to save it: %s",
                                  p.name.c_str(),
                                  llvm::toString(whole.takeError()).c_str());
-      shape = p.wholeShape();
+      shape =
+          src.tpSize ? llvm::ArrayRef<int64_t>(src.tpShape) : p.wholeShape();
       gathered.push_back(std::move(*whole));
       data = gathered.back().data();
     }

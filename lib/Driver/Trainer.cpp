@@ -188,6 +188,9 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   place.worldSize = worldSize;
   place.programSize = pipelined ? int(config->dpSize) : worldSize;
   place.programRank = rank % place.programSize;
+  // The ranks of a tensor-parallel group (consecutive) read the same batch.
+  const int dataRank =
+      place.programRank / int(config->tensorParallel.autotpSize);
   // --load: the checkpoint's seed and data position apply before anything
   // draws from them; --save: a bad directory fails before the compile.
   auto checkpointer = Checkpointer::open(options, *config, place);
@@ -248,6 +251,18 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     return agreeOnStep(hash, rank, worldSize, place.programSize);
   };
   request.beforeCodegen = [&](const StepManifest &manifest) -> llvm::Error {
+    // Checkpoints and --init-from read and write whole tensors by rank
+    // layout; tensor-parallel pieces have none there yet.
+    bool tensorParallel = llvm::any_of(
+        manifest.args, [](const ArgSpec &a) { return a.tpSize != 0; });
+    if (tensorParallel && (!options.saveDir.empty() ||
+                           !options.loadDir.empty() || !initFrom->empty()))
+      return createStringError(
+          "tensor_parallel.autotp_size %lld with checkpoints or initial "
+          "weights (--save-dir, --load-dir, --init-from, a .pt model): "
+          "tensor-parallel pieces are not saved or loaded yet; train from "
+          "the model's own init (--save-weights works)",
+          (long long)config->tensorParallel.autotpSize);
     // A step that cannot fit is refused now, not killed in step 1.
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (llvm::Error err = checkStepFits(
@@ -257,8 +272,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     if (llvm::Error err = feeder->plan(manifest, *config, seedOption))
       return err;
     if (*evaluator)
-      if (llvm::Error err =
-              (*evaluator)->plan(manifest, *feeder, place.programRank))
+      if (llvm::Error err = (*evaluator)->plan(manifest, *feeder, dataRank))
         return err;
     seed = seedOption.value_or(manifest.initSeed.value_or(0));
     auto values = checkpointer->readState(manifest, seed);
@@ -290,7 +304,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   // before them is what it holds now less one value of each.
   int64_t rssBeforeStates = currentRssBytes() - stateBytes(*store, manifest);
 
-  if (llvm::Error err = feeder->initialize(manifest, seed, place.programRank))
+  if (llvm::Error err = feeder->initialize(manifest, seed, dataRank))
     return err;
   store->restore(restored);
   auto loop = StepLoop::create(manifest, options, *config, rank);

@@ -34,6 +34,13 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
         std::to_string(pipe.stages) +
         ") is not supported yet: its forward spans the stages");
   pm.addPass(createVerifyModelContract());
+  if (config.tensorParallel.autotpSize > 1) {
+    // First: the grid's tp axis, and the autodiff mirrors f and g.
+    TensorParallelOptions tensor;
+    tensor.size = config.tensorParallel.autotpSize;
+    tensor.dpSize = config.dpSize;
+    pm.addPass(createTensorParallel(tensor));
+  }
   if (config.moe.enabled && config.moe.epSize > 1) {
     // On the model contract, so the autodiff mirrors the exchanges.
     MoEExpertParallelOptions experts;

@@ -381,3 +381,27 @@ func.func @combine_shape(%e: tensor<4x8x64xf32>, %w: tensor<16x4x8xf32>) {
   return
 }
 }
+
+// -----
+
+module attributes {dsdist.grid = #dsdist.grid<dp = 4>} {
+func.func @copy_unknown_axis(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'dsdist.copy_to_group' op axis "tp" is not on the grid; its axes are dp}}
+  %0 = dsdist.copy_to_group %x over ["tp"] : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: tensor_shard dim 2 is out of range for its shape of rank 2}}
+func.func @shard_dim(%w: tensor<8x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 2, blocks = 1, shape = [16, 16]>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0: tensor_shard dim 0 of size 16 is not 3 equal blocks}}
+func.func @shard_blocks(%w: tensor<8x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 3, shape = [16, 16]>}) {
+  return
+}

@@ -90,6 +90,16 @@ dsdist.pipeline_schedule "gpipe" stages 2 micro_batches 1 {
            optimizer_step
 }
 
+// Tensor parallelism's f and a parameter piece.
+// CHECK-LABEL: func @tensor_parallel
+// CHECK-SAME: {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 3, shape = [48, 16]>}
+// CHECK: dsdist.copy_to_group %{{.*}} over ["tp"] : tensor<2x16xf32>
+func.func @tensor_parallel(%w: tensor<24x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 3, shape = [48, 16]>},
+                           %x: tensor<2x16xf32>) -> tensor<2x16xf32> {
+  %0 = dsdist.copy_to_group %x over ["tp"] : tensor<2x16xf32>
+  return %0 : tensor<2x16xf32>
+}
+
 // The attribute forms, outside an op.
 // CHECK-LABEL: func @attrs
 // CHECK-SAME: test.instr = #dsdist.instr<forward(mb = 2, buf = 1)>

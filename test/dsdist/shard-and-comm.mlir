@@ -41,7 +41,7 @@ module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
 
 // -----
 
-// expected-error @+1 {{unknown argument attribute 'dsdist.shards'; the dsdist dialect defines 'dsdist.sharding', 'dsdist.experts', 'dsdist.pipe_input' and 'dsdist.pipe_grad' on arguments}}
+// expected-error @+1 {{unknown argument attribute 'dsdist.shards'; the dsdist dialect defines 'dsdist.sharding', 'dsdist.experts', 'dsdist.tensor_parallel', 'dsdist.pipe_input' and 'dsdist.pipe_grad' on arguments}}
 func.func @typo(%m: tensor<6xf32> {dsdist.shards = 1 : i64}) {
   return
 }

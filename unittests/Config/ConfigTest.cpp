@@ -397,11 +397,13 @@ TEST(ConfigBatch, PipelineStagesShrinkDataParallel) {
   EXPECT_EQ(c.pipeline.microBatches, 8);
 }
 
-TEST(ConfigBatch, TensorAndPipelineParallelShrinkDataParallel) {
+TEST(ConfigBatch, TensorParallelShrinksDataParallel) {
+  // dp = world / (T x PP); TP inside a pipeline is refused (see
+  // test/Config/tensor-parallel-errors.test).
   Config c = parseOk(R"({"train_batch_size": 16,
                          "train_micro_batch_size_per_gpu": 4,
-                         "pipeline": {"stages": 2},
-                         "tensor_parallel": {"autotp_size": 2}})",
+                         "gradient_clipping": 0,
+                         "tensor_parallel": {"autotp_size": 4}})",
                      8);
   EXPECT_EQ(c.dpSize, 2);
   EXPECT_EQ(c.gradientAccumulationSteps, 2);

@@ -61,6 +61,11 @@ struct ArgSpec {
   /// ranks (dsdist.experts): `shape` is the whole tensor's with the leading
   /// (expert) dim divided, and rank r % expertShards holds slice r.
   int64_t expertShards = 0;
+  /// Param: a piece of a tensor-parallel cut (dsdist.tensor_parallel) over
+  /// this many ranks (0: whole); group rank r % tpSize holds piece r of
+  /// each of tpBlocks blocks of dim tpDim of the whole tpShape.
+  int64_t tpSize = 0, tpDim = 0, tpBlocks = 1;
+  std::vector<int64_t> tpShape;
   /// Param: how its first value is drawn.
   InitKind init = InitKind::Zeros;
   double initStd = 0;

@@ -738,6 +738,61 @@ def MoEExpertParallel : Pass<"ds-moe-expert-parallel", "mlir::ModuleOp"> {
                            "::mlir::ds::dist::DistDialect"];
 }
 
+def TensorParallel : Pass<"ds-tensor-parallel", "mlir::ModuleOp"> {
+  let summary = "Megatron's tensor-parallel layout, found on the model graph";
+  let description = [{
+    On the model contract, before ds-autodiff. With `size` T > 1, the
+    `dp-size` x T ranks form the grid `#dsdist.grid<dp = D, tp = T>`: the T
+    ranks of a tensor-parallel group are consecutive (Megatron's and
+    DeepSpeed's order).
+
+    The layout is found on the graph, not by parameter names. A *column*
+    linear is a `dsnn.linear` whose weight is a parameter used once and
+    whose output reaches, through ops that act on each slice of its last
+    dim alone (activations, elementwise products of such values, `split`
+    along that dim, `reshape`/`transpose` that keep it a leading factor,
+    `attention` over heads), only the inputs of other parameter linears:
+    the *row* linears. That is an MLP (up, and gate for SwiGLU, then down)
+    or an attention block (Q, K, V or the fused QKV, then the output
+    projection). A column weight `[out, in]` and its bias are cut along
+    `out` (a fused QKV as 3 blocks, so each rank holds its heads' Q, K and
+    V); a row weight along `in`. Everything between runs on 1/T of the
+    width, the heads included. Every other parameter stays whole.
+
+    The collectives are Megatron's `f` and `g`: the column linear's input
+    goes through `dsdist.copy_to_group` (identity; its gradient is summed
+    over the group), and the row linear's partial output through
+    `dsdist.all_reduce sum`, after which its bias is added once:
+
+      %x1 = dsdist.copy_to_group %ln over ["tp"] : tensor<2x8x16xf32>
+      %fc = dsnn.linear %x1, %w_fc, %b_fc : (..., tensor<32x16xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+      %act = dsnn.gelu %fc : tensor<2x8x32xf32>
+      %p = dsnn.linear %act, %w_proj : (tensor<2x8x32xf32>, tensor<16x32xf32>) -> tensor<2x8x16xf32>
+      %s = dsdist.all_reduce sum %p over ["tp"] : tensor<2x8x16xf32>
+      %mlp = dsnn.add %s, %b_proj : tensor<2x8x16xf32>, tensor<16xf32> -> tensor<2x8x16xf32>
+
+    A cut parameter's type is its piece, and `dsdist.tensor_parallel =
+    #dsdist.tensor_shard<...>` gives the whole shape and which piece group
+    rank r holds, so initialization draws the slice of the one-rank
+    model's tensor. With f and g every replicated value, and so every
+    replicated parameter's gradient, is the same on all ranks of the
+    group: no further reduction is needed. A width (heads, MLP width, or a
+    fused projection's blocks) that T does not divide is an error naming
+    the op and the numbers.
+  }];
+  let options = [
+    Option<"size", "size", "int64_t", "1", "ranks of a tensor-parallel group">,
+    Option<"dpSize", "dp-size", "int64_t", "1",
+           "the data-parallel size (grid axis dp, outside tp)">,
+  ];
+  let statistics = [
+    Statistic<"numColumn", "column-linears", "linears cut by output">,
+    Statistic<"numRow", "row-linears", "linears cut by input">,
+  ];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect",
+                           "::mlir::ds::dist::DistDialect"];
+}
+
 def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
   let summary = "Data parallelism and ZeRO stages 0-3 on the step contract";
   let description = [{

@@ -702,6 +702,36 @@ FailureOr<int64_t> ZeroPass::setUpGrid(ModuleOp module) {
   return epSize;
 }
 
+/// The squares of this rank's gradient chunks on a grid with a tp axis: a
+/// tensor-parallel piece's (dsdist.tensor_parallel) summed over tp, a
+/// replicated parameter's, the same on every rank of the group, once.
+/// Null without tensor parallelism.
+static Value tensorParallelSquares(OpBuilder &b, Location loc, ModuleOp module,
+                                   func::FuncOp fn, ArrayRef<Value> chunks) {
+  auto grid =
+      module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
+  if (!grid || grid.getAxisSize("tp").value_or(1) == 1)
+    return {};
+  SmallVector<Value> pieces, whole;
+  for (auto [i, g] : llvm::enumerate(chunks))
+    (fn.getArgAttr(i, dist::DistDialect::kTensorParallelAttrName) ? pieces
+                                                                  : whole)
+        .push_back(g);
+  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  Value sum =
+      arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(scalar)));
+  if (!pieces.empty())
+    sum = dist::AllReduceOp::create(
+        b, loc, scalar,
+        train::GlobalNormOp::create(b, loc, scalar, pieces, b.getUnitAttr(),
+                                    /*init=*/Value()),
+        b.getStrArrayAttr({"tp"}), dist::ReductionKind::sum);
+  if (whole.empty())
+    return sum;
+  return train::GlobalNormOp::create(b, loc, scalar, whole, b.getUnitAttr(),
+                                     sum);
+}
+
 SmallVector<Value> ZeroPass::normAndClip(ModuleOp module, Step &step,
                                          OpBuilder &b, ArrayRef<Value> chunks,
                                          ArrayRef<Value> grads) {
@@ -710,7 +740,9 @@ SmallVector<Value> ZeroPass::normAndClip(ModuleOp module, Step &step,
   // stages.
   Location loc = step.normOp->getLoc();
   auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-  Value partial = pipeline::stageSquares(b, loc, module, step.fn, chunks);
+  Value partial = tensorParallelSquares(b, loc, module, step.fn, chunks);
+  if (!partial)
+    partial = pipeline::stageSquares(b, loc, module, step.fn, chunks);
   Value total = step.groups.dense.allReduce(partial, dist::ReductionKind::sum);
   if (module->getAttr(pipeline::kPipelineAttrName))
     total = dist::AllReduceOp::create(b, loc, scalarF32, total,

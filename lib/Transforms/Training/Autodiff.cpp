@@ -15,6 +15,7 @@
 #include "ds/Transforms/Passes.h"
 #include "ds/Transforms/Pipeline.h"
 #include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -482,8 +483,15 @@ struct AutodiffPass : mlir::ds::impl::AutodiffBase<AutodiffPass> {
       return signalPassFailure();
     }
     AutodiffStats stats;
-    if (failed(buildForwardBackward(forward, result, &stats)))
+    auto built = buildForwardBackward(forward, result, &stats);
+    if (failed(built))
       return signalPassFailure();
+    // Its VJP is in the backward now; forward, it is the identity.
+    for (func::FuncOp fn : {forward, *built})
+      fn.walk([](dist::CopyToGroupOp op) {
+        op.replaceAllUsesWith(op.getInput());
+        op.erase();
+      });
     numVJPs = stats.vjps;
     numBackwardLayers = stats.backwardLayers;
   }

@@ -611,6 +611,34 @@ struct AllToAllVJP : VJP<AllToAllVJP, dist::AllToAllOp> {
   }
 };
 
+// Tensor parallelism's pair (Megatron's f and g). The loss is the same on
+// every rank of the group, so a replicated value's cotangent is one value
+// held by every rank, not a per-rank term of a sum.
+struct AllReduceVJP : VJP<AllReduceVJP, dist::AllReduceOp> {
+  // g: the sum is replicated, and so is its cotangent: each rank's partial
+  // sum contributed it once.
+  LogicalResult vjp(dist::AllReduceOp op, OpBuilder &b, Location loc,
+                    ValueRange dys, SmallVectorImpl<Value> &dxs) const {
+    if (op.getKind() != dist::ReductionKind::sum)
+      return op.emitOpError("in the forward must be a sum (tensor "
+                            "parallelism's g) to be differentiated");
+    dxs.push_back(dys[0]);
+    return success();
+  }
+};
+
+struct CopyToGroupVJP : VJP<CopyToGroupVJP, dist::CopyToGroupOp> {
+  // f: each rank's cotangent is its part's; the input's is their sum.
+  LogicalResult vjp(dist::CopyToGroupOp op, OpBuilder &b, Location loc,
+                    ValueRange dys, SmallVectorImpl<Value> &dxs) const {
+    dxs.push_back(dist::AllReduceOp::create(
+        b, loc, dys[0].getType(), dys[0], op.getAxes(),
+        dist::ReductionKindAttr::get(b.getContext(),
+                                     dist::ReductionKind::sum)));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
@@ -657,5 +685,7 @@ void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
   });
   registry.addExtension(+[](MLIRContext *ctx, dist::DistDialect *) {
     dist::AllToAllOp::attachInterface<AllToAllVJP>(*ctx);
+    dist::AllReduceOp::attachInterface<AllReduceVJP>(*ctx);
+    dist::CopyToGroupOp::attachInterface<CopyToGroupVJP>(*ctx);
   });
 }

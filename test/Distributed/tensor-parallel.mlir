@@ -1,0 +1,127 @@
+// RUN: ds-opt %s --split-input-file --ds-tensor-parallel="size=2 dp-size=2" | FileCheck %s
+// RUN: ds-opt %s --split-input-file --ds-tensor-parallel="size=2 dp-size=2" --ds-autodiff | FileCheck %s --check-prefix=GRAD --implicit-check-not=dsdist.copy_to_group
+
+// A GPT-2 block (C = 16, 2 heads, fused QKV, MLP width 32) and an untied LM
+// head, over a tensor-parallel group of two ranks. Megatron's layout, found
+// on the graph: QKV column-parallel by heads (each rank holds its head's Q,
+// K and V rows: 3 blocks), the attention output projection row-parallel,
+// the MLP's fc column- and proj row-parallel; f (copy_to_group) before each
+// column linear, g (all_reduce sum) after each row linear, then the row
+// bias once. Layer norms, embeddings, row biases and the LM head (its
+// output reaches the loss, not a linear) stay whole.
+
+// CHECK:       module attributes {dsdist.grid = #dsdist.grid<dp = 2, tp = 2>}
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME:    %[[LNW:[^:]*]]: tensor<16xf32> {dsnn.param = #dsnn.param<name = "ln_1.weight"
+// CHECK-SAME:    %[[QKVW:[^:]*]]: tensor<24x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 3, shape = [48, 16]>, dsnn.param = #dsnn.param<name = "attn.c_attn.weight"
+// CHECK-SAME:    %[[QKVB:[^:]*]]: tensor<24xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 3, shape = [48]>
+// CHECK-SAME:    %[[PW:[^:]*]]: tensor<16x8xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 1, blocks = 1, shape = [16, 16]>
+// CHECK-SAME:    %[[PB:[^:]*]]: tensor<16xf32> {dsnn.param = #dsnn.param<name = "attn.c_proj.bias"
+// CHECK-SAME:    %[[FCW:[^:]*]]: tensor<16x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [32, 16]>
+// CHECK-SAME:    %[[FCB:[^:]*]]: tensor<16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [32]>
+// CHECK-SAME:    %[[MPW:[^:]*]]: tensor<16x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 1, blocks = 1, shape = [16, 32]>
+// CHECK-SAME:    %[[MPB:[^:]*]]: tensor<16xf32> {dsnn.param = #dsnn.param<name = "mlp.c_proj.bias"
+// CHECK-SAME:    %[[HEAD:[^:]*]]: tensor<64x16xf32> {dsnn.param = #dsnn.param<name = "lm_head.weight"
+// CHECK:         %[[LN:.*]] = dsnn.layer_norm
+// CHECK-NEXT:    %[[F:.*]] = dsdist.copy_to_group %[[LN]] over ["tp"] : tensor<2x8x16xf32>
+// CHECK-NEXT:    %[[QKV:.*]] = dsnn.linear %[[F]], %[[QKVW]], %[[QKVB]] : {{.*}} -> tensor<2x8x24xf32>
+// CHECK-NEXT:    %[[S:.*]]:3 = dsnn.split %[[QKV]] dim 2 : tensor<2x8x24xf32> -> tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>
+// CHECK:         dsnn.reshape %[[S]]#0 : tensor<2x8x8xf32> -> tensor<2x8x1x8xf32>
+// CHECK:         %[[ATT:.*]] = dsnn.attention {{.*}} : tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<2x1x8x8xf32>
+// CHECK:         %[[CAT:.*]] = dsnn.reshape {{.*}} : tensor<2x8x1x8xf32> -> tensor<2x8x8xf32>
+// CHECK-NEXT:    %[[PART:.*]] = dsnn.linear %[[CAT]], %[[PW]] : (tensor<2x8x8xf32>, tensor<16x8xf32>) -> tensor<2x8x16xf32>
+// CHECK-NEXT:    %[[G:.*]] = dsdist.all_reduce sum %[[PART]] over ["tp"] : tensor<2x8x16xf32>
+// CHECK-NEXT:    %[[PROJ:.*]] = dsnn.add %[[G]], %[[PB]]
+// CHECK-NEXT:    %[[RES:.*]] = dsnn.add %{{.*}}, %[[PROJ]]
+// CHECK-NEXT:    %[[F2:.*]] = dsdist.copy_to_group %[[RES]] over ["tp"]
+// CHECK-NEXT:    %[[FC:.*]] = dsnn.linear %[[F2]], %[[FCW]], %[[FCB]] : {{.*}} -> tensor<2x8x16xf32>
+// CHECK-NEXT:    %[[ACT:.*]] = dsnn.gelu %[[FC]] : tensor<2x8x16xf32>
+// CHECK-NEXT:    %[[PART2:.*]] = dsnn.linear %[[ACT]], %[[MPW]] : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+// CHECK-NEXT:    %[[G2:.*]] = dsdist.all_reduce sum %[[PART2]] over ["tp"]
+// CHECK-NEXT:    dsnn.add %[[G2]], %[[MPB]]
+// CHECK:         dsnn.linear %{{.*}}, %[[HEAD]] : (tensor<2x8x16xf32>, tensor<64x16xf32>) -> tensor<2x8x64xf32>
+
+// The backward: f's cotangent is all-reduced (the input's gradient sums
+// the ranks' partial ones), g's passes through, and f is gone.
+// GRAD-LABEL: func.func @forward_backward(
+// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
+// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
+// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
+// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
+// GRAD-NOT:     dsdist.all_reduce
+// GRAD:         return
+module {
+  func.func @forward(
+    %ln_w: tensor<16xf32> {dsnn.param = #dsnn.param<name = "ln_1.weight", init = ones>},
+    %ln_b: tensor<16xf32> {dsnn.param = #dsnn.param<name = "ln_1.bias", init = zeros>},
+    %qkv_w: tensor<48x16xf32> {dsnn.param = #dsnn.param<name = "attn.c_attn.weight", init = normal, std = 0.02>},
+    %qkv_b: tensor<48xf32> {dsnn.param = #dsnn.param<name = "attn.c_attn.bias", init = zeros>},
+    %p_w: tensor<16x16xf32> {dsnn.param = #dsnn.param<name = "attn.c_proj.weight", init = normal, std = 0.02>},
+    %p_b: tensor<16xf32> {dsnn.param = #dsnn.param<name = "attn.c_proj.bias", init = zeros>},
+    %fc_w: tensor<32x16xf32> {dsnn.param = #dsnn.param<name = "mlp.c_fc.weight", init = normal, std = 0.02>},
+    %fc_b: tensor<32xf32> {dsnn.param = #dsnn.param<name = "mlp.c_fc.bias", init = zeros>},
+    %mp_w: tensor<16x32xf32> {dsnn.param = #dsnn.param<name = "mlp.c_proj.weight", init = normal, std = 0.02>},
+    %mp_b: tensor<16xf32> {dsnn.param = #dsnn.param<name = "mlp.c_proj.bias", init = zeros>},
+    %head: tensor<64x16xf32> {dsnn.param = #dsnn.param<name = "lm_head.weight", init = normal, std = 0.02>},
+    %h0: tensor<2x8x16xf32>, %targets: tensor<2x8xi64>) -> tensor<f32> {
+    %ln1 = dsnn.layer_norm %h0, %ln_w, %ln_b eps 1.0e-05 : tensor<2x8x16xf32>, tensor<16xf32>, tensor<16xf32>
+    %qkv = dsnn.linear %ln1, %qkv_w, %qkv_b : (tensor<2x8x16xf32>, tensor<48x16xf32>, tensor<48xf32>) -> tensor<2x8x48xf32>
+    %q, %k, %v = dsnn.split %qkv dim 2 : tensor<2x8x48xf32> -> tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>
+    %q4 = dsnn.reshape %q : tensor<2x8x16xf32> -> tensor<2x8x2x8xf32>
+    %qh = dsnn.transpose %q4 perm [0, 2, 1, 3] : tensor<2x8x2x8xf32> -> tensor<2x2x8x8xf32>
+    %k4 = dsnn.reshape %k : tensor<2x8x16xf32> -> tensor<2x8x2x8xf32>
+    %kh = dsnn.transpose %k4 perm [0, 2, 1, 3] : tensor<2x8x2x8xf32> -> tensor<2x2x8x8xf32>
+    %v4 = dsnn.reshape %v : tensor<2x8x16xf32> -> tensor<2x8x2x8xf32>
+    %vh = dsnn.transpose %v4 perm [0, 2, 1, 3] : tensor<2x8x2x8xf32> -> tensor<2x2x8x8xf32>
+    %att = dsnn.attention %qh, %kh, %vh {causal} : tensor<2x2x8x8xf32>, tensor<2x2x8x8xf32>, tensor<2x2x8x8xf32> -> tensor<2x2x8x8xf32>
+    %attT = dsnn.transpose %att perm [0, 2, 1, 3] : tensor<2x2x8x8xf32> -> tensor<2x8x2x8xf32>
+    %attC = dsnn.reshape %attT : tensor<2x8x2x8xf32> -> tensor<2x8x16xf32>
+    %proj = dsnn.linear %attC, %p_w, %p_b : (tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+    %res1 = dsnn.add %h0, %proj : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+    %fc = dsnn.linear %res1, %fc_w, %fc_b : (tensor<2x8x16xf32>, tensor<32x16xf32>, tensor<32xf32>) -> tensor<2x8x32xf32>
+    %act = dsnn.gelu %fc : tensor<2x8x32xf32>
+    %mlp = dsnn.linear %act, %mp_w, %mp_b : (tensor<2x8x32xf32>, tensor<16x32xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+    %res2 = dsnn.add %res1, %mlp : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+    %logits = dsnn.linear %res2, %head : (tensor<2x8x16xf32>, tensor<64x16xf32>) -> tensor<2x8x64xf32>
+    %loss = dsnn.cross_entropy %logits, %targets : tensor<2x8x64xf32>, tensor<2x8xi64> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// A SwiGLU MLP (Llama): gate and up both column-parallel, their product on
+// each rank's half of the width, down row-parallel. The two columns read
+// one input: one f, whose backward all-reduce sums both partial gradients.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME:    %[[GATE:[^:]*]]: tensor<12x8xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [24, 8]>
+// CHECK-SAME:    %[[UP:[^:]*]]: tensor<12x8xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [24, 8]>
+// CHECK-SAME:    %[[DOWN:[^:]*]]: tensor<8x12xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 1, blocks = 1, shape = [8, 24]>
+// CHECK:         %[[F:.*]] = dsdist.copy_to_group %{{.*}} over ["tp"] : tensor<4x8xf32>
+// CHECK-NEXT:    %[[G:.*]] = dsnn.linear %[[F]], %[[GATE]] : (tensor<4x8xf32>, tensor<12x8xf32>) -> tensor<4x12xf32>
+// CHECK-NEXT:    %[[A:.*]] = dsnn.silu %[[G]] : tensor<4x12xf32>
+// CHECK-NEXT:    %[[U:.*]] = dsnn.linear %[[F]], %[[UP]] : (tensor<4x8xf32>, tensor<12x8xf32>) -> tensor<4x12xf32>
+// CHECK-NEXT:    %[[M:.*]] = dsnn.mul %[[A]], %[[U]] : tensor<4x12xf32>, tensor<4x12xf32> -> tensor<4x12xf32>
+// CHECK-NEXT:    %[[D:.*]] = dsnn.linear %[[M]], %[[DOWN]] : (tensor<4x12xf32>, tensor<8x12xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT:    dsdist.all_reduce sum %[[D]] over ["tp"] : tensor<4x8xf32>
+// GRAD-LABEL: func.func @forward_backward(
+// GRAD-COUNT-2: dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<4x8xf32>
+// GRAD-NOT:     dsdist.all_reduce
+// GRAD:         return
+module {
+  func.func @forward(
+    %gate: tensor<24x8xf32> {dsnn.param = #dsnn.param<name = "mlp.gate_proj.weight", init = normal, std = 0.02>},
+    %up: tensor<24x8xf32> {dsnn.param = #dsnn.param<name = "mlp.up_proj.weight", init = normal, std = 0.02>},
+    %down: tensor<8x24xf32> {dsnn.param = #dsnn.param<name = "mlp.down_proj.weight", init = normal, std = 0.02>},
+    %norm: tensor<4x8xf32> {dsnn.param = #dsnn.param<name = "norm.weight", init = ones>},
+    %x0: tensor<4x8xf32>) -> tensor<f32> {
+    %x = dsnn.mul %x0, %norm : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+    %g = dsnn.linear %x, %gate : (tensor<4x8xf32>, tensor<24x8xf32>) -> tensor<4x24xf32>
+    %a = dsnn.silu %g : tensor<4x24xf32>
+    %u = dsnn.linear %x, %up : (tensor<4x8xf32>, tensor<24x8xf32>) -> tensor<4x24xf32>
+    %m = dsnn.mul %a, %u : tensor<4x24xf32>, tensor<4x24xf32> -> tensor<4x24xf32>
+    %d = dsnn.linear %m, %down : (tensor<4x24xf32>, tensor<8x24xf32>) -> tensor<4x8xf32>
+    %s = dsnn.reduce_sum %d dims [0, 1] : tensor<4x8xf32> -> tensor<f32>
+    return %s : tensor<f32>
+  }
+}
