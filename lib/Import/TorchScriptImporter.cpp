@@ -9,8 +9,9 @@
 // Calls of submodules (h.0, ln_f) become dsnn.layer regions named after them.
 //
 //===----------------------------------------------------------------------===//
+#include "ExportedProgramReader.h"
 #include "ModelBuilder.h"
-#include "TorchGraph.h"
+#include "TorchGraphImport.h"
 
 #include "ds/Import/Import.h"
 #include "ds/Support/ShapeCheck.h"
@@ -49,6 +50,8 @@ const llvm::StringSet<> &supportedOps() {
                                         "aten::baddbmm",
                                         "aten::embedding",
                                         "aten::layer_norm",
+                                        "aten::rms_norm",
+                                        "aten::scaled_dot_product_attention",
                                         "aten::gelu",
                                         "aten::relu",
                                         "aten::silu",
@@ -365,20 +368,49 @@ std::optional<llvm::Error> Mapper::mapNormAndActivation(const ts::Node &n) {
   StringRef k = n.kind;
   auto in = [&](unsigned i) { return tensor(n.inputs[i]); };
   auto out = [&](Value v) { return set(n, 0, v); };
-  if (k == "aten::layer_norm") {
+  // layer_norm and rms_norm: (input, normalized_shape, weight, ...) over
+  // the last dim; an absent weight (or bias) is ones (zeros).
+  auto normParam = [&](unsigned i, double fill) -> Value {
+    Value x = in(0);
+    int64_t c = shapeOf(x).back();
+    return isNone(n.inputs[i])
+               ? constantTensor({c}, elementOf(x), std::vector<double>(c, fill))
+               : in(i);
+  };
+  if (k == "aten::layer_norm" || k == "aten::rms_norm") {
     Value x = in(0);
     ArrayRef<int64_t> normalized = val(n.inputs[1]).ints;
     if (normalized.size() != 1 || normalized[0] != shapeOf(x).back())
       return fail(n, "only normalization over the last dim is supported");
-    int64_t c = normalized[0];
-    Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-    Value w = isNone(n.inputs[2])
-                  ? constantTensor({c}, elt, std::vector<double>(c, 1.0))
-                  : in(2);
-    Value b = isNone(n.inputs[3])
-                  ? constantTensor({c}, elt, std::vector<double>(c, 0.0))
-                  : in(3);
-    return out(mb.layerNorm(x, w, b, numArg(n.inputs[4])));
+    if (k == "aten::layer_norm")
+      return out(mb.layerNorm(x, normParam(2, 1.0), normParam(3, 0.0),
+                              numArg(n.inputs[4])));
+    // eps=None is torch.finfo(x.dtype).eps.
+    Type elt = elementOf(x);
+    double eps =
+        isNone(n.inputs[3])
+            ? std::ldexp(1.0, 1 - cast<FloatType>(elt).getFPMantissaWidth())
+            : numArg(n.inputs[3]);
+    Value w = normParam(2, 1.0);
+    return out(mb.rmsNorm(x, w, eps));
+  }
+  if (k == "aten::scaled_dot_product_attention") {
+    // (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if (!isNone(n.inputs[3]))
+      return fail(n, "attn_mask is not supported yet; use is_causal=True");
+    if (numArg(n.inputs[4]) != 0)
+      return fail(n, "dropout_p > 0 is not supported");
+    if (n.inputs.size() > 7 && intArg(n.inputs[7]))
+      return fail(n, "enable_gqa is not supported yet; repeat the key and "
+                     "value heads before the call");
+    Value q = in(0), key = in(1), v = in(2);
+    bool causal = intArg(n.inputs[5]) != 0;
+    if (causal && shapeOf(q).end()[-2] != shapeOf(key).end()[-2])
+      return fail(n, "is_causal needs as many queries as keys");
+    std::optional<double> scale;
+    if (n.inputs.size() > 6 && !isNone(n.inputs[6]))
+      scale = numArg(n.inputs[6]);
+    return out(mb.attention(q, key, v, causal, scale));
   }
   if (k == "aten::gelu") {
     bool tanh = n.inputs.size() > 1 && val(n.inputs[1]).s == "tanh";
@@ -906,20 +938,66 @@ llvm::Expected<ts::InputType> parseInputType(StringRef text) {
 
 } // namespace
 
-bool mlir::ds::importer::haveTorchScriptImport() { return true; }
+bool mlir::ds::importer::haveTorchScriptImport() { return ts::haveLibTorch(); }
 
 llvm::Expected<std::vector<NamedWeights>>
 mlir::ds::importer::readTorchWeights(StringRef path) {
   if (!llvm::sys::fs::exists(path))
     return makeError("cannot read weights file \"" + path +
                      "\": No such file or directory");
-  auto weights = ts::loadTorchWeights(path.str());
+  auto weights = path.ends_with(".pt2") ? pt2::readExportedWeights(path.str())
+                                        : ts::loadTorchWeights(path.str());
   if (!weights)
     return makeError(path + ": " + llvm::toString(weights.takeError()));
   std::vector<NamedWeights> out;
   for (ts::Weights &w : *weights)
     out.push_back({std::move(w.name), std::move(w.shape), std::move(w.values)});
   return out;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+ts::importTorchGraph(MLIRContext &context, const ts::Graph &g, StringRef path) {
+  auto prefixed = [&](llvm::Error err) {
+    return makeError(path + ": " + llvm::toString(std::move(err)));
+  };
+  ModelBuilder mb(context, FileLineColLoc::get(&context, path, 1, 1));
+  Mapper mapper(mb, g);
+  // All parameters, in named_parameters() order, including any forward
+  // never reads: they are still the model's state. Their values are in the
+  // file; the init attributes only describe them (all zeros, all ones, or
+  // normal with their standard deviation).
+  for (const ts::Param &p : g.params) {
+    if (p.dtype == DType::Other || p.dtype == DType::I64 ||
+        p.dtype == DType::I32 || p.dtype == DType::Bool)
+      return makeError(path + ": parameter \"" + p.name +
+                       "\" is not a float tensor");
+    nn::InitKind init = p.allZeros  ? nn::InitKind::zeros
+                        : p.allOnes ? nn::InitKind::ones
+                                    : nn::InitKind::normal;
+    // A tensor reachable under several names (a tied LM head) is one
+    // parameter whose group is named after its first module (wte).
+    std::string tied;
+    if (!p.aliases.empty())
+      tied = StringRef(p.name).rsplit('.').first.str();
+    mlir::Value v = mb.param(p.name, p.shape, init,
+                             init == nn::InitKind::normal ? p.std : 0.0, tied,
+                             {}, elementType(&context, p.dtype));
+    if (p.value >= 0)
+      mapper.bind(p.value, v);
+  }
+  for (const ts::Input &input : g.inputs) {
+    const ts::Value &v = g.values[input.value];
+    mapper.bind(
+        input.value,
+        mb.batch(input.name,
+                 mb.tensorType(v.shape, elementType(&context, v.dtype))));
+  }
+  if (auto err = mapper.mapAll())
+    return prefixed(std::move(err));
+  auto loss = mapper.loss();
+  if (!loss)
+    return prefixed(loss.takeError());
+  return mb.finish(*loss);
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>
@@ -942,42 +1020,5 @@ mlir::ds::importer::importTorchScriptFile(MLIRContext &context, StringRef path,
   if (!graph)
     return prefix(graph.takeError());
 
-  ModelBuilder mb(context, FileLineColLoc::get(&context, path, 1, 1));
-  Mapper mapper(mb, *graph);
-  // All parameters, in named_parameters() order, including any forward
-  // never reads: they are still the model's state. Their values are in the
-  // file; the init attributes only describe them (all zeros, all ones, or
-  // normal with their standard deviation).
-  for (const ts::Param &p : graph->params) {
-    if (p.dtype == DType::Other || p.dtype == DType::I64 ||
-        p.dtype == DType::I32 || p.dtype == DType::Bool)
-      return makeError(path + ": parameter \"" + p.name +
-                       "\" is not a float tensor");
-    nn::InitKind init = p.allZeros  ? nn::InitKind::zeros
-                        : p.allOnes ? nn::InitKind::ones
-                                    : nn::InitKind::normal;
-    // A tensor reachable under several names (a tied LM head) is one
-    // parameter whose group is named after its first module (wte).
-    std::string tied;
-    if (!p.aliases.empty())
-      tied = StringRef(p.name).rsplit('.').first.str();
-    Value v = mb.param(p.name, p.shape, init,
-                       init == nn::InitKind::normal ? p.std : 0.0, tied, {},
-                       elementType(&context, p.dtype));
-    if (p.value >= 0)
-      mapper.bind(p.value, v);
-  }
-  for (const ts::Input &input : graph->inputs) {
-    const ts::Value &v = graph->values[input.value];
-    mapper.bind(
-        input.value,
-        mb.batch(input.name,
-                 mb.tensorType(v.shape, elementType(&context, v.dtype))));
-  }
-  if (auto err = mapper.mapAll())
-    return prefix(std::move(err));
-  auto loss = mapper.loss();
-  if (!loss)
-    return prefix(loss.takeError());
-  return mb.finish(*loss);
+  return ts::importTorchGraph(context, *graph, path);
 }

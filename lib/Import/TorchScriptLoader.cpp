@@ -453,6 +453,8 @@ llvm::Error Evaluator::run(std::vector<ts::InputType> inputTypes) {
 
 } // namespace
 
+bool ts::haveLibTorch() { return true; }
+
 llvm::Expected<ts::Graph>
 ts::loadTorchScript(const std::string &path, std::vector<InputType> inputTypes,
                     std::optional<int64_t> microBatch) {

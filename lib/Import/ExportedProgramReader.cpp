@@ -1,0 +1,958 @@
+//===- ExportedProgramReader.cpp - torch.export .pt2 -> TorchGraph.h ------===//
+//
+// A .pt2 archive (torch.export.save) is a zip file:
+//
+//   <name>/models/model.json                  the ExportedProgram (serde JSON)
+//   <name>/data/weights/model_weights_config.json   name -> file, tensor meta
+//   <name>/data/weights/weight_N              raw little-endian tensor bytes
+//   <name>/data/constants/...                 the same for constants
+//
+// The program's graph is already in ATen ops with static shapes on every
+// value (torch.export traced it), so unlike TorchScript nothing needs
+// evaluating: each node keeps its op name without the overload
+// ("aten::linear"), its arguments are put in schema order with defaults
+// filled in, and the few nodes that only compute constants (arange,
+// a causal mask from ones/tril/bitwise_not) are folded here.
+//
+//===----------------------------------------------------------------------===//
+#include "ExportedProgramReader.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/Twine.h"
+
+#include <nlohmann/json.hpp>
+#include <zip.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+
+using namespace mlir::ds::importer;
+using json = nlohmann::json;
+using ts::DType;
+using Kind = ts::Value::Kind;
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
+/// The zip archive torch.export.save writes; entries are named relative to
+/// its one top-level folder.
+class Archive {
+public:
+  static llvm::Expected<std::unique_ptr<Archive>> open(const std::string &path);
+  ~Archive() { zip_discard(z); }
+  bool has(const std::string &name) const {
+    return zip_name_locate(z, (prefix + name).c_str(), 0) >= 0;
+  }
+  llvm::Expected<std::string> read(const std::string &name) const;
+
+private:
+  explicit Archive(zip_t *z) : z(z) {}
+  zip_t *z;
+  std::string prefix;
+};
+
+llvm::Expected<std::unique_ptr<Archive>>
+Archive::open(const std::string &path) {
+  int code = 0;
+  zip_t *z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
+  if (!z) {
+    zip_error_t e;
+    zip_error_init_with_code(&e, code);
+    std::string why = zip_error_strerror(&e);
+    zip_error_fini(&e);
+    if (code == ZIP_ER_NOENT || code == ZIP_ER_OPEN || code == ZIP_ER_READ)
+      return error("cannot read: " + why);
+    // A zip file starts with a local file header; one that does but has no
+    // readable central directory at its end was cut short.
+    char magic[4] = {};
+    std::ifstream(path, std::ios::binary).read(magic, 4);
+    if (std::memcmp(magic, "PK\x03\x04", 4) == 0)
+      return error("truncated or corrupt zip archive (" + why +
+                   "); save it again with torch.export.save");
+    return error("not a zip archive, so not a torch.export.save .pt2 "
+                 "archive (" +
+                 why + ")");
+  }
+  std::unique_ptr<Archive> archive(new Archive(z));
+  // The program sits at <folder>/models/model.json.
+  static const llvm::StringLiteral modelJson = "models/model.json";
+  zip_int64_t count = zip_get_num_entries(z, 0);
+  for (zip_int64_t i = 0; i < count; ++i) {
+    llvm::StringRef name = zip_get_name(z, i, 0);
+    if (name.ends_with(modelJson)) {
+      archive->prefix = name.drop_back(modelJson.size()).str();
+      return archive;
+    }
+  }
+  return error("a zip archive without models/model.json, so not written by "
+               "torch.export.save");
+}
+
+llvm::Expected<std::string> Archive::read(const std::string &name) const {
+  std::string full = prefix + name;
+  zip_stat_t st;
+  if (zip_stat(z, full.c_str(), 0, &st) != 0)
+    return error("the archive has no " + name);
+  std::unique_ptr<zip_file_t, int (*)(zip_file_t *)> f(
+      zip_fopen(z, full.c_str(), 0), zip_fclose);
+  std::string data(st.size, '\0');
+  if (!f || zip_fread(f.get(), data.data(), st.size) != zip_int64_t(st.size))
+    return error("cannot read " + name +
+                 " from the archive: " + zip_strerror(z));
+  return data;
+}
+
+/// A serialized float: a number, or "Infinity", "-Infinity", "NaN" (JSON
+/// has no literals for them).
+double floatOf(const json &x) {
+  if (x.is_number())
+    return x.get<double>();
+  std::string text = x.get<std::string>();
+  if (text == "Infinity")
+    return std::numeric_limits<double>::infinity();
+  if (text == "-Infinity")
+    return -std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+/// torch/_export/serde/schema.py's ScalarType.
+DType toDType(int64_t t) {
+  switch (t) {
+  case 4:
+    return DType::I32;
+  case 5:
+    return DType::I64;
+  case 6:
+    return DType::F16;
+  case 7:
+    return DType::F32;
+  case 8:
+    return DType::F64;
+  case 12:
+    return DType::Bool;
+  case 13:
+    return DType::BF16;
+  default:
+    return DType::Other;
+  }
+}
+
+size_t bytesOf(DType t) {
+  switch (t) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::Bool:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/// One argument of an op schema: its name and the default used when the
+/// serialized node omits it (torch.export leaves out arguments that have
+/// their default).
+struct Arg {
+  const char *name;
+  enum { Required, None, Int, Float, Bool, String } kind = Required;
+  double value = 0;
+  const char *text = "";
+};
+constexpr Arg req(const char *n) { return {n}; }
+constexpr Arg none(const char *n) { return {n, Arg::None}; }
+constexpr Arg i(const char *n, int64_t v) { return {n, Arg::Int, double(v)}; }
+constexpr Arg f(const char *n, double v) { return {n, Arg::Float, v}; }
+constexpr Arg b(const char *n, bool v) { return {n, Arg::Bool, v ? 1.0 : 0}; }
+
+/// The schemas (ATen's native_functions.yaml) of the ops the TorchScript
+/// mapping handles, by serialized target without "torch.ops.".
+const llvm::StringMap<std::vector<Arg>> &schemas() {
+  static const llvm::StringMap<std::vector<Arg>> table = {
+      {"aten.linear.default", {req("input"), req("weight"), none("bias")}},
+      {"aten.mm.default", {req("self"), req("mat2")}},
+      {"aten.bmm.default", {req("self"), req("mat2")}},
+      {"aten.matmul.default", {req("self"), req("other")}},
+      {"aten.addmm.default",
+       {req("self"), req("mat1"), req("mat2"), i("beta", 1), i("alpha", 1)}},
+      {"aten.baddbmm.default",
+       {req("self"), req("batch1"), req("batch2"), i("beta", 1),
+        i("alpha", 1)}},
+      {"aten.embedding.default",
+       {req("weight"), req("indices"), i("padding_idx", -1),
+        b("scale_grad_by_freq", false), b("sparse", false)}},
+      {"aten.layer_norm.default",
+       {req("input"), req("normalized_shape"), none("weight"), none("bias"),
+        f("eps", 1e-5), b("cudnn_enable", true)}},
+      {"aten.rms_norm.default",
+       {req("input"), req("normalized_shape"), none("weight"), none("eps")}},
+      {"aten.gelu.default",
+       {req("self"), {"approximate", Arg::String, 0, "none"}}},
+      {"aten.relu.default", {req("self")}},
+      {"aten.silu.default", {req("self")}},
+      {"aten.tanh.default", {req("self")}},
+      {"aten.exp.default", {req("self")}},
+      {"aten.neg.default", {req("self")}},
+      {"aten.rsqrt.default", {req("self")}},
+      {"aten.softmax.int", {req("self"), req("dim"), none("dtype")}},
+      {"aten._softmax.default",
+       {req("self"), req("dim"), req("half_to_float")}},
+      {"aten.log_softmax.int", {req("self"), req("dim"), none("dtype")}},
+      {"aten.dropout.default", {req("input"), req("p"), req("train")}},
+      {"aten.add.Tensor", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.add.Scalar", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.sub.Tensor", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.sub.Scalar", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.rsub.Tensor", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.rsub.Scalar", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.mul.Tensor", {req("self"), req("other")}},
+      {"aten.mul.Scalar", {req("self"), req("other")}},
+      {"aten.div.Tensor", {req("self"), req("other")}},
+      {"aten.div.Scalar", {req("self"), req("other")}},
+      {"aten.pow.Tensor_Scalar", {req("self"), req("exponent")}},
+      {"aten.view.default", {req("self"), req("size")}},
+      {"aten.reshape.default", {req("self"), req("shape")}},
+      {"aten._unsafe_view.default", {req("self"), req("size")}},
+      {"aten.flatten.using_ints",
+       {req("self"), i("start_dim", 0), i("end_dim", -1)}},
+      {"aten.unsqueeze.default", {req("self"), req("dim")}},
+      {"aten.squeeze.dim", {req("self"), req("dim")}},
+      {"aten.squeeze.default", {req("self")}},
+      {"aten.expand.default", {req("self"), req("size"), b("implicit", false)}},
+      {"aten.expand_as.default", {req("self"), req("other")}},
+      {"aten.transpose.int", {req("self"), req("dim0"), req("dim1")}},
+      {"aten.t.default", {req("self")}},
+      {"aten.permute.default", {req("self"), req("dims")}},
+      {"aten.contiguous.default", {req("self"), none("memory_format")}},
+      {"aten.clone.default", {req("self"), none("memory_format")}},
+      {"aten.to.dtype",
+       {req("self"), req("dtype"), b("non_blocking", false), b("copy", false),
+        none("memory_format")}},
+      {"aten.type_as.default", {req("self"), req("other")}},
+      {"aten.slice.Tensor",
+       {req("self"), i("dim", 0), none("start"), none("end"), i("step", 1)}},
+      {"aten.select.int", {req("self"), req("dim"), req("index")}},
+      {"aten.split.Tensor", {req("self"), req("split_size"), i("dim", 0)}},
+      {"aten.split_with_sizes.default",
+       {req("self"), req("split_sizes"), i("dim", 0)}},
+      {"aten.chunk.default", {req("self"), req("chunks"), i("dim", 0)}},
+      {"aten.cat.default", {req("tensors"), i("dim", 0)}},
+      {"aten.stack.default", {req("tensors"), i("dim", 0)}},
+      {"aten.masked_fill.Scalar", {req("self"), req("mask"), req("value")}},
+      {"aten.masked_fill.Tensor", {req("self"), req("mask"), req("value")}},
+      {"aten.eq.Tensor", {req("self"), req("other")}},
+      {"aten.eq.Scalar", {req("self"), req("other")}},
+      {"aten.ne.Tensor", {req("self"), req("other")}},
+      {"aten.ne.Scalar", {req("self"), req("other")}},
+      {"aten.where.self", {req("condition"), req("self"), req("other")}},
+      {"aten.cross_entropy_loss.default",
+       {req("self"), req("target"), none("weight"), i("reduction", 1),
+        i("ignore_index", -100), f("label_smoothing", 0)}},
+      {"aten.nll_loss.default",
+       {req("self"), req("target"), none("weight"), i("reduction", 1),
+        i("ignore_index", -100)}},
+      {"aten.nll_loss_nd.default",
+       {req("self"), req("target"), none("weight"), i("reduction", 1),
+        i("ignore_index", -100)}},
+      {"aten.mse_loss.default",
+       {req("self"), req("target"), i("reduction", 1)}},
+      {"aten.mean.dim",
+       {req("self"), req("dim"), b("keepdim", false), none("dtype")}},
+      {"aten.mean.default", {req("self"), none("dtype")}},
+      {"aten.sum.dim_IntList",
+       {req("self"), req("dim"), b("keepdim", false), none("dtype")}},
+      {"aten.sum.default", {req("self"), none("dtype")}},
+      {"aten.scaled_dot_product_attention.default",
+       {req("query"), req("key"), req("value"), none("attn_mask"),
+        f("dropout_p", 0), b("is_causal", false), none("scale"),
+        b("enable_gqa", false)}},
+  };
+  return table;
+}
+
+/// Builds the TorchGraph.h structs from the serialized program.
+class Reader {
+public:
+  Reader(const Archive &archive, const json &program)
+      : archive(archive), gm(program.at("graph_module")),
+        graph(gm.at("graph")) {}
+  llvm::Error read(std::optional<int64_t> microBatch);
+  /// The stored tensor of a parameter, buffer or constant, read from the
+  /// weights or constants folder; `file` gets its entry's name.
+  llvm::Expected<ts::Value> storedTensor(const std::string &fqn,
+                                         std::string *file = nullptr);
+  ts::Graph g;
+
+private:
+  int add(ts::Value v) {
+    g.values.push_back(std::move(v));
+    return int(g.values.size()) - 1;
+  }
+  /// The value of a named graph tensor, created from its meta on first use.
+  llvm::Expected<int> tensorNamed(const std::string &name);
+  llvm::Error inputs();
+  llvm::Expected<int> argument(const json &arg, ts::Node &node);
+  llvm::Error node(const json &n);
+  /// Folds a node that only computes a constant (positions, a causal mask),
+  /// as TorchScript's evaluation does; nullopt if it is not one of those.
+  std::optional<llvm::Error>
+  fold(llvm::StringRef name, const json &n,
+       const std::unordered_map<std::string, const json *> &given,
+       const ts::Node &node);
+
+  const Archive &archive;
+  const json &gm, &graph;
+  std::unordered_map<std::string, int> ids;
+  std::optional<json> weightsConfig, constantsConfig;
+  std::vector<std::string> unsupported;
+};
+
+llvm::Expected<ts::Value> tensorMeta(const json &meta) {
+  ts::Value v;
+  v.kind = Kind::Tensor;
+  v.dtype = toDType(meta.at("dtype").get<int64_t>());
+  for (const json &d : meta.at("sizes")) {
+    if (!d.contains("as_int"))
+      return error("a tensor has a symbolic dim (" + d.dump() +
+                   "); export with static shapes (no dynamic_shapes)");
+    v.shape.push_back(d.at("as_int").get<int64_t>());
+  }
+  return v;
+}
+
+llvm::Expected<int> Reader::tensorNamed(const std::string &name) {
+  auto it = ids.find(name);
+  if (it != ids.end())
+    return it->second;
+  const json &values = graph.at("tensor_values");
+  if (!values.contains(name))
+    return error("graph tensor \"" + name + "\" has no meta");
+  auto v = tensorMeta(values.at(name));
+  if (!v)
+    return v.takeError();
+  v->dynamic = true;
+  int id = add(std::move(*v));
+  ids[name] = id;
+  return id;
+}
+
+llvm::Expected<ts::Value> Reader::storedTensor(const std::string &fqn,
+                                               std::string *file) {
+  auto loadConfig = [&](std::optional<json> &config,
+                        const std::string &name) -> llvm::Error {
+    if (config)
+      return llvm::Error::success();
+    config = json::object();
+    if (!archive.has(name))
+      return llvm::Error::success();
+    auto text = archive.read(name);
+    if (!text)
+      return text.takeError();
+    config = json::parse(*text).at("config");
+    return llvm::Error::success();
+  };
+  if (auto err =
+          loadConfig(weightsConfig, "data/weights/model_weights_config.json"))
+    return std::move(err);
+  if (auto err = loadConfig(constantsConfig,
+                            "data/constants/model_constants_config.json"))
+    return std::move(err);
+  std::string folder = "data/weights/";
+  const json *entry = nullptr;
+  if (weightsConfig->contains(fqn)) {
+    entry = &weightsConfig->at(fqn);
+  } else if (constantsConfig->contains(fqn)) {
+    entry = &constantsConfig->at(fqn);
+    folder = "data/constants/";
+  } else {
+    return error("no stored tensor \"" + fqn + "\" in the archive");
+  }
+  if (entry->value("use_pickle", false))
+    return error("tensor \"" + fqn +
+                 "\" is stored pickled, which ds cannot read");
+  const json &meta = entry->at("tensor_meta");
+  auto v = tensorMeta(meta);
+  if (!v)
+    return v.takeError();
+  size_t elt = bytesOf(v->dtype);
+  if (!elt)
+    return error("tensor \"" + fqn + "\" has unsupported dtype " +
+                 meta.at("dtype").dump());
+  // Stored tensors are their own contiguous storage.
+  int64_t numel = 1, stride = 1;
+  auto strides = meta.at("strides");
+  for (int64_t d = int64_t(v->shape.size()) - 1; d >= 0; --d) {
+    if (v->shape[d] != 1 && strides[d].value("as_int", -1) != stride)
+      return error("tensor \"" + fqn + "\" is not stored contiguously");
+    stride *= v->shape[d];
+  }
+  numel = stride;
+  if (meta.at("storage_offset").value("as_int", -1) != 0)
+    return error("tensor \"" + fqn + "\" does not start its storage");
+  std::string path = folder + entry->at("path_name").get<std::string>();
+  if (file)
+    *file = path;
+  auto bytes = archive.read(path);
+  if (!bytes)
+    return bytes.takeError();
+  if (bytes->size() < size_t(numel) * elt)
+    return error(path + " holds " + llvm::Twine(bytes->size()) +
+                 " bytes, fewer than tensor \"" + fqn + "\" needs");
+  const char *p = bytes->data();
+  for (int64_t k = 0; k < numel; ++k, p += elt) {
+    switch (v->dtype) {
+    case DType::F32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      v->floats.push_back(x);
+      break;
+    }
+    case DType::F64: {
+      double x;
+      std::memcpy(&x, p, 8);
+      v->floats.push_back(x);
+      break;
+    }
+    case DType::BF16: {
+      uint32_t bits = uint32_t(uint8_t(p[0]) | uint8_t(p[1]) << 8) << 16;
+      float x;
+      std::memcpy(&x, &bits, 4);
+      v->floats.push_back(x);
+      break;
+    }
+    case DType::I64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      v->ints.push_back(x);
+      break;
+    }
+    case DType::I32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      v->ints.push_back(x);
+      break;
+    }
+    case DType::Bool:
+      v->ints.push_back(p[0] != 0);
+      break;
+    default:
+      return error("tensor \"" + fqn + "\" is f16, which ds cannot read yet");
+    }
+  }
+  return v;
+}
+
+llvm::Error Reader::inputs() {
+  const json &specs = gm.at("signature").at("input_specs");
+  const json &placeholders = graph.at("inputs");
+  if (specs.size() != placeholders.size())
+    return error("the graph signature has " + llvm::Twine(specs.size()) +
+                 " inputs but the graph " + llvm::Twine(placeholders.size()));
+  // Tied parameters are one stored file under several names.
+  std::unordered_map<std::string, int> paramByFile;
+  for (const json &spec : specs) {
+    if (spec.contains("user_input")) {
+      const json &arg = spec.at("user_input").at("arg");
+      if (!arg.contains("as_tensor"))
+        return error("only tensor inputs are supported, got " + arg.dump());
+      std::string name = arg.at("as_tensor").at("name");
+      auto id = tensorNamed(name);
+      if (!id)
+        return id.takeError();
+      g.inputs.push_back({name, *id});
+      continue;
+    }
+    std::string fqn, arg;
+    if (spec.contains("parameter")) {
+      fqn = spec.at("parameter").at("parameter_name");
+      arg = spec.at("parameter").at("arg").at("name");
+    } else if (spec.contains("buffer")) {
+      fqn = spec.at("buffer").at("buffer_name");
+      arg = spec.at("buffer").at("arg").at("name");
+    } else if (spec.contains("tensor_constant")) {
+      fqn = spec.at("tensor_constant").at("tensor_constant_name");
+      arg = spec.at("tensor_constant").at("arg").at("name");
+    } else {
+      return error("unsupported graph input " + spec.dump().substr(0, 200));
+    }
+    std::string file;
+    auto stored = storedTensor(fqn, &file);
+    if (!stored)
+      return stored.takeError();
+    if (!spec.contains("parameter")) {
+      // Buffers and constants fold into the graph, as TorchScript's
+      // evaluation folds them.
+      ids[arg] = add(std::move(*stored));
+      continue;
+    }
+    auto tied = paramByFile.find(file);
+    if (tied != paramByFile.end()) {
+      ts::Param &p = g.params[tied->second];
+      p.aliases.push_back(fqn);
+      ids[arg] = p.value;
+      continue;
+    }
+    ts::Param p;
+    p.name = fqn;
+    p.shape = stored->shape;
+    p.dtype = stored->dtype;
+    const std::vector<double> &x = stored->floats;
+    if (!x.empty()) {
+      p.allZeros = p.allOnes = true;
+      double sum = 0;
+      for (double d : x) {
+        p.allZeros &= d == 0;
+        p.allOnes &= d == 1;
+        sum += d;
+      }
+      p.mean = sum / double(x.size());
+      double var = 0;
+      for (double d : x)
+        var += (d - p.mean) * (d - p.mean);
+      p.std = x.size() > 1 ? std::sqrt(var / double(x.size())) : 0;
+    }
+    ts::Value v;
+    v.kind = Kind::Tensor;
+    v.dynamic = true;
+    v.shape = p.shape;
+    v.dtype = p.dtype;
+    p.value = add(std::move(v));
+    ids[arg] = p.value;
+    paramByFile[file] = int(g.params.size());
+    g.params.push_back(std::move(p));
+  }
+  return llvm::Error::success();
+}
+
+/// One serialized argument as a value id; a list of tensors becomes a
+/// prim::ListConstruct node ahead of `node`.
+llvm::Expected<int> Reader::argument(const json &arg, ts::Node &node) {
+  ts::Value v;
+  if (arg.contains("as_tensor"))
+    return tensorNamed(arg.at("as_tensor").at("name"));
+  if (arg.contains("as_tensors")) {
+    ts::Node list;
+    list.kind = "prim::ListConstruct";
+    list.file = node.file;
+    list.line = node.line;
+    list.module = node.module;
+    list.moduleType = node.moduleType;
+    for (const json &t : arg.at("as_tensors")) {
+      auto id = tensorNamed(t.at("name"));
+      if (!id)
+        return id.takeError();
+      list.inputs.push_back(*id);
+    }
+    v.kind = Kind::TensorList;
+    v.dynamic = true;
+    v.elements = list.inputs;
+    int id = add(std::move(v));
+    list.outputs.push_back(id);
+    g.nodes.push_back(std::move(list));
+    return id;
+  }
+  if (arg.contains("as_none")) {
+    v.kind = Kind::None;
+  } else if (arg.contains("as_int")) {
+    v.kind = Kind::Int;
+    v.i = arg.at("as_int");
+  } else if (arg.contains("as_float")) {
+    v.kind = Kind::Float;
+    v.f = floatOf(arg.at("as_float"));
+  } else if (arg.contains("as_bool")) {
+    v.kind = Kind::Bool;
+    v.i = arg.at("as_bool").get<bool>();
+  } else if (arg.contains("as_string")) {
+    v.kind = Kind::String;
+    v.s = arg.at("as_string");
+  } else if (arg.contains("as_ints")) {
+    v.kind = Kind::IntList;
+    v.ints = arg.at("as_ints").get<std::vector<int64_t>>();
+  } else if (arg.contains("as_floats")) {
+    v.kind = Kind::FloatList;
+    v.floats = arg.at("as_floats").get<std::vector<double>>();
+  } else if (arg.contains("as_scalar_type")) {
+    v.kind = Kind::Int;
+    v.i = arg.at("as_scalar_type");
+  }
+  // Devices, layouts and memory formats: nothing the mapping reads.
+  return add(std::move(v));
+}
+
+/// The innermost "File ..., line N" of a node's stack trace.
+void sourceOf(const json &meta, ts::Node &node) {
+  if (!meta.contains("stack_trace") || !meta.at("stack_trace").is_string())
+    return;
+  llvm::StringRef trace = meta.at("stack_trace").get_ref<const std::string &>();
+  size_t at = trace.rfind("File \"");
+  if (at == llvm::StringRef::npos)
+    return;
+  llvm::StringRef rest = trace.drop_front(at + 6);
+  auto [file, tail] = rest.split('"');
+  tail.consume_front(", line ");
+  int64_t line = 0;
+  tail.take_while([](char c) { return c >= '0' && c <= '9'; })
+      .getAsInteger(10, line);
+  node.file = file.str();
+  node.line = line;
+}
+
+/// The outermost submodule of nn_module_stack ("key,path,type;..."), whose
+/// first entry is the root module.
+void moduleOf(const json &meta, ts::Node &node) {
+  if (!meta.contains("nn_module_stack") ||
+      !meta.at("nn_module_stack").is_string())
+    return;
+  llvm::StringRef stack =
+      meta.at("nn_module_stack").get_ref<const std::string &>();
+  llvm::SmallVector<llvm::StringRef> frames;
+  stack.split(frames, ';');
+  for (llvm::StringRef frame : frames) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    frame.split(parts, ',');
+    if (parts.size() < 3 || parts[1].empty())
+      continue;
+    node.module = parts[1].str();
+    node.moduleType = parts.back().rsplit('.').second.str();
+    if (node.moduleType.empty())
+      node.moduleType = parts.back().str();
+    return;
+  }
+}
+
+std::optional<llvm::Error>
+Reader::fold(llvm::StringRef name, const json &n,
+             const std::unordered_map<std::string, const json *> &given,
+             const ts::Node &node) {
+  static const llvm::StringSet<> foldable = {
+      "aten.arange.default",      "aten.arange.start",
+      "aten.arange.start_step",   "aten.ones.default",
+      "aten.zeros.default",       "aten.full.default",
+      "aten.tril.default",        "aten.triu.default",
+      "aten.bitwise_not.default", "aten.logical_not.default"};
+  if (!foldable.contains(name))
+    return std::nullopt;
+  auto number = [&](const char *arg, double otherwise) {
+    auto it = given.find(arg);
+    if (it == given.end())
+      return otherwise;
+    const json &a = *it->second;
+    if (a.contains("as_int"))
+      return double(a.at("as_int").get<int64_t>());
+    if (a.contains("as_bool"))
+      return a.at("as_bool").get<bool>() ? 1.0 : 0.0;
+    if (a.contains("as_float"))
+      return floatOf(a.at("as_float"));
+    return otherwise;
+  };
+  // tril, triu and not fold only on a constant tensor.
+  std::optional<ts::Value> self; // a copy: adding values moves them
+  if (given.count("self")) {
+    const json &a = *given.at("self");
+    if (!a.contains("as_tensor"))
+      return std::nullopt;
+    auto it = ids.find(a.at("as_tensor").at("name").get<std::string>());
+    if (it == ids.end() || g.values[it->second].dynamic)
+      return std::nullopt;
+    self = g.values[it->second];
+  }
+  const json &out = n.at("outputs").at(0).at("as_tensor");
+  auto id = tensorNamed(out.at("name"));
+  if (!id)
+    return id.takeError();
+  ts::Value v = g.values[*id];
+  int64_t numel = 1;
+  for (int64_t d : v.shape)
+    numel *= d;
+  std::vector<double> data;
+  if (name.starts_with("aten.arange.")) {
+    double start = number("start", 0), end = number("end", 0),
+           step = number("step", 1);
+    if (step == 0)
+      return error(node.file + ":" + std::to_string(node.line) +
+                   ": arange with step 0");
+    for (double x = start; step > 0 ? x < end : x > end; x += step)
+      data.push_back(x);
+  } else if (!self) {
+    double fill = name == "aten.ones.default"    ? 1.0
+                  : name == "aten.zeros.default" ? 0.0
+                                                 : number("fill_value", 0);
+    data.assign(numel, fill);
+  } else {
+    for (int64_t k = 0; k < numel; ++k)
+      data.push_back(self->floats.empty() ? double(self->ints[k])
+                                          : self->floats[k]);
+    if (name.starts_with("aten.tril") || name.starts_with("aten.triu")) {
+      bool lower = name.starts_with("aten.tril");
+      int64_t diag = int64_t(number("diagonal", 0));
+      int64_t rows = v.shape.size() >= 2 ? v.shape.end()[-2] : 1;
+      int64_t cols = v.shape.empty() ? 1 : v.shape.back();
+      for (int64_t k = 0; k < numel; ++k) {
+        int64_t c = k % cols, r = k / cols % rows;
+        if (lower ? c - r > diag : c - r < diag)
+          data[k] = 0;
+      }
+    } else {
+      for (double &x : data)
+        x = v.dtype == DType::Bool ? double(x == 0) : double(~int64_t(x));
+    }
+  }
+  if (int64_t(data.size()) != numel)
+    return error(node.file + ":" + std::to_string(node.line) + ": " + name +
+                 " folds to " + llvm::Twine(data.size()) +
+                 " elements but its result has " + llvm::Twine(numel));
+  v.dynamic = false;
+  bool isFloat = v.dtype == DType::F32 || v.dtype == DType::F64 ||
+                 v.dtype == DType::F16 || v.dtype == DType::BF16;
+  for (double x : data) {
+    if (isFloat)
+      v.floats.push_back(x);
+    else
+      v.ints.push_back(int64_t(x));
+  }
+  g.values[*id] = std::move(v);
+  return llvm::Error::success();
+}
+
+llvm::Error Reader::node(const json &n) {
+  std::string target = n.at("target");
+  llvm::StringRef name(target);
+  name.consume_front("torch.ops.");
+  ts::Node node;
+  const json &meta = n.at("metadata");
+  sourceOf(meta, node);
+  moduleOf(meta, node);
+  // "aten.linear.default" -> "aten::linear": the overload is in the args.
+  auto [ns, rest] = name.split('.');
+  node.kind = (ns + "::" + rest.split('.').first).str();
+
+  // Arguments by name, then in schema order.
+  std::unordered_map<std::string, const json *> given;
+  for (const json &in : n.at("inputs"))
+    given[in.at("name")] = &in.at("arg");
+  if (std::optional<llvm::Error> folded = fold(name, n, given, node))
+    return std::move(*folded);
+  const auto &table = schemas();
+  auto schema = table.find(name);
+  if (schema == table.end()) {
+    unsupported.push_back(name.str() + " (" +
+                          (node.file.empty()
+                               ? std::string("unknown source")
+                               : node.file + ":" + std::to_string(node.line)) +
+                          ")");
+    return llvm::Error::success();
+  }
+  for (const Arg &a : schema->second) {
+    auto it = given.find(a.name);
+    if (it != given.end()) {
+      auto id = argument(*it->second, node);
+      if (!id)
+        return id.takeError();
+      node.inputs.push_back(*id);
+      continue;
+    }
+    ts::Value v;
+    switch (a.kind) {
+    case Arg::Required:
+      return error(name + " without its argument \"" + a.name + "\"");
+    case Arg::None:
+      v.kind = Kind::None;
+      break;
+    case Arg::Int:
+      v.kind = Kind::Int;
+      v.i = int64_t(a.value);
+      break;
+    case Arg::Bool:
+      v.kind = Kind::Bool;
+      v.i = a.value != 0;
+      break;
+    case Arg::Float:
+      v.kind = Kind::Float;
+      v.f = a.value;
+      break;
+    case Arg::String:
+      v.kind = Kind::String;
+      v.s = a.text;
+      break;
+    }
+    node.inputs.push_back(add(std::move(v)));
+  }
+  for (auto &[argName, _] : given)
+    if (llvm::none_of(schema->second,
+                      [&](const Arg &a) { return argName == a.name; }))
+      return error(name + " has an argument \"" + argName +
+                   "\" ds does not know");
+
+  // Results; a list of tensors is unpacked right away.
+  std::vector<int> unpacked;
+  for (const json &out : n.at("outputs")) {
+    if (out.contains("as_tensor")) {
+      auto id = tensorNamed(out.at("as_tensor").at("name"));
+      if (!id)
+        return id.takeError();
+      node.outputs.push_back(*id);
+    } else if (out.contains("as_tensors")) {
+      ts::Value list;
+      list.kind = Kind::TensorList;
+      list.dynamic = true;
+      for (const json &t : out.at("as_tensors")) {
+        auto id = tensorNamed(t.at("name"));
+        if (!id)
+          return id.takeError();
+        list.elements.push_back(*id);
+      }
+      unpacked = list.elements;
+      node.outputs.push_back(add(std::move(list)));
+    } else {
+      return error(name + " has a non-tensor result " + out.dump());
+    }
+  }
+  ts::Node unpack;
+  if (!unpacked.empty()) {
+    unpack = node;
+    unpack.kind = "prim::ListUnpack";
+    unpack.inputs = {node.outputs.back()};
+    unpack.outputs = unpacked;
+  }
+  g.nodes.push_back(std::move(node));
+  if (!unpacked.empty())
+    g.nodes.push_back(std::move(unpack));
+  return llvm::Error::success();
+}
+
+llvm::Error Reader::read(std::optional<int64_t> microBatch) {
+  if (auto err = inputs())
+    return err;
+  for (const json &n : graph.at("nodes"))
+    if (auto err = node(n))
+      return err;
+  if (!unsupported.empty()) {
+    std::string list;
+    for (const std::string &op : unsupported)
+      list += (list.empty() ? "" : ", ") + op;
+    return error(llvm::Twine(unsupported.size()) + " unsupported ATen op" +
+                 (unsupported.size() > 1 ? "s" : "") + ": " + list);
+  }
+  // The graph's shapes are the ones it was exported with.
+  if (microBatch)
+    for (const ts::Input &in : g.inputs) {
+      const ts::Value &v = g.values[in.value];
+      if (!v.shape.empty() && v.shape[0] != *microBatch)
+        return error("input \"" + in.name + "\" was exported with batch " +
+                     llvm::Twine(v.shape[0]) + " but the micro-batch is " +
+                     llvm::Twine(*microBatch) +
+                     "; export with that batch or set "
+                     "train_micro_batch_size_per_gpu to " +
+                     llvm::Twine(v.shape[0]));
+    }
+  const json &outputs = graph.at("outputs");
+  std::vector<int> results;
+  for (const json &out : outputs) {
+    if (!out.contains("as_tensor"))
+      continue;
+    auto id = tensorNamed(out.at("as_tensor").at("name"));
+    if (!id)
+      return id.takeError();
+    results.push_back(*id);
+  }
+  if (results.size() == 1 && outputs.size() == 1) {
+    g.output = results[0];
+    return llvm::Error::success();
+  }
+  ts::Node tuple;
+  tuple.kind = "prim::TupleConstruct";
+  tuple.inputs = results;
+  ts::Value list;
+  list.kind = Kind::TensorList;
+  list.dynamic = true;
+  list.elements = results;
+  g.output = add(std::move(list));
+  tuple.outputs = {g.output};
+  g.nodes.push_back(std::move(tuple));
+  return llvm::Error::success();
+}
+
+/// The archive and its program JSON, schema version checked.
+llvm::Expected<std::pair<std::unique_ptr<Archive>, json>>
+openProgram(const std::string &path) {
+  auto archive = Archive::open(path);
+  if (!archive)
+    return archive.takeError();
+  auto text = (*archive)->read("models/model.json");
+  if (!text)
+    return text.takeError();
+  json program = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (program.is_discarded() || !program.is_object())
+    return error("models/model.json is not valid JSON");
+  const json &version = program.value("schema_version", json());
+  if (!version.is_object() || !version.value("major", json()).is_number())
+    return error("models/model.json has no schema_version; not a program "
+                 "serialized by torch.export.save");
+  int64_t major = version.at("major"), minor = version.value("minor", 0);
+  if (major != pt2::kSchemaMajor)
+    return error("the program is serialized with schema version " +
+                 llvm::Twine(major) + "." + llvm::Twine(minor) + " (torch " +
+                 program.value("torch_version", std::string("unknown")) +
+                 "); ds reads schema version " +
+                 llvm::Twine(pt2::kSchemaMajor) +
+                 ".x (torch.export of PyTorch 2.x)");
+  return std::make_pair(std::move(*archive), std::move(program));
+}
+
+} // namespace
+
+llvm::Expected<ts::Graph>
+pt2::readExportedProgram(const std::string &path,
+                         std::optional<int64_t> microBatch) {
+  try {
+    auto opened = openProgram(path);
+    if (!opened)
+      return opened.takeError();
+    Reader reader(*opened->first, opened->second);
+    if (auto err = reader.read(microBatch))
+      return std::move(err);
+    return std::move(reader.g);
+  } catch (const json::exception &e) {
+    return error("malformed program: " + std::string(e.what()));
+  }
+}
+
+llvm::Expected<std::vector<ts::Weights>>
+pt2::readExportedWeights(const std::string &path) {
+  auto graph = readExportedProgram(path, std::nullopt);
+  if (!graph)
+    return graph.takeError();
+  try {
+    auto opened = openProgram(path);
+    if (!opened)
+      return opened.takeError();
+    Reader reader(*opened->first, opened->second);
+    std::vector<ts::Weights> out;
+    for (const ts::Param &p : graph->params) {
+      // Read again by name: the graph keeps only the statistics.
+      auto v = reader.storedTensor(p.name);
+      if (!v)
+        return v.takeError();
+      ts::Weights w{p.name, v->shape, {}};
+      w.values.assign(v->floats.begin(), v->floats.end());
+      out.push_back(std::move(w));
+    }
+    return out;
+  } catch (const json::exception &e) {
+    return error("malformed program: " + std::string(e.what()));
+  }
+}
