@@ -17,6 +17,8 @@
 //===----------------------------------------------------------------------===//
 #include "ExportedProgramReader.h"
 
+#include "ds/Support/StrictJson.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
@@ -31,9 +33,12 @@
 #include <limits>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 using namespace mlir::ds::importer;
 using json = nlohmann::json;
+using ::ds::support::jsonInteger;
+using ::ds::support::jsonIntegers;
 using ts::DType;
 using Kind = ts::Value::Kind;
 
@@ -179,6 +184,42 @@ constexpr Arg i(const char *n, int64_t v) { return {n, Arg::Int, double(v)}; }
 constexpr Arg f(const char *n, double v) { return {n, Arg::Float, v}; }
 constexpr Arg b(const char *n, bool v) { return {n, Arg::Bool, v ? 1.0 : 0}; }
 
+std::string where(const ts::Node &n) {
+  if (n.file.empty())
+    return "unknown source";
+  return n.file + ":" + std::to_string(n.line);
+}
+
+/// What an argument must be, by its schema name, so that a malformed program
+/// cannot hand the mapping a number where it reads a tensor or the reverse.
+enum class Want { Tensor, OptionalTensor, TensorOrNumber, TensorList, Other };
+Want wantOf(llvm::StringRef op, llvm::StringRef arg) {
+  static const llvm::StringSet<> tensors = {
+      "self",    "input",     "mat1",   "mat2",  "batch1", "batch2",
+      "indices", "condition", "target", "query", "key",    "mask"};
+  auto is = [&](std::initializer_list<const char *> ops) {
+    return llvm::any_of(ops, [&](const char *o) { return op.starts_with(o); });
+  };
+  if (tensors.contains(arg))
+    return Want::Tensor;
+  if (arg == "value")
+    return is({"aten.scaled_dot_product_attention"}) ? Want::Tensor
+                                                     : Want::TensorOrNumber;
+  if (arg == "weight")
+    return is({"aten.linear", "aten.embedding"}) ? Want::Tensor
+                                                 : Want::OptionalTensor;
+  if (arg == "bias" || arg == "attn_mask")
+    return Want::OptionalTensor;
+  if (arg == "other")
+    return is({"aten.matmul", "aten.mm", "aten.bmm", "aten.where",
+               "aten.type_as", "aten.expand_as"})
+               ? Want::Tensor
+               : Want::TensorOrNumber;
+  if (arg == "tensors")
+    return Want::TensorList;
+  return Want::Other;
+}
+
 /// The schemas (ATen's native_functions.yaml) of the ops the TorchScript
 /// mapping handles, by serialized target without "torch.ops.".
 const llvm::StringMap<std::vector<Arg>> &schemas() {
@@ -242,6 +283,17 @@ const llvm::StringMap<std::vector<Arg>> &schemas() {
       {"aten.to.dtype",
        {req("self"), req("dtype"), b("non_blocking", false), b("copy", false),
         none("memory_format")}},
+      {"aten.to.device",
+       {req("self"), req("device"), req("dtype"), b("non_blocking", false),
+        b("copy", false), none("memory_format")}},
+      {"aten.to.dtype_layout",
+       {req("self"), none("dtype"), none("layout"), none("device"),
+        none("pin_memory"), b("non_blocking", false), b("copy", false),
+        none("memory_format")}},
+      {"aten._to_copy.default",
+       {req("self"), none("dtype"), none("layout"), none("device"),
+        none("pin_memory"), b("non_blocking", false), none("memory_format")}},
+      {"aten.alias.default", {req("self")}},
       {"aten.type_as.default", {req("self"), req("other")}},
       {"aten.slice.Tensor",
        {req("self"), i("dim", 0), none("start"), none("end"), i("step", 1)}},
@@ -317,6 +369,8 @@ private:
   const Archive &archive;
   const json &gm, &graph;
   std::unordered_map<std::string, int> ids;
+  /// Values computed so far: a node may only read these.
+  std::unordered_set<int> defined;
   std::optional<json> weightsConfig, constantsConfig;
   std::vector<std::string> unsupported;
 };
@@ -324,12 +378,21 @@ private:
 llvm::Expected<ts::Value> tensorMeta(const json &meta) {
   ts::Value v;
   v.kind = Kind::Tensor;
-  v.dtype = toDType(meta.at("dtype").get<int64_t>());
+  v.dtype = toDType(jsonInteger<int64_t>(meta, "dtype"));
   for (const json &d : meta.at("sizes")) {
     if (!d.contains("as_int"))
       return error("a tensor has a symbolic dim (" + d.dump() +
                    "); export with static shapes (no dynamic_shapes)");
-    v.shape.push_back(d.at("as_int").get<int64_t>());
+    v.shape.push_back(jsonInteger<int64_t>(d, "as_int"));
+  }
+  // Bounded so that element counts and byte sizes cannot overflow.
+  int64_t numel = 1;
+  for (int64_t d : v.shape) {
+    if (d < 0 || d > (int64_t(1) << 40) ||
+        (d && numel > (int64_t(1) << 44) / d))
+      return error("a tensor has an impossible shape " +
+                   meta.at("sizes").dump());
+    numel *= d;
   }
   return v;
 }
@@ -396,12 +459,13 @@ llvm::Expected<ts::Value> Reader::storedTensor(const std::string &fqn,
   int64_t numel = 1, stride = 1;
   auto strides = meta.at("strides");
   for (int64_t d = int64_t(v->shape.size()) - 1; d >= 0; --d) {
-    if (v->shape[d] != 1 && strides[d].value("as_int", -1) != stride)
+    if (v->shape[d] != 1 &&
+        jsonInteger<int64_t>(strides.at(d), "as_int") != stride)
       return error("tensor \"" + fqn + "\" is not stored contiguously");
     stride *= v->shape[d];
   }
   numel = stride;
-  if (meta.at("storage_offset").value("as_int", -1) != 0)
+  if (jsonInteger<int64_t>(meta.at("storage_offset"), "as_int") != 0)
     return error("tensor \"" + fqn + "\" does not start its storage");
   std::string path = folder + entry->at("path_name").get<std::string>();
   if (file)
@@ -474,6 +538,7 @@ llvm::Error Reader::inputs() {
       if (!id)
         return id.takeError();
       g.inputs.push_back({name, *id});
+      defined.insert(*id);
       continue;
     }
     std::string fqn, arg;
@@ -497,6 +562,7 @@ llvm::Error Reader::inputs() {
       // Buffers and constants fold into the graph, as TorchScript's
       // evaluation folds them.
       ids[arg] = add(std::move(*stored));
+      defined.insert(ids[arg]);
       continue;
     }
     auto tied = paramByFile.find(file);
@@ -532,6 +598,7 @@ llvm::Error Reader::inputs() {
     v.dtype = p.dtype;
     p.value = add(std::move(v));
     ids[arg] = p.value;
+    defined.insert(p.value);
     paramByFile[file] = int(g.params.size());
     g.params.push_back(std::move(p));
   }
@@ -542,8 +609,15 @@ llvm::Error Reader::inputs() {
 /// prim::ListConstruct node ahead of `node`.
 llvm::Expected<int> Reader::argument(const json &arg, ts::Node &node) {
   ts::Value v;
+  auto read = [&](const json &t) -> llvm::Expected<int> {
+    auto id = tensorNamed(t.at("name"));
+    if (id && !defined.count(*id))
+      return error(where(node) + ": reads tensor " + t.at("name").dump() +
+                   " before anything computes it");
+    return id;
+  };
   if (arg.contains("as_tensor"))
-    return tensorNamed(arg.at("as_tensor").at("name"));
+    return read(arg.at("as_tensor"));
   if (arg.contains("as_tensors")) {
     ts::Node list;
     list.kind = "prim::ListConstruct";
@@ -552,7 +626,7 @@ llvm::Expected<int> Reader::argument(const json &arg, ts::Node &node) {
     list.module = node.module;
     list.moduleType = node.moduleType;
     for (const json &t : arg.at("as_tensors")) {
-      auto id = tensorNamed(t.at("name"));
+      auto id = read(t);
       if (!id)
         return id.takeError();
       list.inputs.push_back(*id);
@@ -569,7 +643,7 @@ llvm::Expected<int> Reader::argument(const json &arg, ts::Node &node) {
     v.kind = Kind::None;
   } else if (arg.contains("as_int")) {
     v.kind = Kind::Int;
-    v.i = arg.at("as_int");
+    v.i = jsonInteger<int64_t>(arg, "as_int");
   } else if (arg.contains("as_float")) {
     v.kind = Kind::Float;
     v.f = floatOf(arg.at("as_float"));
@@ -581,13 +655,13 @@ llvm::Expected<int> Reader::argument(const json &arg, ts::Node &node) {
     v.s = arg.at("as_string");
   } else if (arg.contains("as_ints")) {
     v.kind = Kind::IntList;
-    v.ints = arg.at("as_ints").get<std::vector<int64_t>>();
+    v.ints = jsonIntegers(arg, "as_ints");
   } else if (arg.contains("as_floats")) {
     v.kind = Kind::FloatList;
     v.floats = arg.at("as_floats").get<std::vector<double>>();
   } else if (arg.contains("as_scalar_type")) {
     v.kind = Kind::Int;
-    v.i = arg.at("as_scalar_type");
+    v.i = jsonInteger<int64_t>(arg, "as_scalar_type");
   }
   // Devices, layouts and memory formats: nothing the mapping reads.
   return add(std::move(v));
@@ -639,11 +713,19 @@ Reader::fold(llvm::StringRef name, const json &n,
              const std::unordered_map<std::string, const json *> &given,
              const ts::Node &node) {
   static const llvm::StringSet<> foldable = {
-      "aten.arange.default",      "aten.arange.start",
-      "aten.arange.start_step",   "aten.ones.default",
-      "aten.zeros.default",       "aten.full.default",
-      "aten.tril.default",        "aten.triu.default",
-      "aten.bitwise_not.default", "aten.logical_not.default"};
+      "aten.arange.default", "aten.arange.start", "aten.arange.start_step",
+      "aten.ones.default", "aten.zeros.default", "aten.full.default",
+      "aten.tril.default", "aten.triu.default", "aten.bitwise_not.default",
+      "aten.logical_not.default",
+      // Copies, views and casts of a constant (a mask, a rotary table).
+      "aten.alias.default", "aten.detach.default", "aten.detach_.default",
+      "aten.lift_fresh_copy.default", "aten.clone.default",
+      "aten.contiguous.default", "aten.to.dtype", "aten.to.device",
+      "aten.to.dtype_layout", "aten._to_copy.default",
+      // Reshapes of a constant.
+      "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+      "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.default",
+      "aten.flatten.using_ints"};
   if (!foldable.contains(name))
     return std::nullopt;
   auto number = [&](const char *arg, double otherwise) {
@@ -652,7 +734,7 @@ Reader::fold(llvm::StringRef name, const json &n,
       return otherwise;
     const json &a = *it->second;
     if (a.contains("as_int"))
-      return double(a.at("as_int").get<int64_t>());
+      return double(jsonInteger<int64_t>(a, "as_int"));
     if (a.contains("as_bool"))
       return a.at("as_bool").get<bool>() ? 1.0 : 0.0;
     if (a.contains("as_float"))
@@ -678,21 +760,32 @@ Reader::fold(llvm::StringRef name, const json &n,
   int64_t numel = 1;
   for (int64_t d : v.shape)
     numel *= d;
+  // Constants the model computes are masks and positions, not weights.
+  if (numel > (int64_t(1) << 24))
+    return error(where(node) + ": " + name + " makes a constant of " +
+                 llvm::Twine(numel) + " elements, too many to fold");
   std::vector<double> data;
   if (name.starts_with("aten.arange.")) {
     double start = number("start", 0), end = number("end", 0),
            step = number("step", 1);
     if (step == 0)
-      return error(node.file + ":" + std::to_string(node.line) +
-                   ": arange with step 0");
-    for (double x = start; step > 0 ? x < end : x > end; x += step)
+      return error(where(node) + ": arange with step 0");
+    for (double x = start;
+         (step > 0 ? x < end : x > end) && int64_t(data.size()) <= numel;
+         x += step)
       data.push_back(x);
-  } else if (!self) {
+  } else if (!self && !given.count("self")) {
     double fill = name == "aten.ones.default"    ? 1.0
                   : name == "aten.zeros.default" ? 0.0
                                                  : number("fill_value", 0);
     data.assign(numel, fill);
   } else {
+    bool reshape = name.starts_with("aten.view") || name.contains("reshape") ||
+                   name.contains("squeeze") || name.contains("_view") ||
+                   name.starts_with("aten.flatten");
+    if ((!reshape && self->shape != v.shape) ||
+        std::max(self->floats.size(), self->ints.size()) != size_t(numel))
+      return error(where(node) + ": " + name + " changes its operand's shape");
     for (int64_t k = 0; k < numel; ++k)
       data.push_back(self->floats.empty() ? double(self->ints[k])
                                           : self->floats[k]);
@@ -706,15 +799,15 @@ Reader::fold(llvm::StringRef name, const json &n,
         if (lower ? c - r > diag : c - r < diag)
           data[k] = 0;
       }
-    } else {
+    } else if (name.contains("_not")) {
       for (double &x : data)
         x = v.dtype == DType::Bool ? double(x == 0) : double(~int64_t(x));
     }
   }
   if (int64_t(data.size()) != numel)
-    return error(node.file + ":" + std::to_string(node.line) + ": " + name +
-                 " folds to " + llvm::Twine(data.size()) +
-                 " elements but its result has " + llvm::Twine(numel));
+    return error(where(node) + ": " + name + " folds to " +
+                 llvm::Twine(data.size()) + " elements but its result has " +
+                 llvm::Twine(numel));
   v.dynamic = false;
   bool isFloat = v.dtype == DType::F32 || v.dtype == DType::F64 ||
                  v.dtype == DType::F16 || v.dtype == DType::BF16;
@@ -725,6 +818,7 @@ Reader::fold(llvm::StringRef name, const json &n,
       v.ints.push_back(int64_t(x));
   }
   g.values[*id] = std::move(v);
+  defined.insert(*id);
   return llvm::Error::success();
 }
 
@@ -744,16 +838,21 @@ llvm::Error Reader::node(const json &n) {
   std::unordered_map<std::string, const json *> given;
   for (const json &in : n.at("inputs"))
     given[in.at("name")] = &in.at("arg");
+  // A check torch.export inserts before a cast; the mapping checks every
+  // shape against the program's anyway.
+  if (name == "aten._assert_tensor_metadata.default")
+    return llvm::Error::success();
   if (std::optional<llvm::Error> folded = fold(name, n, given, node))
     return std::move(*folded);
+  // Views and casts of computed values map as TorchScript's clone and to.
+  if (name == "aten.alias.default")
+    node.kind = "aten::clone";
+  else if (name.starts_with("aten.to.") || name == "aten._to_copy.default")
+    node.kind = "aten::to";
   const auto &table = schemas();
   auto schema = table.find(name);
   if (schema == table.end()) {
-    unsupported.push_back(name.str() + " (" +
-                          (node.file.empty()
-                               ? std::string("unknown source")
-                               : node.file + ":" + std::to_string(node.line)) +
-                          ")");
+    unsupported.push_back(name.str() + " (" + where(node) + ")");
     return llvm::Error::success();
   }
   for (const Arg &a : schema->second) {
@@ -762,6 +861,33 @@ llvm::Error Reader::node(const json &n) {
       auto id = argument(*it->second, node);
       if (!id)
         return id.takeError();
+      Kind got = g.values[*id].kind;
+      bool number = got == Kind::Int || got == Kind::Float || got == Kind::Bool;
+      bool ok = true;
+      switch (wantOf(name, a.name)) {
+      case Want::Tensor:
+        ok = got == Kind::Tensor;
+        break;
+      case Want::OptionalTensor:
+        ok = got == Kind::Tensor || got == Kind::None;
+        break;
+      case Want::TensorOrNumber:
+        ok = got == Kind::Tensor || number;
+        break;
+      case Want::TensorList:
+        ok = got == Kind::TensorList;
+        break;
+      case Want::Other:
+        // Numbers and lists where the schema has them (a default of None
+        // stands for an optional one).
+        ok = got != Kind::Tensor && got != Kind::TensorList &&
+             got != Kind::Other && (got != Kind::None || a.kind == Arg::None) &&
+             (a.kind != Arg::Int || got == Kind::Int || got == Kind::Bool);
+        break;
+      }
+      if (!ok)
+        return error(where(node) + ": " + name + ": argument \"" + a.name +
+                     "\" has the wrong kind");
       node.inputs.push_back(*id);
       continue;
     }
@@ -791,6 +917,13 @@ llvm::Error Reader::node(const json &n) {
     }
     node.inputs.push_back(add(std::move(v)));
   }
+  // Sizes and steps the mapping divides or loops by.
+  for (llvm::StringRef arg : {"split_size", "chunks", "step"}) {
+    auto it = given.find(arg.str());
+    if (it != given.end() && it->second->contains("as_int") &&
+        jsonInteger<int64_t>(*it->second, "as_int") < 1)
+      return error(where(node) + ": " + name + ": " + arg + " must be >= 1");
+  }
   for (auto &[argName, _] : given)
     if (llvm::none_of(schema->second,
                       [&](const Arg &a) { return argName == a.name; }))
@@ -805,6 +938,7 @@ llvm::Error Reader::node(const json &n) {
       if (!id)
         return id.takeError();
       node.outputs.push_back(*id);
+      defined.insert(*id);
     } else if (out.contains("as_tensors")) {
       ts::Value list;
       list.kind = Kind::TensorList;
@@ -816,11 +950,15 @@ llvm::Error Reader::node(const json &n) {
         list.elements.push_back(*id);
       }
       unpacked = list.elements;
+      defined.insert(unpacked.begin(), unpacked.end());
       node.outputs.push_back(add(std::move(list)));
+      defined.insert(node.outputs.back());
     } else {
       return error(name + " has a non-tensor result " + out.dump());
     }
   }
+  if (node.outputs.empty())
+    return error(where(node) + ": " + name + " has no result");
   ts::Node unpack;
   if (!unpacked.empty()) {
     unpack = node;
@@ -867,6 +1005,9 @@ llvm::Error Reader::read(std::optional<int64_t> microBatch) {
     auto id = tensorNamed(out.at("as_tensor").at("name"));
     if (!id)
       return id.takeError();
+    if (!defined.count(*id))
+      return error("the program returns " + out.dump() +
+                   ", which nothing computes");
     results.push_back(*id);
   }
   if (results.size() == 1 && outputs.size() == 1) {
@@ -902,7 +1043,8 @@ openProgram(const std::string &path) {
   if (!version.is_object() || !version.value("major", json()).is_number())
     return error("models/model.json has no schema_version; not a program "
                  "serialized by torch.export.save");
-  int64_t major = version.at("major"), minor = version.value("minor", 0);
+  int64_t major = jsonInteger<int64_t>(version, "major"),
+          minor = jsonInteger<int64_t>(version, "minor", 0);
   if (major != pt2::kSchemaMajor)
     return error("the program is serialized with schema version " +
                  llvm::Twine(major) + "." + llvm::Twine(minor) + " (torch " +
@@ -926,7 +1068,7 @@ pt2::readExportedProgram(const std::string &path,
     if (auto err = reader.read(microBatch))
       return std::move(err);
     return std::move(reader.g);
-  } catch (const json::exception &e) {
+  } catch (const std::exception &e) {
     return error("malformed program: " + std::string(e.what()));
   }
 }
@@ -952,7 +1094,7 @@ pt2::readExportedWeights(const std::string &path) {
       out.push_back(std::move(w));
     }
     return out;
-  } catch (const json::exception &e) {
+  } catch (const std::exception &e) {
     return error("malformed program: " + std::string(e.what()));
   }
 }

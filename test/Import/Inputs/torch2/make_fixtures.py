@@ -4,6 +4,7 @@ e.g. from the ignored virtualenv .venv-torch2; `make test` only reads what it
 wrote):
 
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py test/Import/Inputs/torch2
+  .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --fuzz-seed test/fuzz/corpus/pt2
 
 For each model NAME: NAME.pt2 (torch.export.save of a module whose forward
 returns the loss) and NAME.reference.json (the losses of STEPS AdamW steps of
@@ -43,6 +44,34 @@ MODELS = {
 }
 
 
+class Tiny(torch.nn.Module):
+    """The pt2 fuzz target's seed: small, and through the folding of a
+    constant's view and cast as well as the mapping."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(8, 4)
+        self.ln = torch.nn.LayerNorm(4)
+        self.head = torch.nn.Linear(4, 8)
+
+    def forward(self, ids, targets):
+        T = ids.shape[1]
+        x = self.ln(self.emb(ids) + torch.arange(T).unsqueeze(-1).float())
+        return torch.nn.functional.cross_entropy(self.head(x).view(-1, 8),
+                                                 targets.view(-1))
+
+
+def fuzz_seed(out):
+    torch.manual_seed(0)
+    example = (torch.randint(0, 8, (2, 3)), torch.randint(0, 8, (2, 3)))
+    path = os.path.join(out, "tiny.pt2")
+    torch.export.save(torch.export.export(Tiny(), example), path)
+    with open(path, "rb") as f:
+        data = f.read(3000)
+    with open(os.path.join(out, "truncated.pt2"), "wb") as f:
+        f.write(data)
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     tokens = byom.make_tokens()
@@ -64,4 +93,7 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else HERE)
+    if sys.argv[1:2] == ["--fuzz-seed"]:
+        fuzz_seed(sys.argv[2])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else HERE)
