@@ -853,6 +853,21 @@ llvm::Error Reader::node(const json &n) {
   auto schema = table.find(name);
   if (schema == table.end()) {
     unsupported.push_back(name.str() + " (" + where(node) + ")");
+    // Its results count as computed, so that the one error lists every
+    // unsupported op rather than stopping at the first reader of one.
+    for (const json &out : n.at("outputs")) {
+      std::vector<json> tensors;
+      if (out.contains("as_tensor"))
+        tensors.push_back(out.at("as_tensor"));
+      else if (out.contains("as_tensors"))
+        tensors = out.at("as_tensors").get<std::vector<json>>();
+      for (const json &t : tensors) {
+        auto id = tensorNamed(t.at("name"));
+        if (!id)
+          return id.takeError();
+        defined.insert(*id);
+      }
+    }
     return llvm::Error::success();
   }
   for (const Arg &a : schema->second) {
@@ -880,8 +895,12 @@ llvm::Error Reader::node(const json &n) {
       case Want::Other:
         // Numbers and lists where the schema has them (a default of None
         // stands for an optional one).
+        // Devices, layouts and memory formats read as Other, and no mapping
+        // reads them.
         ok = got != Kind::Tensor && got != Kind::TensorList &&
-             got != Kind::Other && (got != Kind::None || a.kind == Arg::None) &&
+             (got != Kind::Other || a.kind == Arg::None ||
+              llvm::StringRef(a.name) == "device") &&
+             (got != Kind::None || a.kind == Arg::None) &&
              (a.kind != Arg::Int || got == Kind::Int || got == Kind::Bool);
         break;
       }
