@@ -304,6 +304,7 @@ const llvm::StringMap<std::vector<Arg>> &schemas() {
       {"aten.chunk.default", {req("self"), req("chunks"), i("dim", 0)}},
       {"aten.cat.default", {req("tensors"), i("dim", 0)}},
       {"aten.stack.default", {req("tensors"), i("dim", 0)}},
+      {"aten.broadcast_tensors.default", {req("tensors")}},
       {"aten.masked_fill.Scalar", {req("self"), req("mask"), req("value")}},
       {"aten.masked_fill.Tensor", {req("self"), req("mask"), req("value")}},
       {"aten.eq.Tensor", {req("self"), req("other")}},

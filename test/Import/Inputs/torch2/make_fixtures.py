@@ -61,6 +61,26 @@ class Tiny(torch.nn.Module):
                                                  targets.view(-1))
 
 
+class Unsupported(torch.nn.Module):
+    """Ops ds does not map, for the one-error-lists-them-all test."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x, y):
+        h = torch.cumsum(self.lin(x), dim=-1)
+        h = torch.erf(h)
+        return torch.nn.functional.mse_loss(h, y)
+
+
+def unsupported(out):
+    torch.manual_seed(0)
+    example = (torch.randn(2, 4), torch.randn(2, 4))
+    program = torch.export.export(Unsupported(), example)
+    torch.export.save(program, os.path.join(out, "unsupported.pt2"))
+
+
 def fuzz_seed(out):
     torch.manual_seed(0)
     example = (torch.randint(0, 8, (2, 3)), torch.randint(0, 8, (2, 3)))
@@ -74,6 +94,7 @@ def fuzz_seed(out):
 
 def main(out):
     os.makedirs(out, exist_ok=True)
+    unsupported(out)
     tokens = byom.make_tokens()
     byom.write_data(out, tokens)
     example = byom.batch(tokens, 0)
