@@ -20,7 +20,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 "$py" "$fixtures/make_fixtures.py" "$work" || exit 1
-for model in nanogpt-sdpa docs-gpt; do
+for model in nanogpt-sdpa docs-gpt hf-gpt2; do
   if ! "$bin/ds-import" "$work/$model.pt2" -o "$work/$model.mlir"; then
     status=1
     continue

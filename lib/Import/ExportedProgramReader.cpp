@@ -129,6 +129,40 @@ double floatOf(const json &x) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
+/// A constant's elements broadcast to `shape` (numpy rules), or nullopt if
+/// it does not broadcast.
+std::optional<std::vector<double>>
+broadcast(const ts::Value &x, const std::vector<int64_t> &shape) {
+  size_t rank = shape.size(), xRank = x.shape.size();
+  int64_t count = 1, xCount = 1;
+  for (int64_t d : shape)
+    count *= d;
+  for (int64_t d : x.shape)
+    xCount *= d;
+  size_t have = std::max(x.floats.size(), x.ints.size());
+  if (xRank > rank || size_t(xCount) != have)
+    return std::nullopt;
+  for (size_t d = 0; d < xRank; ++d)
+    if (x.shape[d] != 1 && x.shape[d] != shape[rank - xRank + d])
+      return std::nullopt;
+  std::vector<double> out(count);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t rest = k, at = 0, stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      int64_t c = rest % shape[d];
+      rest /= shape[d];
+      if (d + xRank < rank)
+        continue;
+      int64_t xd = x.shape[d + xRank - rank];
+      if (xd != 1)
+        at += c * stride;
+      stride *= xd;
+    }
+    out[k] = x.floats.empty() ? double(x.ints[at]) : x.floats[at];
+  }
+  return out;
+}
+
 /// torch/_export/serde/schema.py's ScalarType.
 DType toDType(int64_t t) {
   switch (t) {
@@ -305,6 +339,11 @@ const llvm::StringMap<std::vector<Arg>> &schemas() {
       {"aten.cat.default", {req("tensors"), i("dim", 0)}},
       {"aten.stack.default", {req("tensors"), i("dim", 0)}},
       {"aten.broadcast_tensors.default", {req("tensors")}},
+      {"aten.pad.default",
+       {req("self"),
+        req("pad"),
+        {"mode", Arg::String, 0, "constant"},
+        none("value")}},
       {"aten.masked_fill.Scalar", {req("self"), req("mask"), req("value")}},
       {"aten.masked_fill.Tensor", {req("self"), req("mask"), req("value")}},
       {"aten.eq.Tensor", {req("self"), req("other")}},
@@ -726,7 +765,14 @@ Reader::fold(llvm::StringRef name, const json &n,
       // Reshapes of a constant.
       "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
       "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.default",
-      "aten.flatten.using_ints"};
+      "aten.flatten.using_ints",
+      // Broadcasting arithmetic and comparisons of constants (a causal mask
+      // from aranges, as Hugging Face builds it).
+      "aten.expand.default", "aten.add.Tensor", "aten.sub.Tensor",
+      "aten.mul.Tensor", "aten.le.Tensor", "aten.lt.Tensor", "aten.ge.Tensor",
+      "aten.gt.Tensor", "aten.eq.Tensor", "aten.ne.Tensor",
+      "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor",
+      "aten.logical_and.default", "aten.logical_or.default"};
   if (!foldable.contains(name))
     return std::nullopt;
   auto number = [&](const char *arg, double otherwise) {
@@ -753,6 +799,22 @@ Reader::fold(llvm::StringRef name, const json &n,
       return std::nullopt;
     self = g.values[it->second];
   }
+  std::optional<ts::Value> other;
+  if (given.count("other")) {
+    const json &a = *given.at("other");
+    if (a.contains("as_tensor")) {
+      auto it = ids.find(a.at("as_tensor").at("name").get<std::string>());
+      if (it == ids.end() || g.values[it->second].dynamic)
+        return std::nullopt;
+      other = g.values[it->second];
+    } else {
+      other = ts::Value();
+      other->kind = Kind::Tensor;
+      other->floats = {number("other", 0)};
+    }
+  }
+  if (given.count("alpha") && number("alpha", 1) != 1)
+    return std::nullopt;
   const json &out = n.at("outputs").at(0).at("as_tensor");
   auto id = tensorNamed(out.at("name"));
   if (!id)
@@ -780,6 +842,30 @@ Reader::fold(llvm::StringRef name, const json &n,
                   : name == "aten.zeros.default" ? 0.0
                                                  : number("fill_value", 0);
     data.assign(numel, fill);
+  } else if (name.starts_with("aten.expand") || other) {
+    auto a = broadcast(*self, v.shape);
+    auto b = other ? broadcast(*other, v.shape) : std::nullopt;
+    if (!a || (other && !b))
+      return error(where(node) + ": " + name +
+                   " does not broadcast to its result's shape");
+    data = std::move(*a);
+    if (other) {
+      llvm::StringRef op = name.drop_front(5).split('.').first;
+      for (size_t k = 0; k < data.size(); ++k) {
+        double x = data[k], y = (*b)[k];
+        data[k] = op == "add"           ? x + y
+                  : op == "sub"         ? x - y
+                  : op == "mul"         ? x * y
+                  : op == "le"          ? double(x <= y)
+                  : op == "lt"          ? double(x < y)
+                  : op == "ge"          ? double(x >= y)
+                  : op == "gt"          ? double(x > y)
+                  : op == "eq"          ? double(x == y)
+                  : op == "ne"          ? double(x != y)
+                  : op.ends_with("and") ? double(x != 0 && y != 0)
+                                        : double(x != 0 || y != 0);
+      }
+    }
   } else {
     bool reshape = name.starts_with("aten.view") || name.contains("reshape") ||
                    name.contains("squeeze") || name.contains("_view") ||

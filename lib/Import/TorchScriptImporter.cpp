@@ -94,6 +94,7 @@ const llvm::StringSet<> &supportedOps() {
                                         "aten::unsafe_split",
                                         "aten::unsafe_chunk",
                                         "aten::cat",
+                                        "aten::pad",
                                         "aten::concat",
                                         "aten::stack",
                                         "aten::masked_fill",
@@ -132,6 +133,23 @@ Type elementType(MLIRContext *ctx, DType t) {
   default:
     return b.getF32Type();
   }
+}
+
+/// True for a constant boolean tensor [..., T, T] whose every [T, T] slice
+/// keeps exactly the elements j <= i.
+bool isCausalMask(const ts::Value &m) {
+  if (m.dynamic || m.kind != Kind::Tensor || m.dtype != DType::Bool ||
+      m.shape.size() < 2 || m.shape.end()[-1] != m.shape.end()[-2])
+    return false;
+  int64_t t = m.shape.back(), count = 1;
+  for (int64_t d : m.shape)
+    count *= d;
+  if (int64_t(m.ints.size()) != count)
+    return false;
+  for (int64_t k = 0; k < count; ++k)
+    if ((m.ints[k] != 0) != (k % t <= k / t % t))
+      return false;
+  return true;
 }
 
 std::string where(const ts::Node &n) {
@@ -396,15 +414,19 @@ std::optional<llvm::Error> Mapper::mapNormAndActivation(const ts::Node &n) {
   }
   if (k == "aten::scaled_dot_product_attention") {
     // (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    if (!isNone(n.inputs[3]))
-      return fail(n, "attn_mask is not supported yet; use is_causal=True");
+    // A constant boolean mask that keeps exactly j <= i (how Hugging Face
+    // passes causality) is the causal flag.
+    bool causalMask = !isNone(n.inputs[3]) && isCausalMask(val(n.inputs[3]));
+    if (!isNone(n.inputs[3]) && !causalMask)
+      return fail(n, "attn_mask other than a constant causal mask is not "
+                     "supported yet");
     if (numArg(n.inputs[4]) != 0)
       return fail(n, "dropout_p > 0 is not supported");
     if (n.inputs.size() > 7 && intArg(n.inputs[7]))
       return fail(n, "enable_gqa is not supported yet; repeat the key and "
                      "value heads before the call");
     Value q = in(0), key = in(1), v = in(2);
-    bool causal = intArg(n.inputs[5]) != 0;
+    bool causal = intArg(n.inputs[5]) != 0 || causalMask;
     if (causal && shapeOf(q).end()[-2] != shapeOf(key).end()[-2])
       return fail(n, "is_causal needs as many queries as keys");
     std::optional<double> scale;
@@ -474,10 +496,14 @@ std::optional<llvm::Error> Mapper::mapArithmetic(const ts::Node &n) {
     return out(k == "aten::mul" ? mb.mul(a, b) : mb.div(a, b));
   }
   if (k == "aten::pow") {
-    if (!isScalar(n.inputs[1]) || numArg(n.inputs[1]) != 2)
-      return fail(n, "only x ** 2 is supported");
-    Value x = in(0);
-    return out(mb.mul(x, x));
+    // Small integer powers (x ** 3 in GPT-2's tanh GELU) as products.
+    double e = isScalar(n.inputs[1]) ? numArg(n.inputs[1]) : 0;
+    if (e != std::floor(e) || e < 1 || e > 4)
+      return fail(n, "only x ** 1, 2, 3 or 4 is supported");
+    Value x = in(0), y = x;
+    for (int i = 1; i < int(e); ++i)
+      y = mb.mul(y, x);
+    return out(y);
   }
   return std::nullopt;
 }
@@ -626,11 +652,44 @@ std::optional<llvm::Error> Mapper::mapLists(const ts::Node &n) {
         return err;
     return llvm::Error::success();
   }
+  if (k == "aten::pad") {
+    // (self, pad, mode, value): constant padding, last dim first, as a
+    // concat with constant blocks (the shifted labels of a causal LM loss).
+    Value x = tensor(n.inputs[0]);
+    ArrayRef<int64_t> pads = val(n.inputs[1]).ints;
+    if (val(n.inputs[2]).s != "constant" || pads.size() % 2 ||
+        pads.size() / 2 > shapeOf(x).size() ||
+        llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+      return fail(n, "only non-negative constant padding is supported");
+    double fill = isNone(n.inputs[3]) ? 0.0 : numArg(n.inputs[3]);
+    for (size_t i = 0; i < pads.size(); ++i) {
+      if (!pads[i])
+        continue;
+      int64_t d = shapeOf(x).size() - 1 - i / 2;
+      SmallVector<int64_t> shape(shapeOf(x));
+      shape[d] = pads[i];
+      int64_t count = 1;
+      for (int64_t s : shape)
+        count *= s;
+      Value block =
+          constantTensor(shape, elementOf(x), std::vector<double>(count, fill));
+      x = i % 2 ? mb.concat({x, block}, d) : mb.concat({block, x}, d);
+    }
+    return out(x);
+  }
   if (k == "aten::cat" || k == "aten::concat" || k == "aten::stack") {
     auto it = lists.find(n.inputs[0]);
     if (it == lists.end())
       return fail(n, "the tensors to concatenate are unknown");
-    SmallVector<Value> xs(it->second);
+    SmallVector<Value> xs;
+    // Empty pieces (an empty key/value cache) add nothing.
+    for (Value x : it->second)
+      if (llvm::all_of(shapeOf(x), [](int64_t d) { return d != 0; }))
+        xs.push_back(x);
+    if (xs.size() == 1 && k != "aten::stack")
+      return out(xs.front());
+    if (xs.empty())
+      return fail(n, "concatenates only empty tensors");
     int64_t rank = shapeOf(xs.front()).size() + (k == "aten::stack" ? 1 : 0);
     int64_t d = dim(intArg(n.inputs[1]), rank);
     if (k == "aten::stack")

@@ -6,7 +6,7 @@ wrote):
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py test/Import/Inputs/torch2
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --fuzz-seed test/fuzz/corpus/pt2
 
-For each model NAME: NAME.pt2 (torch.export.save of a module whose forward
+For each model NAME (nanogpt-sdpa, docs-gpt, hf-gpt2): NAME.pt2 (torch.export.save of a module whose forward
 returns the loss) and NAME.reference.json (the losses of STEPS AdamW steps of
 the same module in torch, and the torch version that made both). tokens.bin
 and adamw.json are the data and config of that loop (test/Train/Inputs/
@@ -41,6 +41,12 @@ MODELS = {
     # The docs' GPT: matmul/softmax attention under a ones().tril() mask.
     "docs-gpt": lambda: fixtures.GPT(n_layer=2, n_embd=32, n_head=4,
                                      vocab_size=byom.VOCAB, n_positions=byom.SEQ),
+}
+
+# Hugging Face models (transformers, random weights from a small config);
+# forward returns the loss of labels=targets.
+HF_MODELS = {
+    "hf-gpt2": lambda: measure.hf("gpt2"),
 }
 
 
@@ -98,7 +104,7 @@ def main(out):
     tokens = byom.make_tokens()
     byom.write_data(out, tokens)
     example = byom.batch(tokens, 0)
-    for name, make in MODELS.items():
+    for name, make in {**MODELS, **HF_MODELS}.items():
         torch.manual_seed(0)
         model = make()
         program = torch.export.export(model, example)
