@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: all deps configure build test demo docs format clean fuzz test-sanitize
+.PHONY: all deps configure build test demo docs format clean fuzz test-sanitize test-torch2
 
 all: build
 
@@ -23,6 +23,11 @@ build: deps configure
 
 test: build
 	@scripts/run-tests.sh $(BUILD)
+
+# torch 2.x from a virtualenv (.venv-torch2, or TORCH2_PYTHON): regenerate
+# the .pt2 fixtures, import and train them against torch, measure (issue 41).
+test-torch2: build
+	@scripts/test-torch2.sh $(BUILD)
 
 demo: build
 	@examples/demo.sh $(BUILD)

@@ -13,7 +13,7 @@ shift 2
 src=$(cd "$(dirname "$0")/.." && pwd)/test/fuzz
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(config model-spec mlir safetensors
-  checkpoint npy hostfile tokens)
+  checkpoint npy hostfile tokens pt2)
 # LLVM's BumpPtrAllocator poisons the slabs it hands out when compiled
 # under ASan; libMLIR is not, so a slab the instrumented ds code started
 # and libMLIR fills (the context's attribute storage) reads as poisoned.

@@ -24,10 +24,13 @@ loadModel(MLIRContext &ctx, llvm::StringRef modelPath,
     return mlir::ds::importer::importSpecFile(ctx, path, importOptions);
   if (ext == ".pt")
     return mlir::ds::importer::importTorchScriptFile(ctx, path, importOptions);
+  if (ext == ".pt2")
+    return mlir::ds::importer::importExportedProgramFile(ctx, path,
+                                                         importOptions);
   if (ext != ".mlir")
     return createStringError("%s: unknown model format '%s'; give a .json "
-                             "model spec, a .mlir model contract or a "
-                             "TorchScript .pt",
+                             "model spec, a .mlir model contract, a "
+                             "TorchScript .pt or a torch.export .pt2",
                              path.c_str(), ext.str().c_str());
   std::string diag;
   llvm::raw_string_ostream diagOs(diag);

@@ -60,7 +60,7 @@ llvm::Error startCommunication(const TrainOptions &options) {
 
 bool isTorchFile(llvm::StringRef path) {
   llvm::StringRef ext = llvm::sys::path::extension(path);
-  return ext == ".pt" || ext == ".pth";
+  return ext == ".pt" || ext == ".pth" || ext == ".pt2";
 }
 
 /// The safetensors file the parameters start from: --init-from, or the

@@ -99,6 +99,9 @@ struct InputType {
   DType dtype = DType::F32;
 };
 
+/// False when ds was built without LibTorch: the loaders below then fail.
+bool haveLibTorch();
+
 /// Loads `path`, inlines `forward` and evaluates it on zero-filled inputs of
 /// `inputTypes` (if empty, those recorded in the file's ds_inputs.json with
 /// dim 0 replaced by `microBatch` when given).

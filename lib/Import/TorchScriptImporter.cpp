@@ -9,8 +9,9 @@
 // Calls of submodules (h.0, ln_f) become dsnn.layer regions named after them.
 //
 //===----------------------------------------------------------------------===//
+#include "ExportedProgramReader.h"
 #include "ModelBuilder.h"
-#include "TorchGraph.h"
+#include "TorchGraphImport.h"
 
 #include "ds/Import/Import.h"
 #include "ds/Support/ShapeCheck.h"
@@ -49,6 +50,8 @@ const llvm::StringSet<> &supportedOps() {
                                         "aten::baddbmm",
                                         "aten::embedding",
                                         "aten::layer_norm",
+                                        "aten::rms_norm",
+                                        "aten::scaled_dot_product_attention",
                                         "aten::gelu",
                                         "aten::relu",
                                         "aten::silu",
@@ -91,6 +94,7 @@ const llvm::StringSet<> &supportedOps() {
                                         "aten::unsafe_split",
                                         "aten::unsafe_chunk",
                                         "aten::cat",
+                                        "aten::pad",
                                         "aten::concat",
                                         "aten::stack",
                                         "aten::masked_fill",
@@ -129,6 +133,23 @@ Type elementType(MLIRContext *ctx, DType t) {
   default:
     return b.getF32Type();
   }
+}
+
+/// True for a constant boolean tensor [..., T, T] whose every [T, T] slice
+/// keeps exactly the elements j <= i.
+bool isCausalMask(const ts::Value &m) {
+  if (m.dynamic || m.kind != Kind::Tensor || m.dtype != DType::Bool ||
+      m.shape.size() < 2 || m.shape.end()[-1] != m.shape.end()[-2])
+    return false;
+  int64_t t = m.shape.back(), count = 1;
+  for (int64_t d : m.shape)
+    count *= d;
+  if (int64_t(m.ints.size()) != count)
+    return false;
+  for (int64_t k = 0; k < count; ++k)
+    if ((m.ints[k] != 0) != (k % t <= k / t % t))
+      return false;
+  return true;
 }
 
 std::string where(const ts::Node &n) {
@@ -365,20 +386,53 @@ std::optional<llvm::Error> Mapper::mapNormAndActivation(const ts::Node &n) {
   StringRef k = n.kind;
   auto in = [&](unsigned i) { return tensor(n.inputs[i]); };
   auto out = [&](Value v) { return set(n, 0, v); };
-  if (k == "aten::layer_norm") {
+  // layer_norm and rms_norm: (input, normalized_shape, weight, ...) over
+  // the last dim; an absent weight (or bias) is ones (zeros).
+  auto normParam = [&](unsigned i, double fill) -> Value {
+    Value x = in(0);
+    int64_t c = shapeOf(x).back();
+    return isNone(n.inputs[i])
+               ? constantTensor({c}, elementOf(x), std::vector<double>(c, fill))
+               : in(i);
+  };
+  if (k == "aten::layer_norm" || k == "aten::rms_norm") {
     Value x = in(0);
     ArrayRef<int64_t> normalized = val(n.inputs[1]).ints;
     if (normalized.size() != 1 || normalized[0] != shapeOf(x).back())
       return fail(n, "only normalization over the last dim is supported");
-    int64_t c = normalized[0];
-    Type elt = cast<RankedTensorType>(x.getType()).getElementType();
-    Value w = isNone(n.inputs[2])
-                  ? constantTensor({c}, elt, std::vector<double>(c, 1.0))
-                  : in(2);
-    Value b = isNone(n.inputs[3])
-                  ? constantTensor({c}, elt, std::vector<double>(c, 0.0))
-                  : in(3);
-    return out(mb.layerNorm(x, w, b, numArg(n.inputs[4])));
+    if (k == "aten::layer_norm")
+      return out(mb.layerNorm(x, normParam(2, 1.0), normParam(3, 0.0),
+                              numArg(n.inputs[4])));
+    // eps=None is torch.finfo(x.dtype).eps.
+    Type elt = elementOf(x);
+    double eps =
+        isNone(n.inputs[3])
+            ? std::ldexp(1.0, 1 - cast<FloatType>(elt).getFPMantissaWidth())
+            : numArg(n.inputs[3]);
+    Value w = normParam(2, 1.0);
+    return out(mb.rmsNorm(x, w, eps));
+  }
+  if (k == "aten::scaled_dot_product_attention") {
+    // (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    // A constant boolean mask that keeps exactly j <= i (how Hugging Face
+    // passes causality) is the causal flag.
+    bool causalMask = !isNone(n.inputs[3]) && isCausalMask(val(n.inputs[3]));
+    if (!isNone(n.inputs[3]) && !causalMask)
+      return fail(n, "attn_mask other than a constant causal mask is not "
+                     "supported yet");
+    if (numArg(n.inputs[4]) != 0)
+      return fail(n, "dropout_p > 0 is not supported");
+    if (n.inputs.size() > 7 && intArg(n.inputs[7]))
+      return fail(n, "enable_gqa is not supported yet; repeat the key and "
+                     "value heads before the call");
+    Value q = in(0), key = in(1), v = in(2);
+    bool causal = intArg(n.inputs[5]) != 0 || causalMask;
+    if (causal && shapeOf(q).end()[-2] != shapeOf(key).end()[-2])
+      return fail(n, "is_causal needs as many queries as keys");
+    std::optional<double> scale;
+    if (n.inputs.size() > 6 && !isNone(n.inputs[6]))
+      scale = numArg(n.inputs[6]);
+    return out(mb.attention(q, key, v, causal, scale));
   }
   if (k == "aten::gelu") {
     bool tanh = n.inputs.size() > 1 && val(n.inputs[1]).s == "tanh";
@@ -442,10 +496,14 @@ std::optional<llvm::Error> Mapper::mapArithmetic(const ts::Node &n) {
     return out(k == "aten::mul" ? mb.mul(a, b) : mb.div(a, b));
   }
   if (k == "aten::pow") {
-    if (!isScalar(n.inputs[1]) || numArg(n.inputs[1]) != 2)
-      return fail(n, "only x ** 2 is supported");
-    Value x = in(0);
-    return out(mb.mul(x, x));
+    // Small integer powers (x ** 3 in GPT-2's tanh GELU) as products.
+    double e = isScalar(n.inputs[1]) ? numArg(n.inputs[1]) : 0;
+    if (e != std::floor(e) || e < 1 || e > 4)
+      return fail(n, "only x ** 1, 2, 3 or 4 is supported");
+    Value x = in(0), y = x;
+    for (int i = 1; i < int(e); ++i)
+      y = mb.mul(y, x);
+    return out(y);
   }
   return std::nullopt;
 }
@@ -594,11 +652,44 @@ std::optional<llvm::Error> Mapper::mapLists(const ts::Node &n) {
         return err;
     return llvm::Error::success();
   }
+  if (k == "aten::pad") {
+    // (self, pad, mode, value): constant padding, last dim first, as a
+    // concat with constant blocks (the shifted labels of a causal LM loss).
+    Value x = tensor(n.inputs[0]);
+    ArrayRef<int64_t> pads = val(n.inputs[1]).ints;
+    if (val(n.inputs[2]).s != "constant" || pads.size() % 2 ||
+        pads.size() / 2 > shapeOf(x).size() ||
+        llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+      return fail(n, "only non-negative constant padding is supported");
+    double fill = isNone(n.inputs[3]) ? 0.0 : numArg(n.inputs[3]);
+    for (size_t i = 0; i < pads.size(); ++i) {
+      if (!pads[i])
+        continue;
+      int64_t d = shapeOf(x).size() - 1 - i / 2;
+      SmallVector<int64_t> shape(shapeOf(x));
+      shape[d] = pads[i];
+      int64_t count = 1;
+      for (int64_t s : shape)
+        count *= s;
+      Value block =
+          constantTensor(shape, elementOf(x), std::vector<double>(count, fill));
+      x = i % 2 ? mb.concat({x, block}, d) : mb.concat({block, x}, d);
+    }
+    return out(x);
+  }
   if (k == "aten::cat" || k == "aten::concat" || k == "aten::stack") {
     auto it = lists.find(n.inputs[0]);
     if (it == lists.end())
       return fail(n, "the tensors to concatenate are unknown");
-    SmallVector<Value> xs(it->second);
+    SmallVector<Value> xs;
+    // Empty pieces (an empty key/value cache) add nothing.
+    for (Value x : it->second)
+      if (llvm::all_of(shapeOf(x), [](int64_t d) { return d != 0; }))
+        xs.push_back(x);
+    if (xs.size() == 1 && k != "aten::stack")
+      return out(xs.front());
+    if (xs.empty())
+      return fail(n, "concatenates only empty tensors");
     int64_t rank = shapeOf(xs.front()).size() + (k == "aten::stack" ? 1 : 0);
     int64_t d = dim(intArg(n.inputs[1]), rank);
     if (k == "aten::stack")
@@ -906,20 +997,66 @@ llvm::Expected<ts::InputType> parseInputType(StringRef text) {
 
 } // namespace
 
-bool mlir::ds::importer::haveTorchScriptImport() { return true; }
+bool mlir::ds::importer::haveTorchScriptImport() { return ts::haveLibTorch(); }
 
 llvm::Expected<std::vector<NamedWeights>>
 mlir::ds::importer::readTorchWeights(StringRef path) {
   if (!llvm::sys::fs::exists(path))
     return makeError("cannot read weights file \"" + path +
                      "\": No such file or directory");
-  auto weights = ts::loadTorchWeights(path.str());
+  auto weights = path.ends_with(".pt2") ? pt2::readExportedWeights(path.str())
+                                        : ts::loadTorchWeights(path.str());
   if (!weights)
     return makeError(path + ": " + llvm::toString(weights.takeError()));
   std::vector<NamedWeights> out;
   for (ts::Weights &w : *weights)
     out.push_back({std::move(w.name), std::move(w.shape), std::move(w.values)});
   return out;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+ts::importTorchGraph(MLIRContext &context, const ts::Graph &g, StringRef path) {
+  auto prefixed = [&](llvm::Error err) {
+    return makeError(path + ": " + llvm::toString(std::move(err)));
+  };
+  ModelBuilder mb(context, FileLineColLoc::get(&context, path, 1, 1));
+  Mapper mapper(mb, g);
+  // All parameters, in named_parameters() order, including any forward
+  // never reads: they are still the model's state. Their values are in the
+  // file; the init attributes only describe them (all zeros, all ones, or
+  // normal with their standard deviation).
+  for (const ts::Param &p : g.params) {
+    if (p.dtype == DType::Other || p.dtype == DType::I64 ||
+        p.dtype == DType::I32 || p.dtype == DType::Bool)
+      return makeError(path + ": parameter \"" + p.name +
+                       "\" is not a float tensor");
+    nn::InitKind init = p.allZeros  ? nn::InitKind::zeros
+                        : p.allOnes ? nn::InitKind::ones
+                                    : nn::InitKind::normal;
+    // A tensor reachable under several names (a tied LM head) is one
+    // parameter whose group is named after its first module (wte).
+    std::string tied;
+    if (!p.aliases.empty())
+      tied = StringRef(p.name).rsplit('.').first.str();
+    mlir::Value v = mb.param(p.name, p.shape, init,
+                             init == nn::InitKind::normal ? p.std : 0.0, tied,
+                             {}, elementType(&context, p.dtype));
+    if (p.value >= 0)
+      mapper.bind(p.value, v);
+  }
+  for (const ts::Input &input : g.inputs) {
+    const ts::Value &v = g.values[input.value];
+    mapper.bind(
+        input.value,
+        mb.batch(input.name,
+                 mb.tensorType(v.shape, elementType(&context, v.dtype))));
+  }
+  if (auto err = mapper.mapAll())
+    return prefixed(std::move(err));
+  auto loss = mapper.loss();
+  if (!loss)
+    return prefixed(loss.takeError());
+  return mb.finish(*loss);
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>
@@ -942,42 +1079,5 @@ mlir::ds::importer::importTorchScriptFile(MLIRContext &context, StringRef path,
   if (!graph)
     return prefix(graph.takeError());
 
-  ModelBuilder mb(context, FileLineColLoc::get(&context, path, 1, 1));
-  Mapper mapper(mb, *graph);
-  // All parameters, in named_parameters() order, including any forward
-  // never reads: they are still the model's state. Their values are in the
-  // file; the init attributes only describe them (all zeros, all ones, or
-  // normal with their standard deviation).
-  for (const ts::Param &p : graph->params) {
-    if (p.dtype == DType::Other || p.dtype == DType::I64 ||
-        p.dtype == DType::I32 || p.dtype == DType::Bool)
-      return makeError(path + ": parameter \"" + p.name +
-                       "\" is not a float tensor");
-    nn::InitKind init = p.allZeros  ? nn::InitKind::zeros
-                        : p.allOnes ? nn::InitKind::ones
-                                    : nn::InitKind::normal;
-    // A tensor reachable under several names (a tied LM head) is one
-    // parameter whose group is named after its first module (wte).
-    std::string tied;
-    if (!p.aliases.empty())
-      tied = StringRef(p.name).rsplit('.').first.str();
-    Value v = mb.param(p.name, p.shape, init,
-                       init == nn::InitKind::normal ? p.std : 0.0, tied, {},
-                       elementType(&context, p.dtype));
-    if (p.value >= 0)
-      mapper.bind(p.value, v);
-  }
-  for (const ts::Input &input : graph->inputs) {
-    const ts::Value &v = graph->values[input.value];
-    mapper.bind(
-        input.value,
-        mb.batch(input.name,
-                 mb.tensorType(v.shape, elementType(&context, v.dtype))));
-  }
-  if (auto err = mapper.mapAll())
-    return prefix(std::move(err));
-  auto loss = mapper.loss();
-  if (!loss)
-    return prefix(loss.takeError());
-  return mb.finish(*loss);
+  return ts::importTorchGraph(context, *graph, path);
 }

@@ -86,6 +86,15 @@ llvm::Error error(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// The first non-blank line of a LibTorch exception: some (an unknown
+/// builtin op in a file from a newer PyTorch) start with a newline.
+std::string firstLine(const std::string &what) {
+  size_t begin = what.find_first_not_of(" \n");
+  if (begin == std::string::npos)
+    return what;
+  return what.substr(begin, what.find('\n', begin) - begin);
+}
+
 /// Ops whose non-tensor results depend only on shapes, which are static
 /// here: their results are constants even when their operands are not.
 bool isShapeQuery(c10::Symbol kind) {
@@ -342,7 +351,7 @@ llvm::Error Evaluator::runNode(torch::jit::Node *node) {
   } catch (const std::exception &e) {
     std::string what = e.what();
     return error("evaluating " + std::string(kind.toQualString()) +
-                 " failed: " + what.substr(0, what.find('\n')));
+                 " failed: " + firstLine(what));
   }
   if (stack.size() != node->outputs().size())
     return error("evaluating " + std::string(kind.toQualString()) +
@@ -444,6 +453,8 @@ llvm::Error Evaluator::run(std::vector<ts::InputType> inputTypes) {
 
 } // namespace
 
+bool ts::haveLibTorch() { return true; }
+
 llvm::Expected<ts::Graph>
 ts::loadTorchScript(const std::string &path, std::vector<InputType> inputTypes,
                     std::optional<int64_t> microBatch) {
@@ -485,7 +496,7 @@ ts::loadTorchScript(const std::string &path, std::vector<InputType> inputTypes,
     return std::move(evaluator.graph);
   } catch (const std::exception &e) {
     std::string what = e.what();
-    return error(what.substr(0, what.find('\n')));
+    return error(firstLine(what));
   }
 }
 
@@ -544,6 +555,6 @@ ts::loadTorchWeights(const std::string &path) {
     std::string what = e.what();
     return error("neither a TorchScript module nor a state_dict saved with "
                  "torch.save (" +
-                 what.substr(0, what.find('\n')) + ")");
+                 firstLine(what) + ")");
   }
 }

@@ -13,6 +13,7 @@ llvm::ArrayRef<Target> ds::fuzz::targets() {
       {"npy", fuzzNpy},
       {"hostfile", fuzzHostfile},
       {"tokens", fuzzTokens},
+      {"pt2", fuzzPt2},
   };
   return all;
 }

@@ -29,6 +29,7 @@ int fuzzCheckpoint(const uint8_t *data, size_t size);
 int fuzzNpy(const uint8_t *data, size_t size);
 int fuzzHostfile(const uint8_t *data, size_t size);
 int fuzzTokens(const uint8_t *data, size_t size);
+int fuzzPt2(const uint8_t *data, size_t size);
 
 struct Target {
   const char *name;

@@ -2,6 +2,7 @@
 //
 //   ds-import --spec gpt.json [--config ds_config.json] [-o out.mlir]
 //   ds-import model.pt [--inputs 4x64xi64,4x64xi64] [-o out.mlir]
+//   ds-import model.pt2 [-o out.mlir]
 //
 // Prints the model contract (docs/models.md). Every problem with the input is
 // one "error:" line on stderr and exit status 1.
@@ -26,9 +27,9 @@ using namespace mlir;
 using namespace mlir::ds;
 
 static cl::OptionCategory category("ds-import options");
-static cl::opt<std::string> inputPath(cl::cat(category), cl::Positional,
-                                      cl::desc("<model.json | model.pt>"),
-                                      cl::init(""));
+static cl::opt<std::string>
+    inputPath(cl::cat(category), cl::Positional,
+              cl::desc("<model.json | model.pt | model.pt2>"), cl::init(""));
 static cl::opt<std::string>
     specPath(cl::cat(category), "spec",
              cl::desc("model spec JSON to import ('-' for stdin)"),
@@ -70,9 +71,11 @@ int main(int argc, char **argv) {
   // --mlir-print-debuginfo shows the Python source line of each imported op.
   registerAsmPrinterCLOptions();
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "ds-import: model spec or TorchScript -> the "
-                              "ds model contract\n");
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "ds-import: model spec, TorchScript or torch.export "
+      "program -> the "
+      "ds model contract\n");
 
   bool isSpec = !specPath.empty();
   std::string path = isSpec ? specPath.getValue() : inputPath.getValue();
@@ -85,10 +88,11 @@ int main(int argc, char **argv) {
   if (!isSpec) {
     if (ext == "json")
       isSpec = true;
-    else if (ext != "pt" && ext != "pth")
+    else if (ext != "pt" && ext != "pth" && ext != "pt2")
       return fail("cannot tell the format of \"" + path +
-                  "\" from its extension; use --spec FILE for a JSON spec or "
-                  "a .pt/.pth TorchScript file");
+                  "\" from its extension; use --spec FILE for a JSON spec, "
+                  "a .pt/.pth TorchScript file or a .pt2 torch.export "
+                  "archive");
   }
 
   importer::ImportOptions options;
@@ -121,9 +125,11 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   importer::registerImportDialects(registry);
   MLIRContext context(registry);
-  auto module = isSpec
-                    ? importer::importSpecFile(context, path, options)
-                    : importer::importTorchScriptFile(context, path, options);
+  auto module =
+      isSpec ? importer::importSpecFile(context, path, options)
+      : ext == "pt2"
+          ? importer::importExportedProgramFile(context, path, options)
+          : importer::importTorchScriptFile(context, path, options);
   if (!module)
     return fail(llvm::toString(module.takeError()));
 

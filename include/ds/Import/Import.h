@@ -68,12 +68,6 @@ importSpecFile(MLIRContext &context, llvm::StringRef path,
 /// True when ds was built with LibTorch and can read .pt files.
 bool haveTorchScriptImport();
 
-/// Imports a TorchScript module saved with torch.jit.save (traced or
-/// scripted): its inlined `forward` must return the loss.
-llvm::Expected<OwningOpRef<ModuleOp>>
-importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
-                      const ImportOptions &options);
-
 /// One parameter's values, in f32.
 struct NamedWeights {
   std::string name;
@@ -81,9 +75,23 @@ struct NamedWeights {
   std::vector<float> values;
 };
 
+/// Imports a program saved with torch.export.save (a .pt2 archive, read
+/// without Python or LibTorch): its forward must return the loss. The
+/// shapes are the exported ones; a micro-batch that differs is an error.
+llvm::Expected<OwningOpRef<ModuleOp>>
+importExportedProgramFile(MLIRContext &context, llvm::StringRef path,
+                          const ImportOptions &options);
+
+/// Imports a TorchScript module saved with torch.jit.save (traced or
+/// scripted): its inlined `forward` must return the loss.
+llvm::Expected<OwningOpRef<ModuleOp>>
+importTorchScriptFile(MLIRContext &context, llvm::StringRef path,
+                      const ImportOptions &options);
+
 /// The parameter values of a TorchScript module (named as the importer names
-/// its parameters: the first of named_parameters() per tensor) or of a
-/// state_dict saved with torch.save (floating tensors, by key).
+/// its parameters: the first of named_parameters() per tensor), of a
+/// state_dict saved with torch.save (floating tensors, by key), or of a .pt2
+/// archive (named by its graph signature, the first name per tensor).
 llvm::Expected<std::vector<NamedWeights>>
 readTorchWeights(llvm::StringRef path);
 

@@ -1,0 +1,1206 @@
+//===- ExportedProgramReader.cpp - torch.export .pt2 -> TorchGraph.h ------===//
+//
+// A .pt2 archive (torch.export.save) is a zip file:
+//
+//   <name>/models/model.json                  the ExportedProgram (serde JSON)
+//   <name>/data/weights/model_weights_config.json   name -> file, tensor meta
+//   <name>/data/weights/weight_N              raw little-endian tensor bytes
+//   <name>/data/constants/...                 the same for constants
+//
+// The program's graph is already in ATen ops with static shapes on every
+// value (torch.export traced it), so unlike TorchScript nothing needs
+// evaluating: each node keeps its op name without the overload
+// ("aten::linear"), its arguments are put in schema order with defaults
+// filled in, and the few nodes that only compute constants (arange,
+// a causal mask from ones/tril/bitwise_not) are folded here.
+//
+//===----------------------------------------------------------------------===//
+#include "ExportedProgramReader.h"
+
+#include "ds/Support/StrictJson.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/Twine.h"
+
+#include <nlohmann/json.hpp>
+#include <zip.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+
+using namespace mlir::ds::importer;
+using json = nlohmann::json;
+using ::ds::support::jsonInteger;
+using ::ds::support::jsonIntegers;
+using ts::DType;
+using Kind = ts::Value::Kind;
+
+namespace {
+
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+
+/// The zip archive torch.export.save writes; entries are named relative to
+/// its one top-level folder.
+class Archive {
+public:
+  static llvm::Expected<std::unique_ptr<Archive>> open(const std::string &path);
+  ~Archive() { zip_discard(z); }
+  bool has(const std::string &name) const {
+    return zip_name_locate(z, (prefix + name).c_str(), 0) >= 0;
+  }
+  llvm::Expected<std::string> read(const std::string &name) const;
+
+private:
+  explicit Archive(zip_t *z) : z(z) {}
+  zip_t *z;
+  std::string prefix;
+};
+
+llvm::Expected<std::unique_ptr<Archive>>
+Archive::open(const std::string &path) {
+  int code = 0;
+  zip_t *z = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
+  if (!z) {
+    zip_error_t e;
+    zip_error_init_with_code(&e, code);
+    std::string why = zip_error_strerror(&e);
+    zip_error_fini(&e);
+    if (code == ZIP_ER_NOENT || code == ZIP_ER_OPEN || code == ZIP_ER_READ)
+      return error("cannot read: " + why);
+    // A zip file starts with a local file header; one that does but has no
+    // readable central directory at its end was cut short.
+    char magic[4] = {};
+    std::ifstream(path, std::ios::binary).read(magic, 4);
+    if (std::memcmp(magic, "PK\x03\x04", 4) == 0)
+      return error("truncated or corrupt zip archive (" + why +
+                   "); save it again with torch.export.save");
+    return error("not a zip archive, so not a torch.export.save .pt2 "
+                 "archive (" +
+                 why + ")");
+  }
+  std::unique_ptr<Archive> archive(new Archive(z));
+  // The program sits at <folder>/models/model.json.
+  static const llvm::StringLiteral modelJson = "models/model.json";
+  zip_int64_t count = zip_get_num_entries(z, 0);
+  for (zip_int64_t i = 0; i < count; ++i) {
+    llvm::StringRef name = zip_get_name(z, i, 0);
+    if (name.ends_with(modelJson)) {
+      archive->prefix = name.drop_back(modelJson.size()).str();
+      return archive;
+    }
+  }
+  return error("a zip archive without models/model.json, so not written by "
+               "torch.export.save");
+}
+
+llvm::Expected<std::string> Archive::read(const std::string &name) const {
+  std::string full = prefix + name;
+  zip_stat_t st;
+  if (zip_stat(z, full.c_str(), 0, &st) != 0)
+    return error("the archive has no " + name);
+  std::unique_ptr<zip_file_t, int (*)(zip_file_t *)> f(
+      zip_fopen(z, full.c_str(), 0), zip_fclose);
+  std::string data(st.size, '\0');
+  if (!f || zip_fread(f.get(), data.data(), st.size) != zip_int64_t(st.size))
+    return error("cannot read " + name +
+                 " from the archive: " + zip_strerror(z));
+  return data;
+}
+
+/// A serialized float: a number, or "Infinity", "-Infinity", "NaN" (JSON
+/// has no literals for them).
+double floatOf(const json &x) {
+  if (x.is_number())
+    return x.get<double>();
+  std::string text = x.get<std::string>();
+  if (text == "Infinity")
+    return std::numeric_limits<double>::infinity();
+  if (text == "-Infinity")
+    return -std::numeric_limits<double>::infinity();
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+/// A constant's elements broadcast to `shape` (numpy rules), or nullopt if
+/// it does not broadcast.
+std::optional<std::vector<double>>
+broadcast(const ts::Value &x, const std::vector<int64_t> &shape) {
+  size_t rank = shape.size(), xRank = x.shape.size();
+  int64_t count = 1, xCount = 1;
+  for (int64_t d : shape)
+    count *= d;
+  for (int64_t d : x.shape)
+    xCount *= d;
+  size_t have = std::max(x.floats.size(), x.ints.size());
+  if (xRank > rank || size_t(xCount) != have)
+    return std::nullopt;
+  for (size_t d = 0; d < xRank; ++d)
+    if (x.shape[d] != 1 && x.shape[d] != shape[rank - xRank + d])
+      return std::nullopt;
+  std::vector<double> out(count);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t rest = k, at = 0, stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      int64_t c = rest % shape[d];
+      rest /= shape[d];
+      if (d + xRank < rank)
+        continue;
+      int64_t xd = x.shape[d + xRank - rank];
+      if (xd != 1)
+        at += c * stride;
+      stride *= xd;
+    }
+    out[k] = x.floats.empty() ? double(x.ints[at]) : x.floats[at];
+  }
+  return out;
+}
+
+/// torch/_export/serde/schema.py's ScalarType.
+DType toDType(int64_t t) {
+  switch (t) {
+  case 4:
+    return DType::I32;
+  case 5:
+    return DType::I64;
+  case 6:
+    return DType::F16;
+  case 7:
+    return DType::F32;
+  case 8:
+    return DType::F64;
+  case 12:
+    return DType::Bool;
+  case 13:
+    return DType::BF16;
+  default:
+    return DType::Other;
+  }
+}
+
+size_t bytesOf(DType t) {
+  switch (t) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::Bool:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/// One argument of an op schema: its name and the default used when the
+/// serialized node omits it (torch.export leaves out arguments that have
+/// their default).
+struct Arg {
+  const char *name;
+  enum { Required, None, Int, Float, Bool, String } kind = Required;
+  double value = 0;
+  const char *text = "";
+};
+constexpr Arg req(const char *n) { return {n}; }
+constexpr Arg none(const char *n) { return {n, Arg::None}; }
+constexpr Arg i(const char *n, int64_t v) { return {n, Arg::Int, double(v)}; }
+constexpr Arg f(const char *n, double v) { return {n, Arg::Float, v}; }
+constexpr Arg b(const char *n, bool v) { return {n, Arg::Bool, v ? 1.0 : 0}; }
+
+std::string where(const ts::Node &n) {
+  if (n.file.empty())
+    return "unknown source";
+  return n.file + ":" + std::to_string(n.line);
+}
+
+/// What an argument must be, by its schema name, so that a malformed program
+/// cannot hand the mapping a number where it reads a tensor or the reverse.
+enum class Want { Tensor, OptionalTensor, TensorOrNumber, TensorList, Other };
+Want wantOf(llvm::StringRef op, llvm::StringRef arg) {
+  static const llvm::StringSet<> tensors = {
+      "self",    "input",     "mat1",   "mat2",  "batch1", "batch2",
+      "indices", "condition", "target", "query", "key",    "mask"};
+  auto is = [&](std::initializer_list<const char *> ops) {
+    return llvm::any_of(ops, [&](const char *o) { return op.starts_with(o); });
+  };
+  if (tensors.contains(arg))
+    return Want::Tensor;
+  if (arg == "value")
+    return is({"aten.scaled_dot_product_attention"}) ? Want::Tensor
+                                                     : Want::TensorOrNumber;
+  if (arg == "weight")
+    return is({"aten.linear", "aten.embedding"}) ? Want::Tensor
+                                                 : Want::OptionalTensor;
+  if (arg == "bias" || arg == "attn_mask")
+    return Want::OptionalTensor;
+  if (arg == "other")
+    return is({"aten.matmul", "aten.mm", "aten.bmm", "aten.where",
+               "aten.type_as", "aten.expand_as"})
+               ? Want::Tensor
+               : Want::TensorOrNumber;
+  if (arg == "tensors")
+    return Want::TensorList;
+  return Want::Other;
+}
+
+/// The schemas (ATen's native_functions.yaml) of the ops the TorchScript
+/// mapping handles, by serialized target without "torch.ops.".
+const llvm::StringMap<std::vector<Arg>> &schemas() {
+  static const llvm::StringMap<std::vector<Arg>> table = {
+      {"aten.linear.default", {req("input"), req("weight"), none("bias")}},
+      {"aten.mm.default", {req("self"), req("mat2")}},
+      {"aten.bmm.default", {req("self"), req("mat2")}},
+      {"aten.matmul.default", {req("self"), req("other")}},
+      {"aten.addmm.default",
+       {req("self"), req("mat1"), req("mat2"), i("beta", 1), i("alpha", 1)}},
+      {"aten.baddbmm.default",
+       {req("self"), req("batch1"), req("batch2"), i("beta", 1),
+        i("alpha", 1)}},
+      {"aten.embedding.default",
+       {req("weight"), req("indices"), i("padding_idx", -1),
+        b("scale_grad_by_freq", false), b("sparse", false)}},
+      {"aten.layer_norm.default",
+       {req("input"), req("normalized_shape"), none("weight"), none("bias"),
+        f("eps", 1e-5), b("cudnn_enable", true)}},
+      {"aten.rms_norm.default",
+       {req("input"), req("normalized_shape"), none("weight"), none("eps")}},
+      {"aten.gelu.default",
+       {req("self"), {"approximate", Arg::String, 0, "none"}}},
+      {"aten.relu.default", {req("self")}},
+      {"aten.silu.default", {req("self")}},
+      {"aten.tanh.default", {req("self")}},
+      {"aten.exp.default", {req("self")}},
+      {"aten.neg.default", {req("self")}},
+      {"aten.rsqrt.default", {req("self")}},
+      {"aten.softmax.int", {req("self"), req("dim"), none("dtype")}},
+      {"aten._softmax.default",
+       {req("self"), req("dim"), req("half_to_float")}},
+      {"aten.log_softmax.int", {req("self"), req("dim"), none("dtype")}},
+      {"aten.dropout.default", {req("input"), req("p"), req("train")}},
+      {"aten.add.Tensor", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.add.Scalar", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.sub.Tensor", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.sub.Scalar", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.rsub.Tensor", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.rsub.Scalar", {req("self"), req("other"), i("alpha", 1)}},
+      {"aten.mul.Tensor", {req("self"), req("other")}},
+      {"aten.mul.Scalar", {req("self"), req("other")}},
+      {"aten.div.Tensor", {req("self"), req("other")}},
+      {"aten.div.Scalar", {req("self"), req("other")}},
+      {"aten.pow.Tensor_Scalar", {req("self"), req("exponent")}},
+      {"aten.view.default", {req("self"), req("size")}},
+      {"aten.reshape.default", {req("self"), req("shape")}},
+      {"aten._unsafe_view.default", {req("self"), req("size")}},
+      {"aten.flatten.using_ints",
+       {req("self"), i("start_dim", 0), i("end_dim", -1)}},
+      {"aten.unsqueeze.default", {req("self"), req("dim")}},
+      {"aten.squeeze.dim", {req("self"), req("dim")}},
+      {"aten.squeeze.default", {req("self")}},
+      {"aten.expand.default", {req("self"), req("size"), b("implicit", false)}},
+      {"aten.expand_as.default", {req("self"), req("other")}},
+      {"aten.transpose.int", {req("self"), req("dim0"), req("dim1")}},
+      {"aten.t.default", {req("self")}},
+      {"aten.permute.default", {req("self"), req("dims")}},
+      {"aten.contiguous.default", {req("self"), none("memory_format")}},
+      {"aten.clone.default", {req("self"), none("memory_format")}},
+      {"aten.to.dtype",
+       {req("self"), req("dtype"), b("non_blocking", false), b("copy", false),
+        none("memory_format")}},
+      {"aten.to.device",
+       {req("self"), req("device"), req("dtype"), b("non_blocking", false),
+        b("copy", false), none("memory_format")}},
+      {"aten.to.dtype_layout",
+       {req("self"), none("dtype"), none("layout"), none("device"),
+        none("pin_memory"), b("non_blocking", false), b("copy", false),
+        none("memory_format")}},
+      {"aten._to_copy.default",
+       {req("self"), none("dtype"), none("layout"), none("device"),
+        none("pin_memory"), b("non_blocking", false), none("memory_format")}},
+      {"aten.alias.default", {req("self")}},
+      {"aten.type_as.default", {req("self"), req("other")}},
+      {"aten.slice.Tensor",
+       {req("self"), i("dim", 0), none("start"), none("end"), i("step", 1)}},
+      {"aten.select.int", {req("self"), req("dim"), req("index")}},
+      {"aten.split.Tensor", {req("self"), req("split_size"), i("dim", 0)}},
+      {"aten.split_with_sizes.default",
+       {req("self"), req("split_sizes"), i("dim", 0)}},
+      {"aten.chunk.default", {req("self"), req("chunks"), i("dim", 0)}},
+      {"aten.cat.default", {req("tensors"), i("dim", 0)}},
+      {"aten.stack.default", {req("tensors"), i("dim", 0)}},
+      {"aten.broadcast_tensors.default", {req("tensors")}},
+      {"aten.pad.default",
+       {req("self"),
+        req("pad"),
+        {"mode", Arg::String, 0, "constant"},
+        none("value")}},
+      {"aten.masked_fill.Scalar", {req("self"), req("mask"), req("value")}},
+      {"aten.masked_fill.Tensor", {req("self"), req("mask"), req("value")}},
+      {"aten.eq.Tensor", {req("self"), req("other")}},
+      {"aten.eq.Scalar", {req("self"), req("other")}},
+      {"aten.ne.Tensor", {req("self"), req("other")}},
+      {"aten.ne.Scalar", {req("self"), req("other")}},
+      {"aten.where.self", {req("condition"), req("self"), req("other")}},
+      {"aten.cross_entropy_loss.default",
+       {req("self"), req("target"), none("weight"), i("reduction", 1),
+        i("ignore_index", -100), f("label_smoothing", 0)}},
+      {"aten.nll_loss.default",
+       {req("self"), req("target"), none("weight"), i("reduction", 1),
+        i("ignore_index", -100)}},
+      {"aten.nll_loss_nd.default",
+       {req("self"), req("target"), none("weight"), i("reduction", 1),
+        i("ignore_index", -100)}},
+      {"aten.mse_loss.default",
+       {req("self"), req("target"), i("reduction", 1)}},
+      {"aten.mean.dim",
+       {req("self"), req("dim"), b("keepdim", false), none("dtype")}},
+      {"aten.mean.default", {req("self"), none("dtype")}},
+      {"aten.sum.dim_IntList",
+       {req("self"), req("dim"), b("keepdim", false), none("dtype")}},
+      {"aten.sum.default", {req("self"), none("dtype")}},
+      {"aten.scaled_dot_product_attention.default",
+       {req("query"), req("key"), req("value"), none("attn_mask"),
+        f("dropout_p", 0), b("is_causal", false), none("scale"),
+        b("enable_gqa", false)}},
+  };
+  return table;
+}
+
+/// Builds the TorchGraph.h structs from the serialized program.
+class Reader {
+public:
+  Reader(const Archive &archive, const json &program)
+      : archive(archive), gm(program.at("graph_module")),
+        graph(gm.at("graph")) {}
+  llvm::Error read(std::optional<int64_t> microBatch);
+  /// The stored tensor of a parameter, buffer or constant, read from the
+  /// weights or constants folder; `file` gets its entry's name.
+  llvm::Expected<ts::Value> storedTensor(const std::string &fqn,
+                                         std::string *file = nullptr);
+  ts::Graph g;
+
+private:
+  int add(ts::Value v) {
+    g.values.push_back(std::move(v));
+    return int(g.values.size()) - 1;
+  }
+  /// The value of a named graph tensor, created from its meta on first use.
+  llvm::Expected<int> tensorNamed(const std::string &name);
+  llvm::Error inputs();
+  llvm::Expected<int> argument(const json &arg, ts::Node &node);
+  llvm::Error node(const json &n);
+  /// Folds a node that only computes a constant (positions, a causal mask),
+  /// as TorchScript's evaluation does; nullopt if it is not one of those.
+  std::optional<llvm::Error>
+  fold(llvm::StringRef name, const json &n,
+       const std::unordered_map<std::string, const json *> &given,
+       const ts::Node &node);
+
+  const Archive &archive;
+  const json &gm, &graph;
+  std::unordered_map<std::string, int> ids;
+  /// Values computed so far: a node may only read these.
+  std::unordered_set<int> defined;
+  std::optional<json> weightsConfig, constantsConfig;
+  std::vector<std::string> unsupported;
+};
+
+llvm::Expected<ts::Value> tensorMeta(const json &meta) {
+  ts::Value v;
+  v.kind = Kind::Tensor;
+  v.dtype = toDType(jsonInteger<int64_t>(meta, "dtype"));
+  for (const json &d : meta.at("sizes")) {
+    if (!d.contains("as_int"))
+      return error("a tensor has a symbolic dim (" + d.dump() +
+                   "); export with static shapes (no dynamic_shapes)");
+    v.shape.push_back(jsonInteger<int64_t>(d, "as_int"));
+  }
+  // Bounded so that element counts and byte sizes cannot overflow.
+  int64_t numel = 1;
+  for (int64_t d : v.shape) {
+    if (d < 0 || d > (int64_t(1) << 40) ||
+        (d && numel > (int64_t(1) << 44) / d))
+      return error("a tensor has an impossible shape " +
+                   meta.at("sizes").dump());
+    numel *= d;
+  }
+  return v;
+}
+
+llvm::Expected<int> Reader::tensorNamed(const std::string &name) {
+  auto it = ids.find(name);
+  if (it != ids.end())
+    return it->second;
+  const json &values = graph.at("tensor_values");
+  if (!values.contains(name))
+    return error("graph tensor \"" + name + "\" has no meta");
+  auto v = tensorMeta(values.at(name));
+  if (!v)
+    return v.takeError();
+  v->dynamic = true;
+  int id = add(std::move(*v));
+  ids[name] = id;
+  return id;
+}
+
+llvm::Expected<ts::Value> Reader::storedTensor(const std::string &fqn,
+                                               std::string *file) {
+  auto loadConfig = [&](std::optional<json> &config,
+                        const std::string &name) -> llvm::Error {
+    if (config)
+      return llvm::Error::success();
+    config = json::object();
+    if (!archive.has(name))
+      return llvm::Error::success();
+    auto text = archive.read(name);
+    if (!text)
+      return text.takeError();
+    config = json::parse(*text).at("config");
+    return llvm::Error::success();
+  };
+  if (auto err =
+          loadConfig(weightsConfig, "data/weights/model_weights_config.json"))
+    return std::move(err);
+  if (auto err = loadConfig(constantsConfig,
+                            "data/constants/model_constants_config.json"))
+    return std::move(err);
+  std::string folder = "data/weights/";
+  const json *entry = nullptr;
+  if (weightsConfig->contains(fqn)) {
+    entry = &weightsConfig->at(fqn);
+  } else if (constantsConfig->contains(fqn)) {
+    entry = &constantsConfig->at(fqn);
+    folder = "data/constants/";
+  } else {
+    return error("no stored tensor \"" + fqn + "\" in the archive");
+  }
+  if (entry->value("use_pickle", false))
+    return error("tensor \"" + fqn +
+                 "\" is stored pickled, which ds cannot read");
+  const json &meta = entry->at("tensor_meta");
+  auto v = tensorMeta(meta);
+  if (!v)
+    return v.takeError();
+  size_t elt = bytesOf(v->dtype);
+  if (!elt)
+    return error("tensor \"" + fqn + "\" has unsupported dtype " +
+                 meta.at("dtype").dump());
+  // Stored tensors are their own contiguous storage.
+  int64_t numel = 1, stride = 1;
+  auto strides = meta.at("strides");
+  for (int64_t d = int64_t(v->shape.size()) - 1; d >= 0; --d) {
+    if (v->shape[d] != 1 &&
+        jsonInteger<int64_t>(strides.at(d), "as_int") != stride)
+      return error("tensor \"" + fqn + "\" is not stored contiguously");
+    stride *= v->shape[d];
+  }
+  numel = stride;
+  if (jsonInteger<int64_t>(meta.at("storage_offset"), "as_int") != 0)
+    return error("tensor \"" + fqn + "\" does not start its storage");
+  std::string path = folder + entry->at("path_name").get<std::string>();
+  if (file)
+    *file = path;
+  auto bytes = archive.read(path);
+  if (!bytes)
+    return bytes.takeError();
+  if (bytes->size() < size_t(numel) * elt)
+    return error(path + " holds " + llvm::Twine(bytes->size()) +
+                 " bytes, fewer than tensor \"" + fqn + "\" needs");
+  const char *p = bytes->data();
+  for (int64_t k = 0; k < numel; ++k, p += elt) {
+    switch (v->dtype) {
+    case DType::F32: {
+      float x;
+      std::memcpy(&x, p, 4);
+      v->floats.push_back(x);
+      break;
+    }
+    case DType::F64: {
+      double x;
+      std::memcpy(&x, p, 8);
+      v->floats.push_back(x);
+      break;
+    }
+    case DType::BF16: {
+      uint32_t bits = uint32_t(uint8_t(p[0]) | uint8_t(p[1]) << 8) << 16;
+      float x;
+      std::memcpy(&x, &bits, 4);
+      v->floats.push_back(x);
+      break;
+    }
+    case DType::I64: {
+      int64_t x;
+      std::memcpy(&x, p, 8);
+      v->ints.push_back(x);
+      break;
+    }
+    case DType::I32: {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      v->ints.push_back(x);
+      break;
+    }
+    case DType::Bool:
+      v->ints.push_back(p[0] != 0);
+      break;
+    default:
+      return error("tensor \"" + fqn + "\" is f16, which ds cannot read yet");
+    }
+  }
+  return v;
+}
+
+llvm::Error Reader::inputs() {
+  const json &specs = gm.at("signature").at("input_specs");
+  const json &placeholders = graph.at("inputs");
+  if (specs.size() != placeholders.size())
+    return error("the graph signature has " + llvm::Twine(specs.size()) +
+                 " inputs but the graph " + llvm::Twine(placeholders.size()));
+  // Tied parameters are one stored file under several names.
+  std::unordered_map<std::string, int> paramByFile;
+  for (const json &spec : specs) {
+    if (spec.contains("user_input")) {
+      const json &arg = spec.at("user_input").at("arg");
+      if (!arg.contains("as_tensor"))
+        return error("only tensor inputs are supported, got " + arg.dump());
+      std::string name = arg.at("as_tensor").at("name");
+      auto id = tensorNamed(name);
+      if (!id)
+        return id.takeError();
+      g.inputs.push_back({name, *id});
+      defined.insert(*id);
+      continue;
+    }
+    std::string fqn, arg;
+    if (spec.contains("parameter")) {
+      fqn = spec.at("parameter").at("parameter_name");
+      arg = spec.at("parameter").at("arg").at("name");
+    } else if (spec.contains("buffer")) {
+      fqn = spec.at("buffer").at("buffer_name");
+      arg = spec.at("buffer").at("arg").at("name");
+    } else if (spec.contains("tensor_constant")) {
+      fqn = spec.at("tensor_constant").at("tensor_constant_name");
+      arg = spec.at("tensor_constant").at("arg").at("name");
+    } else {
+      return error("unsupported graph input " + spec.dump().substr(0, 200));
+    }
+    std::string file;
+    auto stored = storedTensor(fqn, &file);
+    if (!stored)
+      return stored.takeError();
+    if (!spec.contains("parameter")) {
+      // Buffers and constants fold into the graph, as TorchScript's
+      // evaluation folds them.
+      ids[arg] = add(std::move(*stored));
+      defined.insert(ids[arg]);
+      continue;
+    }
+    auto tied = paramByFile.find(file);
+    if (tied != paramByFile.end()) {
+      ts::Param &p = g.params[tied->second];
+      p.aliases.push_back(fqn);
+      ids[arg] = p.value;
+      continue;
+    }
+    ts::Param p;
+    p.name = fqn;
+    p.shape = stored->shape;
+    p.dtype = stored->dtype;
+    const std::vector<double> &x = stored->floats;
+    if (!x.empty()) {
+      p.allZeros = p.allOnes = true;
+      double sum = 0;
+      for (double d : x) {
+        p.allZeros &= d == 0;
+        p.allOnes &= d == 1;
+        sum += d;
+      }
+      p.mean = sum / double(x.size());
+      double var = 0;
+      for (double d : x)
+        var += (d - p.mean) * (d - p.mean);
+      p.std = x.size() > 1 ? std::sqrt(var / double(x.size())) : 0;
+    }
+    ts::Value v;
+    v.kind = Kind::Tensor;
+    v.dynamic = true;
+    v.shape = p.shape;
+    v.dtype = p.dtype;
+    p.value = add(std::move(v));
+    ids[arg] = p.value;
+    defined.insert(p.value);
+    paramByFile[file] = int(g.params.size());
+    g.params.push_back(std::move(p));
+  }
+  return llvm::Error::success();
+}
+
+/// One serialized argument as a value id; a list of tensors becomes a
+/// prim::ListConstruct node ahead of `node`.
+llvm::Expected<int> Reader::argument(const json &arg, ts::Node &node) {
+  ts::Value v;
+  auto read = [&](const json &t) -> llvm::Expected<int> {
+    auto id = tensorNamed(t.at("name"));
+    if (id && !defined.count(*id))
+      return error(where(node) + ": reads tensor " + t.at("name").dump() +
+                   " before anything computes it");
+    return id;
+  };
+  if (arg.contains("as_tensor"))
+    return read(arg.at("as_tensor"));
+  if (arg.contains("as_tensors")) {
+    ts::Node list;
+    list.kind = "prim::ListConstruct";
+    list.file = node.file;
+    list.line = node.line;
+    list.module = node.module;
+    list.moduleType = node.moduleType;
+    for (const json &t : arg.at("as_tensors")) {
+      auto id = read(t);
+      if (!id)
+        return id.takeError();
+      list.inputs.push_back(*id);
+    }
+    v.kind = Kind::TensorList;
+    v.dynamic = true;
+    v.elements = list.inputs;
+    int id = add(std::move(v));
+    list.outputs.push_back(id);
+    g.nodes.push_back(std::move(list));
+    return id;
+  }
+  if (arg.contains("as_none")) {
+    v.kind = Kind::None;
+  } else if (arg.contains("as_int")) {
+    v.kind = Kind::Int;
+    v.i = jsonInteger<int64_t>(arg, "as_int");
+  } else if (arg.contains("as_float")) {
+    v.kind = Kind::Float;
+    v.f = floatOf(arg.at("as_float"));
+  } else if (arg.contains("as_bool")) {
+    v.kind = Kind::Bool;
+    v.i = arg.at("as_bool").get<bool>();
+  } else if (arg.contains("as_string")) {
+    v.kind = Kind::String;
+    v.s = arg.at("as_string");
+  } else if (arg.contains("as_ints")) {
+    v.kind = Kind::IntList;
+    v.ints = jsonIntegers(arg, "as_ints");
+  } else if (arg.contains("as_floats")) {
+    v.kind = Kind::FloatList;
+    v.floats = arg.at("as_floats").get<std::vector<double>>();
+  } else if (arg.contains("as_scalar_type")) {
+    v.kind = Kind::Int;
+    v.i = jsonInteger<int64_t>(arg, "as_scalar_type");
+  }
+  // Devices, layouts and memory formats: nothing the mapping reads.
+  return add(std::move(v));
+}
+
+/// The innermost "File ..., line N" of a node's stack trace.
+void sourceOf(const json &meta, ts::Node &node) {
+  if (!meta.contains("stack_trace") || !meta.at("stack_trace").is_string())
+    return;
+  llvm::StringRef trace = meta.at("stack_trace").get_ref<const std::string &>();
+  size_t at = trace.rfind("File \"");
+  if (at == llvm::StringRef::npos)
+    return;
+  llvm::StringRef rest = trace.drop_front(at + 6);
+  auto [file, tail] = rest.split('"');
+  tail.consume_front(", line ");
+  int64_t line = 0;
+  tail.take_while([](char c) { return c >= '0' && c <= '9'; })
+      .getAsInteger(10, line);
+  node.file = file.str();
+  node.line = line;
+}
+
+/// The outermost submodule of nn_module_stack ("key,path,type;..."), whose
+/// first entry is the root module.
+void moduleOf(const json &meta, ts::Node &node) {
+  if (!meta.contains("nn_module_stack") ||
+      !meta.at("nn_module_stack").is_string())
+    return;
+  llvm::StringRef stack =
+      meta.at("nn_module_stack").get_ref<const std::string &>();
+  llvm::SmallVector<llvm::StringRef> frames;
+  stack.split(frames, ';');
+  for (llvm::StringRef frame : frames) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    frame.split(parts, ',');
+    if (parts.size() < 3 || parts[1].empty())
+      continue;
+    node.module = parts[1].str();
+    node.moduleType = parts.back().rsplit('.').second.str();
+    if (node.moduleType.empty())
+      node.moduleType = parts.back().str();
+    return;
+  }
+}
+
+std::optional<llvm::Error>
+Reader::fold(llvm::StringRef name, const json &n,
+             const std::unordered_map<std::string, const json *> &given,
+             const ts::Node &node) {
+  static const llvm::StringSet<> foldable = {
+      "aten.arange.default", "aten.arange.start", "aten.arange.start_step",
+      "aten.ones.default", "aten.zeros.default", "aten.full.default",
+      "aten.tril.default", "aten.triu.default", "aten.bitwise_not.default",
+      "aten.logical_not.default",
+      // Copies, views and casts of a constant (a mask, a rotary table).
+      "aten.alias.default", "aten.detach.default", "aten.detach_.default",
+      "aten.lift_fresh_copy.default", "aten.clone.default",
+      "aten.contiguous.default", "aten.to.dtype", "aten.to.device",
+      "aten.to.dtype_layout", "aten._to_copy.default",
+      // Reshapes of a constant.
+      "aten.view.default", "aten.reshape.default", "aten._unsafe_view.default",
+      "aten.unsqueeze.default", "aten.squeeze.dim", "aten.squeeze.default",
+      "aten.flatten.using_ints",
+      // Broadcasting arithmetic and comparisons of constants (a causal mask
+      // from aranges, as Hugging Face builds it).
+      "aten.expand.default", "aten.add.Tensor", "aten.sub.Tensor",
+      "aten.mul.Tensor", "aten.le.Tensor", "aten.lt.Tensor", "aten.ge.Tensor",
+      "aten.gt.Tensor", "aten.eq.Tensor", "aten.ne.Tensor",
+      "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor",
+      "aten.logical_and.default", "aten.logical_or.default"};
+  if (!foldable.contains(name))
+    return std::nullopt;
+  auto number = [&](const char *arg, double otherwise) {
+    auto it = given.find(arg);
+    if (it == given.end())
+      return otherwise;
+    const json &a = *it->second;
+    if (a.contains("as_int"))
+      return double(jsonInteger<int64_t>(a, "as_int"));
+    if (a.contains("as_bool"))
+      return a.at("as_bool").get<bool>() ? 1.0 : 0.0;
+    if (a.contains("as_float"))
+      return floatOf(a.at("as_float"));
+    return otherwise;
+  };
+  // tril, triu and not fold only on a constant tensor.
+  std::optional<ts::Value> self; // a copy: adding values moves them
+  if (given.count("self")) {
+    const json &a = *given.at("self");
+    if (!a.contains("as_tensor"))
+      return std::nullopt;
+    auto it = ids.find(a.at("as_tensor").at("name").get<std::string>());
+    if (it == ids.end() || g.values[it->second].dynamic)
+      return std::nullopt;
+    self = g.values[it->second];
+  }
+  std::optional<ts::Value> other;
+  if (given.count("other")) {
+    const json &a = *given.at("other");
+    if (a.contains("as_tensor")) {
+      auto it = ids.find(a.at("as_tensor").at("name").get<std::string>());
+      if (it == ids.end() || g.values[it->second].dynamic)
+        return std::nullopt;
+      other = g.values[it->second];
+    } else {
+      other = ts::Value();
+      other->kind = Kind::Tensor;
+      other->floats = {number("other", 0)};
+    }
+  }
+  if (given.count("alpha") && number("alpha", 1) != 1)
+    return std::nullopt;
+  const json &out = n.at("outputs").at(0).at("as_tensor");
+  auto id = tensorNamed(out.at("name"));
+  if (!id)
+    return id.takeError();
+  ts::Value v = g.values[*id];
+  int64_t numel = 1;
+  for (int64_t d : v.shape)
+    numel *= d;
+  // Constants the model computes are masks and positions, not weights.
+  if (numel > (int64_t(1) << 24))
+    return error(where(node) + ": " + name + " makes a constant of " +
+                 llvm::Twine(numel) + " elements, too many to fold");
+  std::vector<double> data;
+  if (name.starts_with("aten.arange.")) {
+    double start = number("start", 0), end = number("end", 0),
+           step = number("step", 1);
+    if (step == 0)
+      return error(where(node) + ": arange with step 0");
+    for (double x = start;
+         (step > 0 ? x < end : x > end) && int64_t(data.size()) <= numel;
+         x += step)
+      data.push_back(x);
+  } else if (!self && !given.count("self")) {
+    double fill = name == "aten.ones.default"    ? 1.0
+                  : name == "aten.zeros.default" ? 0.0
+                                                 : number("fill_value", 0);
+    data.assign(numel, fill);
+  } else if (name.starts_with("aten.expand") || other) {
+    auto a = broadcast(*self, v.shape);
+    auto b = other ? broadcast(*other, v.shape) : std::nullopt;
+    if (!a || (other && !b))
+      return error(where(node) + ": " + name +
+                   " does not broadcast to its result's shape");
+    data = std::move(*a);
+    if (other) {
+      llvm::StringRef op = name.drop_front(5).split('.').first;
+      for (size_t k = 0; k < data.size(); ++k) {
+        double x = data[k], y = (*b)[k];
+        data[k] = op == "add"           ? x + y
+                  : op == "sub"         ? x - y
+                  : op == "mul"         ? x * y
+                  : op == "le"          ? double(x <= y)
+                  : op == "lt"          ? double(x < y)
+                  : op == "ge"          ? double(x >= y)
+                  : op == "gt"          ? double(x > y)
+                  : op == "eq"          ? double(x == y)
+                  : op == "ne"          ? double(x != y)
+                  : op.ends_with("and") ? double(x != 0 && y != 0)
+                                        : double(x != 0 || y != 0);
+      }
+    }
+  } else {
+    bool reshape = name.starts_with("aten.view") || name.contains("reshape") ||
+                   name.contains("squeeze") || name.contains("_view") ||
+                   name.starts_with("aten.flatten");
+    if ((!reshape && self->shape != v.shape) ||
+        std::max(self->floats.size(), self->ints.size()) != size_t(numel))
+      return error(where(node) + ": " + name + " changes its operand's shape");
+    for (int64_t k = 0; k < numel; ++k)
+      data.push_back(self->floats.empty() ? double(self->ints[k])
+                                          : self->floats[k]);
+    if (name.starts_with("aten.tril") || name.starts_with("aten.triu")) {
+      bool lower = name.starts_with("aten.tril");
+      int64_t diag = int64_t(number("diagonal", 0));
+      int64_t rows = v.shape.size() >= 2 ? v.shape.end()[-2] : 1;
+      int64_t cols = v.shape.empty() ? 1 : v.shape.back();
+      for (int64_t k = 0; k < numel; ++k) {
+        int64_t c = k % cols, r = k / cols % rows;
+        if (lower ? c - r > diag : c - r < diag)
+          data[k] = 0;
+      }
+    } else if (name.contains("_not")) {
+      for (double &x : data)
+        x = v.dtype == DType::Bool ? double(x == 0) : double(~int64_t(x));
+    }
+  }
+  if (int64_t(data.size()) != numel)
+    return error(where(node) + ": " + name + " folds to " +
+                 llvm::Twine(data.size()) + " elements but its result has " +
+                 llvm::Twine(numel));
+  v.dynamic = false;
+  bool isFloat = v.dtype == DType::F32 || v.dtype == DType::F64 ||
+                 v.dtype == DType::F16 || v.dtype == DType::BF16;
+  for (double x : data) {
+    if (isFloat)
+      v.floats.push_back(x);
+    else
+      v.ints.push_back(int64_t(x));
+  }
+  g.values[*id] = std::move(v);
+  defined.insert(*id);
+  return llvm::Error::success();
+}
+
+llvm::Error Reader::node(const json &n) {
+  std::string target = n.at("target");
+  llvm::StringRef name(target);
+  name.consume_front("torch.ops.");
+  ts::Node node;
+  const json &meta = n.at("metadata");
+  sourceOf(meta, node);
+  moduleOf(meta, node);
+  // "aten.linear.default" -> "aten::linear": the overload is in the args.
+  auto [ns, rest] = name.split('.');
+  node.kind = (ns + "::" + rest.split('.').first).str();
+
+  // Arguments by name, then in schema order.
+  std::unordered_map<std::string, const json *> given;
+  for (const json &in : n.at("inputs"))
+    given[in.at("name")] = &in.at("arg");
+  // A check torch.export inserts before a cast; the mapping checks every
+  // shape against the program's anyway.
+  if (name == "aten._assert_tensor_metadata.default")
+    return llvm::Error::success();
+  if (std::optional<llvm::Error> folded = fold(name, n, given, node))
+    return std::move(*folded);
+  // Views and casts of computed values map as TorchScript's clone and to.
+  if (name == "aten.alias.default")
+    node.kind = "aten::clone";
+  else if (name.starts_with("aten.to.") || name == "aten._to_copy.default")
+    node.kind = "aten::to";
+  const auto &table = schemas();
+  auto schema = table.find(name);
+  if (schema == table.end()) {
+    unsupported.push_back(name.str() + " (" + where(node) + ")");
+    // Its results count as computed, so that the one error lists every
+    // unsupported op rather than stopping at the first reader of one.
+    for (const json &out : n.at("outputs")) {
+      std::vector<json> tensors;
+      if (out.contains("as_tensor"))
+        tensors.push_back(out.at("as_tensor"));
+      else if (out.contains("as_tensors"))
+        tensors = out.at("as_tensors").get<std::vector<json>>();
+      for (const json &t : tensors) {
+        auto id = tensorNamed(t.at("name"));
+        if (!id)
+          return id.takeError();
+        defined.insert(*id);
+      }
+    }
+    return llvm::Error::success();
+  }
+  for (const Arg &a : schema->second) {
+    auto it = given.find(a.name);
+    if (it != given.end()) {
+      auto id = argument(*it->second, node);
+      if (!id)
+        return id.takeError();
+      Kind got = g.values[*id].kind;
+      bool number = got == Kind::Int || got == Kind::Float || got == Kind::Bool;
+      bool ok = true;
+      switch (wantOf(name, a.name)) {
+      case Want::Tensor:
+        ok = got == Kind::Tensor;
+        break;
+      case Want::OptionalTensor:
+        ok = got == Kind::Tensor || got == Kind::None;
+        break;
+      case Want::TensorOrNumber:
+        ok = got == Kind::Tensor || number;
+        break;
+      case Want::TensorList:
+        ok = got == Kind::TensorList;
+        break;
+      case Want::Other:
+        // Numbers and lists where the schema has them (a default of None
+        // stands for an optional one).
+        // Devices, layouts and memory formats read as Other, and no mapping
+        // reads them.
+        ok = got != Kind::Tensor && got != Kind::TensorList &&
+             (got != Kind::Other || a.kind == Arg::None ||
+              llvm::StringRef(a.name) == "device") &&
+             (got != Kind::None || a.kind == Arg::None) &&
+             (a.kind != Arg::Int || got == Kind::Int || got == Kind::Bool);
+        break;
+      }
+      if (!ok)
+        return error(where(node) + ": " + name + ": argument \"" + a.name +
+                     "\" has the wrong kind");
+      node.inputs.push_back(*id);
+      continue;
+    }
+    ts::Value v;
+    switch (a.kind) {
+    case Arg::Required:
+      return error(name + " without its argument \"" + a.name + "\"");
+    case Arg::None:
+      v.kind = Kind::None;
+      break;
+    case Arg::Int:
+      v.kind = Kind::Int;
+      v.i = int64_t(a.value);
+      break;
+    case Arg::Bool:
+      v.kind = Kind::Bool;
+      v.i = a.value != 0;
+      break;
+    case Arg::Float:
+      v.kind = Kind::Float;
+      v.f = a.value;
+      break;
+    case Arg::String:
+      v.kind = Kind::String;
+      v.s = a.text;
+      break;
+    }
+    node.inputs.push_back(add(std::move(v)));
+  }
+  // Sizes and steps the mapping divides or loops by.
+  for (llvm::StringRef arg : {"split_size", "chunks", "step"}) {
+    auto it = given.find(arg.str());
+    if (it != given.end() && it->second->contains("as_int") &&
+        jsonInteger<int64_t>(*it->second, "as_int") < 1)
+      return error(where(node) + ": " + name + ": " + arg + " must be >= 1");
+  }
+  for (auto &[argName, _] : given)
+    if (llvm::none_of(schema->second,
+                      [&](const Arg &a) { return argName == a.name; }))
+      return error(name + " has an argument \"" + argName +
+                   "\" ds does not know");
+
+  // Results; a list of tensors is unpacked right away.
+  std::vector<int> unpacked;
+  for (const json &out : n.at("outputs")) {
+    if (out.contains("as_tensor")) {
+      auto id = tensorNamed(out.at("as_tensor").at("name"));
+      if (!id)
+        return id.takeError();
+      node.outputs.push_back(*id);
+      defined.insert(*id);
+    } else if (out.contains("as_tensors")) {
+      ts::Value list;
+      list.kind = Kind::TensorList;
+      list.dynamic = true;
+      for (const json &t : out.at("as_tensors")) {
+        auto id = tensorNamed(t.at("name"));
+        if (!id)
+          return id.takeError();
+        list.elements.push_back(*id);
+      }
+      unpacked = list.elements;
+      defined.insert(unpacked.begin(), unpacked.end());
+      node.outputs.push_back(add(std::move(list)));
+      defined.insert(node.outputs.back());
+    } else {
+      return error(name + " has a non-tensor result " + out.dump());
+    }
+  }
+  if (node.outputs.empty())
+    return error(where(node) + ": " + name + " has no result");
+  ts::Node unpack;
+  if (!unpacked.empty()) {
+    unpack = node;
+    unpack.kind = "prim::ListUnpack";
+    unpack.inputs = {node.outputs.back()};
+    unpack.outputs = unpacked;
+  }
+  g.nodes.push_back(std::move(node));
+  if (!unpacked.empty())
+    g.nodes.push_back(std::move(unpack));
+  return llvm::Error::success();
+}
+
+llvm::Error Reader::read(std::optional<int64_t> microBatch) {
+  if (auto err = inputs())
+    return err;
+  for (const json &n : graph.at("nodes"))
+    if (auto err = node(n))
+      return err;
+  if (!unsupported.empty()) {
+    std::string list;
+    for (const std::string &op : unsupported)
+      list += (list.empty() ? "" : ", ") + op;
+    return error(llvm::Twine(unsupported.size()) + " unsupported ATen op" +
+                 (unsupported.size() > 1 ? "s" : "") + ": " + list);
+  }
+  // The graph's shapes are the ones it was exported with.
+  if (microBatch)
+    for (const ts::Input &in : g.inputs) {
+      const ts::Value &v = g.values[in.value];
+      if (!v.shape.empty() && v.shape[0] != *microBatch)
+        return error("input \"" + in.name + "\" was exported with batch " +
+                     llvm::Twine(v.shape[0]) + " but the micro-batch is " +
+                     llvm::Twine(*microBatch) +
+                     "; export with that batch or set "
+                     "train_micro_batch_size_per_gpu to " +
+                     llvm::Twine(v.shape[0]));
+    }
+  const json &outputs = graph.at("outputs");
+  std::vector<int> results;
+  for (const json &out : outputs) {
+    if (!out.contains("as_tensor"))
+      continue;
+    auto id = tensorNamed(out.at("as_tensor").at("name"));
+    if (!id)
+      return id.takeError();
+    if (!defined.count(*id))
+      return error("the program returns " + out.dump() +
+                   ", which nothing computes");
+    results.push_back(*id);
+  }
+  if (results.size() == 1 && outputs.size() == 1) {
+    g.output = results[0];
+    return llvm::Error::success();
+  }
+  ts::Node tuple;
+  tuple.kind = "prim::TupleConstruct";
+  tuple.inputs = results;
+  ts::Value list;
+  list.kind = Kind::TensorList;
+  list.dynamic = true;
+  list.elements = results;
+  g.output = add(std::move(list));
+  tuple.outputs = {g.output};
+  g.nodes.push_back(std::move(tuple));
+  return llvm::Error::success();
+}
+
+/// The archive and its program JSON, schema version checked.
+llvm::Expected<std::pair<std::unique_ptr<Archive>, json>>
+openProgram(const std::string &path) {
+  auto archive = Archive::open(path);
+  if (!archive)
+    return archive.takeError();
+  auto text = (*archive)->read("models/model.json");
+  if (!text)
+    return text.takeError();
+  json program = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (program.is_discarded() || !program.is_object())
+    return error("models/model.json is not valid JSON");
+  const json &version = program.value("schema_version", json());
+  if (!version.is_object() || !version.value("major", json()).is_number())
+    return error("models/model.json has no schema_version; not a program "
+                 "serialized by torch.export.save");
+  int64_t major = jsonInteger<int64_t>(version, "major"),
+          minor = jsonInteger<int64_t>(version, "minor", 0);
+  if (major != pt2::kSchemaMajor)
+    return error("the program is serialized with schema version " +
+                 llvm::Twine(major) + "." + llvm::Twine(minor) + " (torch " +
+                 program.value("torch_version", std::string("unknown")) +
+                 "); ds reads schema version " +
+                 llvm::Twine(pt2::kSchemaMajor) +
+                 ".x (torch.export of PyTorch 2.x)");
+  return std::make_pair(std::move(*archive), std::move(program));
+}
+
+} // namespace
+
+llvm::Expected<ts::Graph>
+pt2::readExportedProgram(const std::string &path,
+                         std::optional<int64_t> microBatch) {
+  try {
+    auto opened = openProgram(path);
+    if (!opened)
+      return opened.takeError();
+    Reader reader(*opened->first, opened->second);
+    if (auto err = reader.read(microBatch))
+      return std::move(err);
+    return std::move(reader.g);
+  } catch (const std::exception &e) {
+    return error("malformed program: " + std::string(e.what()));
+  }
+}
+
+llvm::Expected<std::vector<ts::Weights>>
+pt2::readExportedWeights(const std::string &path) {
+  auto graph = readExportedProgram(path, std::nullopt);
+  if (!graph)
+    return graph.takeError();
+  try {
+    auto opened = openProgram(path);
+    if (!opened)
+      return opened.takeError();
+    Reader reader(*opened->first, opened->second);
+    std::vector<ts::Weights> out;
+    for (const ts::Param &p : graph->params) {
+      // Read again by name: the graph keeps only the statistics.
+      auto v = reader.storedTensor(p.name);
+      if (!v)
+        return v.takeError();
+      ts::Weights w{p.name, v->shape, {}};
+      w.values.assign(v->floats.begin(), v->floats.end());
+      out.push_back(std::move(w));
+    }
+    return out;
+  } catch (const std::exception &e) {
+    return error("malformed program: " + std::string(e.what()));
+  }
+}

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Makes the torch.export fixtures of the .pt2 tests (run with torch 2.x,
+e.g. from the ignored virtualenv .venv-torch2; `make test` only reads what it
+wrote):
+
+  .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py test/Import/Inputs/torch2
+  .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --fuzz-seed test/fuzz/corpus/pt2
+
+For each model NAME (nanogpt-sdpa, docs-gpt, hf-gpt2): NAME.pt2 (torch.export.save of a module whose forward
+returns the loss) and NAME.reference.json (the losses of STEPS AdamW steps of
+the same module in torch, and the torch version that made both). tokens.bin
+and adamw.json are the data and config of that loop (test/Train/Inputs/
+byom.py's sequential batches and AdamW settings).
+"""
+import importlib.util
+import json
+import os
+import sys
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "../../../.."))
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+byom = load("test/Train/Inputs/byom.py", "byom")
+measure = load("scripts/torch2-measure.py", "torch2_measure")
+fixtures = load("test/Import/Inputs/make_fixtures.py", "make_fixtures")
+
+MODELS = {
+    # nanoGPT's shape: F.scaled_dot_product_attention(is_causal=True), tied head.
+    "nanogpt-sdpa": lambda: measure.NanoGPT(n_layer=2, C=32, n_head=4,
+                                            vocab=byom.VOCAB, block=byom.SEQ),
+    # The docs' GPT: matmul/softmax attention under a ones().tril() mask.
+    "docs-gpt": lambda: fixtures.GPT(n_layer=2, n_embd=32, n_head=4,
+                                     vocab_size=byom.VOCAB, n_positions=byom.SEQ),
+}
+
+# Hugging Face models (transformers, random weights from a small config);
+# forward returns the loss of labels=targets.
+HF_MODELS = {
+    "hf-gpt2": lambda: measure.hf("gpt2"),
+}
+
+
+class Tiny(torch.nn.Module):
+    """The pt2 fuzz target's seed: small, and through the folding of a
+    constant's view and cast as well as the mapping."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(8, 4)
+        self.ln = torch.nn.LayerNorm(4)
+        self.head = torch.nn.Linear(4, 8)
+
+    def forward(self, ids, targets):
+        T = ids.shape[1]
+        x = self.ln(self.emb(ids) + torch.arange(T).unsqueeze(-1).float())
+        return torch.nn.functional.cross_entropy(self.head(x).view(-1, 8),
+                                                 targets.view(-1))
+
+
+class Unsupported(torch.nn.Module):
+    """Ops ds does not map, for the one-error-lists-them-all test."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x, y):
+        h = torch.cumsum(self.lin(x), dim=-1)
+        h = torch.erf(h)
+        return torch.nn.functional.mse_loss(h, y)
+
+
+def unsupported(out):
+    torch.manual_seed(0)
+    example = (torch.randn(2, 4), torch.randn(2, 4))
+    program = torch.export.export(Unsupported(), example)
+    torch.export.save(program, os.path.join(out, "unsupported.pt2"))
+
+
+def fuzz_seed(out):
+    torch.manual_seed(0)
+    example = (torch.randint(0, 8, (2, 3)), torch.randint(0, 8, (2, 3)))
+    path = os.path.join(out, "tiny.pt2")
+    torch.export.save(torch.export.export(Tiny(), example), path)
+    with open(path, "rb") as f:
+        data = f.read(3000)
+    with open(os.path.join(out, "truncated.pt2"), "wb") as f:
+        f.write(data)
+
+
+def main(out):
+    os.makedirs(out, exist_ok=True)
+    unsupported(out)
+    tokens = byom.make_tokens()
+    byom.write_data(out, tokens)
+    example = byom.batch(tokens, 0)
+    for name, make in {**MODELS, **HF_MODELS}.items():
+        torch.manual_seed(0)
+        model = make()
+        program = torch.export.export(model, example)
+        torch.export.save(program, os.path.join(out, f"{name}.pt2"))
+        byom.train(out, model.parameters(), model, tokens)
+        ref = os.path.join(out, "reference.json")
+        losses = json.load(open(ref))["losses"]
+        os.remove(ref)
+        with open(os.path.join(out, f"{name}.reference.json"), "w") as f:
+            json.dump({"torch_version": torch.__version__,
+                       "steps": byom.STEPS, "losses": losses}, f, indent=1)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--fuzz-seed"]:
+        fuzz_seed(sys.argv[2])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else HERE)
