@@ -8,6 +8,8 @@
 
 #include "dsrt/dsrt.h"
 
+#include "GemmOracle.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -19,31 +21,8 @@
 
 namespace {
 
-std::vector<float> randomMatrix(int64_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
-}
-
-// C = alpha * op(A) op(B) + beta * C with the same storage rules as the ABI.
-void naiveGemm(bool tA, bool tB, int64_t M, int64_t N, int64_t K, float alpha,
-               const float *A, int64_t lda, const float *B, int64_t ldb,
-               float beta, float *C, int64_t ldc) {
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double acc = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        double a = tA ? A[k * lda + i] : A[i * lda + k];
-        double b = tB ? B[j * ldb + k] : B[k * ldb + j];
-        acc += a * b;
-      }
-      double c = beta == 0.0f ? 0.0 : beta * double(C[i * ldc + j]);
-      C[i * ldc + j] = float(alpha * acc + c);
-    }
-}
+using dstest::naiveGemm;
+using dstest::randomMatrix;
 
 void expectNear(const std::vector<float> &got, const std::vector<float> &want,
                 int64_t K, const std::string &what) {

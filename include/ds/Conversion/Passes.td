@@ -809,8 +809,9 @@ def MapKernelsToGPU : Pass<"ds-map-kernels-to-gpu", "mlir::ModuleOp"> {
   let summary = "Run each linalg op on buffers as a GPU kernel: a thread per "
                 "element, or a block per reduced row";
   let description = [{
-    The GPU target's counterpart of lowering linalg to loops. Named ops are
-    generalized first; then each linalg.generic on buffers with static
+    The GPU target's counterpart of lowering linalg to loops. Buffer copies
+    (`memref.copy` with static shapes) become `linalg.copy`, and named ops
+    are generalized; then each linalg.generic on buffers with static
     ranges becomes one `gpu.launch` in place:
 
     - all iterators parallel: one thread per iteration point (the flattened
@@ -846,6 +847,8 @@ def MapKernelsToGPU : Pass<"ds-map-kernels-to-gpu", "mlir::ModuleOp"> {
            "a remark on each linalg op left on the host, saying why">,
   ];
   let statistics = [
+    Statistic<"numCopyKernels", "copy-kernels",
+              "buffer copies (memref.copy) run as kernels">,
     Statistic<"numParallelKernels", "parallel-kernels",
               "ops mapped one thread per element">,
     Statistic<"numReductionKernels", "reduction-kernels",
@@ -853,6 +856,7 @@ def MapKernelsToGPU : Pass<"ds-map-kernels-to-gpu", "mlir::ModuleOp"> {
     Statistic<"numHostOps", "host-ops", "linalg ops left on the host">,
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect",
@@ -860,3 +864,37 @@ def MapKernelsToGPU : Pass<"ds-map-kernels-to-gpu", "mlir::ModuleOp"> {
 }
 
 #endif // DS_CONVERSION_PASSES
+
+def GPUHostRuntime : Pass<"ds-gpu-host-runtime", "mlir::ModuleOp"> {
+  let summary = "The host side of a GPU step: its runtime calls, its memory "
+                "and its host accesses on the device's terms";
+  let description = [{
+    Runs last on a GPU target's host code (LLVM dialect, kernels already
+    `gpu.launch_func`). The CPU lowering's runtime calls are redirected to
+    their device forms in libdsrt:
+
+      dsrt_sgemm, dsrt_sgemm_strided_batched   ->  dsrt_cuda_sgemm[...] (cuBLAS)
+      dsrt_adam_multi (+ a null stream: the ds stream, which is blocking)
+                                               ->  dsrt_cuda_adam_multi
+      dsrt_workspace_alloc / _free             ->  dsrt_cuda_workspace_alloc / _free
+      malloc / free                            ->  dsrt_cuda_managed_alloc / _free
+
+    Every buffer of the step is then GPU memory the host may also address
+    (managed memory: the workspace, and the buffers the loader passes), so
+    the few scalars the host still computes (the step counter, the learning
+    rate, a norm's square root) read and write it directly. Kernels launched
+    by `gpu.launch_func` synchronize when they return; GEMMs and the
+    optimizer do not, so a host load or store after a call is preceded by
+    `dsrt_cuda_host_sync` (once per run of accesses, not per access).
+
+    A call the device has no form of (another optimizer's fused kernel) is
+    an error naming it, at compile time.
+  }];
+  let statistics = [
+    Statistic<"numRedirected", "redirected-calls",
+              "runtime calls redirected to their device forms">,
+    Statistic<"numSyncs", "host-syncs",
+              "dsrt_cuda_host_sync calls before host accesses">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}

@@ -267,6 +267,23 @@ struct MapKernelsToGPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
+    // Buffer copies (bufferization's, subviews included) as linalg.copy:
+    // on the device they are kernels like any other, where the CPU path
+    // makes them memcpy or loops.
+    SmallVector<memref::CopyOp> copies;
+    module.walk([&](memref::CopyOp op) {
+      auto source = dyn_cast<MemRefType>(op.getSource().getType());
+      if (source && source.hasStaticShape() &&
+          !op->getParentOfType<gpu::LaunchOp>())
+        copies.push_back(op);
+    });
+    for (memref::CopyOp op : copies) {
+      rewriter.setInsertionPoint(op);
+      linalg::CopyOp::create(rewriter, op.getLoc(), ValueRange{op.getSource()},
+                             ValueRange{op.getTarget()});
+      rewriter.eraseOp(op);
+      ++numCopyKernels;
+    }
     // Named ops (fill, copy, transpose, reduce...) as generics: one path.
     SmallVector<linalg::LinalgOp> named;
     module.walk([&](linalg::LinalgOp op) {

@@ -166,6 +166,8 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(ds::createCanonicalizeCallees());
   if (options.planBuffers && options.workspacesAtLoad)
     pm.addPass(ds::createWorkspacesAtLoad());
+  if (gpu)
+    pm.addPass(ds::createGPUHostRuntime());
 }
 
 void ds::registerLowerToLLVMPipeline() {

@@ -524,6 +524,49 @@ DSRT_API int dsrt_cuda_probe(dsrt_cuda_info *info);
  * otherwise DSRT_ERR_UNSUPPORTED with an error naming what is missing. */
 DSRT_API int dsrt_cuda_require(int major, int minor);
 
+/*--- The GPU step's host side (gpu/memory.c, gpu/cublas.c, gpu/mgpu.c) ----*/
+
+/* The process's one stream (a CUstream, usable as a cudaStream_t), created
+ * on first use on GPU 0's primary context: every kernel of a GPU step, its
+ * GEMMs and its optimizer run on it in program order. DSRT_ERR_UNSUPPORTED
+ * naming the missing piece where no GPU is usable. */
+DSRT_API int dsrt_cuda_stream(void **stream);
+/* Device memory on GPU 0 (DSRT_ERR_OUT_OF_MEMORY naming the size when it
+ * does not fit), freed with dsrt_cuda_free. */
+DSRT_API int dsrt_cuda_malloc(void **ptr, int64_t bytes);
+DSRT_API int dsrt_cuda_free(void *ptr);
+/* Copies bytes between any host and device addresses (unified addressing),
+ * ordered after the work already on the ds stream; returns when done. */
+DSRT_API int dsrt_cuda_memcpy(void *dst, const void *src, int64_t bytes);
+/* Waits for everything on the ds stream. */
+DSRT_API int dsrt_cuda_synchronize(void);
+
+/* For a GPU step's compiled code (ds-gpu-host-runtime redirects the CPU
+ * forms to these). Managed memory, which the host may also address, in
+ * place of malloc/free; failures end the job naming the size. */
+DSRT_API void *dsrt_cuda_managed_alloc(int64_t bytes);
+DSRT_API void dsrt_cuda_managed_free(void *ptr);
+/* dsrt_workspace_alloc's contract in managed memory: NULL with
+ * dsrt_last_error naming the size (or the missing GPU) on failure. */
+DSRT_API void *dsrt_cuda_workspace_alloc(int64_t bytes);
+DSRT_API void dsrt_cuda_workspace_free(void *workspace, int64_t bytes);
+/* dsrt_cuda_synchronize, ending the job on failure: before the host reads
+ * or writes memory asynchronous GPU work may still use. */
+DSRT_API void dsrt_cuda_host_sync(void);
+
+/* dsrt_sgemm and dsrt_sgemm_strided_batched on device pointers, through
+ * cuBLAS (libcublas.so.13, dlopen'd) on the ds stream; same row-major
+ * contract and argument checks, returning before the GEMM finishes. */
+DSRT_API int dsrt_cuda_sgemm(int transA, int transB, int64_t M, int64_t N,
+                             int64_t K, float alpha, const float *A,
+                             int64_t lda, const float *B, int64_t ldb,
+                             float beta, float *C, int64_t ldc);
+DSRT_API int dsrt_cuda_sgemm_strided_batched(
+    int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+    const float *A, int64_t lda, int64_t strideA, const float *B, int64_t ldb,
+    int64_t strideB, float beta, float *C, int64_t ldc, int64_t strideC,
+    int64_t batchCount);
+
 /*--- Symbol table (core/symbols.c) ---------------------------------------*/
 
 /* Every entry point above that compiled code may call, by name, so a JIT

@@ -154,3 +154,17 @@ func.func @argmax(%x: memref<8x100xf32>, %m: memref<8xf32>, %i: memref<8xindex>)
   }
   return
 }
+
+// -----
+
+// A buffer copy (a strided subview too) is a kernel, a thread per element.
+// CHECK-LABEL: func.func @copy
+// CHECK-NOT:   memref.copy
+// CHECK:       gpu.launch
+// CHECK:       memref.load %{{.*}} : memref<4x8xf32, strided<[16, 1]>>
+// CHECK:       memref.store {{.*}} : memref<4x8xf32>
+func.func @copy(%src: memref<4x16xf32>, %dst: memref<4x8xf32>) {
+  %s = memref.subview %src[0, 0] [4, 8] [1, 1] : memref<4x16xf32> to memref<4x8xf32, strided<[16, 1]>>
+  memref.copy %s, %dst : memref<4x8xf32, strided<[16, 1]>> to memref<4x8xf32>
+  return
+}

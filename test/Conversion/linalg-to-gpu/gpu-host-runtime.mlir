@@ -1,0 +1,68 @@
+// RUN: ds-opt %s --split-input-file --verify-diagnostics --ds-gpu-host-runtime | FileCheck %s
+
+// The CPU lowering's calls go to their device forms; the optimizer gets the
+// (null: legacy default, ordered with the blocking ds stream) stream; host
+// accesses after asynchronous work wait once, stack slots and the
+// workspace pointer never.
+
+// CHECK-DAG:   llvm.func @dsrt_cuda_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+// CHECK-DAG:   llvm.func @dsrt_cuda_adam_multi(i64, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK-DAG:   llvm.func @dsrt_cuda_host_sync()
+// CHECK-LABEL: llvm.func @step
+// CHECK:       llvm.call @dsrt_cuda_sgemm(
+// CHECK:       llvm.call @dsrt_cuda_sgemm_strided_batched(
+// CHECK:       %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK:       llvm.call @dsrt_cuda_adam_multi({{.*}}, %[[NULL]])
+// CHECK-NEXT:  llvm.mlir.addressof @__ds_arena_step
+// CHECK-NEXT:  llvm.load %{{.*}} : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:  llvm.call @dsrt_cuda_host_sync()
+// CHECK-NEXT:  llvm.load %arg0 : !llvm.ptr -> f32
+// CHECK-NEXT:  llvm.store {{.*}}, %arg0 : f32, !llvm.ptr
+// CHECK-NEXT:  llvm.mlir.constant
+// CHECK-NEXT:  %[[SLOT:.*]] = llvm.alloca
+// CHECK-NEXT:  llvm.store {{.*}}, %[[SLOT]] : f32, !llvm.ptr
+// CHECK-NEXT:  llvm.call @dsrt_trace_end()
+// CHECK-NEXT:  llvm.load %arg0 : !llvm.ptr -> f32
+// CHECK-NEXT:  llvm.call @dsrt_cuda_managed_alloc(
+// CHECK-NEXT:  llvm.call @dsrt_cuda_managed_free(
+// CHECK-NEXT:  llvm.return
+// CHECK-NOT:   llvm.func @dsrt_sgemm(
+// CHECK-NOT:   llvm.func @malloc(
+module {
+  llvm.mlir.global internal @__ds_arena_step() : !llvm.ptr
+  llvm.func @dsrt_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+  llvm.func @dsrt_sgemm_strided_batched(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, f32, !llvm.ptr, i64, i64, i64) -> i32
+  llvm.func @dsrt_adam_multi(i64, !llvm.ptr, !llvm.ptr) -> i32
+  llvm.func @dsrt_trace_end()
+  llvm.func @malloc(i64) -> !llvm.ptr
+  llvm.func @free(!llvm.ptr)
+  llvm.func @step(%arg0: !llvm.ptr, %i: i32, %n: i64, %f: f32) {
+    %0 = llvm.call @dsrt_sgemm(%i, %i, %n, %n, %n, %f, %arg0, %n, %arg0, %n, %f, %arg0, %n) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+    %1 = llvm.call @dsrt_sgemm_strided_batched(%i, %i, %n, %n, %n, %f, %arg0, %n, %n, %arg0, %n, %n, %f, %arg0, %n, %n, %n) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, f32, !llvm.ptr, i64, i64, i64) -> i32
+    %2 = llvm.call @dsrt_adam_multi(%n, %arg0, %arg0) : (i64, !llvm.ptr, !llvm.ptr) -> i32
+    %ws = llvm.mlir.addressof @__ds_arena_step : !llvm.ptr
+    %base = llvm.load %ws : !llvm.ptr -> !llvm.ptr
+    %x = llvm.load %arg0 : !llvm.ptr -> f32
+    llvm.store %x, %arg0 : f32, !llvm.ptr
+    %c1 = llvm.mlir.constant(1 : i64) : i64
+    %slot = llvm.alloca %c1 x f32 : (i64) -> !llvm.ptr
+    llvm.store %x, %slot : f32, !llvm.ptr
+    llvm.call @dsrt_trace_end() : () -> ()
+    %y = llvm.load %arg0 : !llvm.ptr -> f32
+    %m = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
+    llvm.call @free(%m) : (!llvm.ptr) -> ()
+    llvm.return
+  }
+}
+
+// -----
+
+// A fused optimizer with no device form is refused, naming it.
+module {
+  llvm.func @dsrt_lamb_multi(i64) -> i32
+  llvm.func @step(%n: i64) {
+    // expected-error @+1 {{the GPU target has no device kernel for dsrt_lamb_multi yet: train with Adam or AdamW}}
+    %0 = llvm.call @dsrt_lamb_multi(%n) : (i64) -> i32
+    llvm.return
+  }
+}
