@@ -5,11 +5,23 @@
 // recomputes the probabilities (memory over FLOPs, as the op's contract
 // says) and needs four more batch matmuls.
 //
+// Past a key length (ds-lower-nn-to-linalg's attention-block-threshold) the
+// [B, Tq, Tk] matrices are what the workspace holds, so both lower instead
+// as FlashAttention-2 does: an scf.for over key blocks carries the running
+// row max m, row sum l and the unnormalized output, rescaled by
+// exp(m_old - m_new) per block; the gradient recomputes each block's
+// probabilities from the logsumexp m + log l. Every temporary is
+// [B, Tq, block] or smaller, so memory grows linearly in T.
+//
 //===----------------------------------------------------------------------===//
 #include "Utils.h"
 
 #include "dsnn/NNOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <cmath>
 
@@ -33,15 +45,15 @@ double scaleOf(std::optional<APFloat> scale, Value query) {
   return 1.0 / std::sqrt(double(tensorType(query).getShape().back()));
 }
 
-/// P = softmax(Q·Kᵀ·scale, masked above the diagonal when causal), [B, Tq,
-/// Tk] in the compute type.
-Value attentionProbs(OpBuilder &b, Location loc, Value q, Value k, bool causal,
-                     double scale) {
+/// Q·Kᵀ·scale, [B, Tq, Tk'] in the compute type, for the keys from `start`
+/// on (null: from 0), masked at their absolute positions when causal.
+Value attentionLogits(OpBuilder &b, Location loc, Value q, Value k, Value start,
+                      bool causal, double scale) {
   Value s = buildMatmul(b, loc, q, k, /*transposeA=*/false,
                         /*transposeB=*/true);
   auto type = tensorType(s);
   Type ct = type.getElementType();
-  Value logits = buildElementwise(
+  return buildElementwise(
       b, loc, type, s,
       [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
         Value scaled =
@@ -50,16 +62,316 @@ Value attentionProbs(OpBuilder &b, Location loc, Value q, Value k, bool causal,
           return {scaled};
         Value i = linalg::IndexOp::create(b, loc, 1);
         Value j = linalg::IndexOp::create(b, loc, 2);
+        if (start)
+          j = arith::AddIOp::create(b, loc, j, start);
         Value future =
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, j, i);
         return {arith::SelectOp::create(
             b, loc, future, floatConst(b, loc, ct, -INFINITY), scaled)};
       });
+}
+
+/// P = softmax(Q·Kᵀ·scale, masked above the diagonal when causal), [B, Tq,
+/// Tk] in the compute type.
+Value attentionProbs(OpBuilder &b, Location loc, Value q, Value k, bool causal,
+                     double scale) {
+  Value logits = attentionLogits(b, loc, q, k, Value(), causal, scale);
   return buildSoftmax(b, loc, logits, 2, /*log=*/false);
 }
 
+/// Rows [start, start + size) of dim 1 of a [B, T, D] tensor.
+Value keyRows(OpBuilder &b, Location loc, Value v, Value start, int64_t size) {
+  auto type = tensorType(v);
+  ArrayRef<int64_t> s = type.getShape();
+  auto sliceType =
+      RankedTensorType::get({s[0], size, s[2]}, type.getElementType());
+  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), getAsOpFoldResult(start),
+                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(s[0]), b.getIndexAttr(size),
+                                  b.getIndexAttr(s[2])};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, sliceType, v, offsets, sizes,
+                                        strides);
+}
+
+/// `block` written over rows [start, start + size) of dim 1 of `dest`.
+Value insertKeyRows(OpBuilder &b, Location loc, Value block, Value dest,
+                    Value start) {
+  ArrayRef<int64_t> s = tensorType(block).getShape();
+  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), getAsOpFoldResult(start),
+                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(s[0]), b.getIndexAttr(s[1]),
+                                  b.getIndexAttr(s[2])};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  return tensor::InsertSliceOp::create(b, loc, block, dest, offsets, sizes,
+                                       strides);
+}
+
+/// dS = P·(dP − r)·scale, r one value per row ([B, Tq] against [B, Tq, n]).
+Value scoreGrad(OpBuilder &b, Location loc, Value p, Value dp, Value r,
+                double scale) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(p);
+  Type ct = type.getElementType();
+  AffineMap id = identityMap(ctx, 3);
+  return buildGeneric(b, loc, type.getShape(), ValueRange{p, dp, r},
+                      {id, id, dropDimsMap(ctx, 3, {2})},
+                      emptyTensor(b, loc, type.getShape(), ct), id, {},
+                      [&](OpBuilder &b, Location loc,
+                          ValueRange a) -> SmallVector<Value> {
+                        Value d = arith::SubFOp::create(b, loc, a[1], a[2]);
+                        Value g = arith::MulFOp::create(b, loc, a[0], d);
+                        return {arith::MulFOp::create(
+                            b, loc, g, floatConst(b, loc, ct, scale))};
+                      })
+      .front();
+}
+
+/// exp(x − r) for x [B, Tq, n] and r one value per row, [B, Tq].
+Value expMinusRow(OpBuilder &b, Location loc, Value x, Value r) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(x);
+  AffineMap id = identityMap(ctx, 3);
+  return buildGeneric(
+             b, loc, type.getShape(), ValueRange{x, r},
+             {id, dropDimsMap(ctx, 3, {2})},
+             emptyTensor(b, loc, type.getShape(), type.getElementType()), id,
+             {},
+             [](OpBuilder &b, Location loc,
+                ValueRange a) -> SmallVector<Value> {
+               Value d = arith::SubFOp::create(b, loc, a[0], a[1]);
+               return {math::ExpOp::create(b, loc, d)};
+             })
+      .front();
+}
+
+/// Receives a key block's start and static size and the carried values;
+/// returns their next values.
+using KeyBlockFn = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, Value start, int64_t size, ValueRange carried)>;
+
+/// Runs `body` over the key blocks of [0, tk) in order: an scf.for over the
+/// whole blocks, then the remainder (static shapes throughout).
+SmallVector<Value> forEachKeyBlock(OpBuilder &b, Location loc, int64_t tk,
+                                   int64_t blockSize, ValueRange inits,
+                                   KeyBlockFn body) {
+  SmallVector<Value> carried(inits);
+  int64_t whole = tk / blockSize;
+  if (whole > 0) {
+    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(b, loc, whole * blockSize);
+    Value step = arith::ConstantIndexOp::create(b, loc, blockSize);
+    auto loop = scf::ForOp::create(
+        b, loc, lb, ub, step, carried,
+        [&](OpBuilder &nb, Location nloc, Value start, ValueRange iter) {
+          scf::YieldOp::create(nb, nloc,
+                               body(nb, nloc, start, blockSize, iter));
+        });
+    carried.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  if (int64_t rest = tk % blockSize) {
+    Value start = arith::ConstantIndexOp::create(b, loc, whole * blockSize);
+    carried = body(b, loc, start, rest, carried);
+  }
+  return carried;
+}
+
+/// The forward's online softmax over key blocks: the row max m and row sum
+/// l of exp(logits - m), [B, Tq], and the unnormalized output Σ_j
+/// exp(logits_j - m)·V_j, [B, Tq, Dv]. Operands are in the compute type.
+struct OnlineSoftmax {
+  Value max, sum, out;
+};
+
+OnlineSoftmax onlineSoftmax(OpBuilder &b, Location loc, Value q, Value k,
+                            Value v, bool causal, double scale,
+                            int64_t blockSize) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> qs = tensorType(q).getShape();
+  ArrayRef<int64_t> vs = tensorType(v).getShape();
+  Type ct = tensorType(q).getElementType();
+  int64_t batch = qs[0], tq = qs[1], dv = vs[2];
+  Value max0 = filledTensor(b, loc, {batch, tq}, ct, -INFINITY);
+  Value sum0 = filledTensor(b, loc, {batch, tq}, ct, 0.0);
+  Value out0 = filledTensor(b, loc, {batch, tq, dv}, ct, 0.0);
+  AffineMap id2 = identityMap(ctx, 2), id3 = identityMap(ctx, 3);
+  AffineMap row = dropDimsMap(ctx, 3, {2});
+
+  SmallVector<Value> r = forEachKeyBlock(
+      b, loc, tensorType(k).getDimSize(1), blockSize,
+      ValueRange{max0, sum0, out0},
+      [&](OpBuilder &b, Location loc, Value start, int64_t size,
+          ValueRange c) -> SmallVector<Value> {
+        Value m = c[0], l = c[1], o = c[2];
+        SmallVector<int64_t> shape{batch, tq, size};
+        Value s = attentionLogits(b, loc, q, keyRows(b, loc, k, start, size),
+                                  start, causal, scale);
+        Value blockMax =
+            buildReduction(b, loc, shape, s, id3, {2}, ct, {-INFINITY},
+                           [](OpBuilder &b, Location loc,
+                              ValueRange a) -> SmallVector<Value> {
+                             return {
+                                 arith::MaximumFOp::create(b, loc, a[0], a[1])};
+                           })
+                .front();
+        // m is -inf before the first block and stays finite after it (a
+        // causal row always sees key 0), so alpha is exp(-inf) = 0 there.
+        Value mNew = buildElementwise(
+            b, loc, tensorType(m), ValueRange{m, blockMax},
+            [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+              return {arith::MaximumFOp::create(b, loc, a[0], a[1])};
+            });
+        Value alpha = buildElementwise(
+            b, loc, tensorType(m), ValueRange{m, mNew},
+            [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+              Value d = arith::SubFOp::create(b, loc, a[0], a[1]);
+              return {math::ExpOp::create(b, loc, d)};
+            });
+        Value p = expMinusRow(b, loc, s, mNew);
+        // l·alpha, then the block's sum into it; outs are the carried
+        // tensors so that bufferization updates them in place.
+        Value lScaled =
+            buildGeneric(b, loc, {batch, tq}, alpha, id2, l, id2, {},
+                         [](OpBuilder &b, Location loc,
+                            ValueRange a) -> SmallVector<Value> {
+                           return {arith::MulFOp::create(b, loc, a[1], a[0])};
+                         })
+                .front();
+        Value lNew =
+            buildGeneric(b, loc, shape, p, id3, lScaled, row, {2},
+                         [](OpBuilder &b, Location loc,
+                            ValueRange a) -> SmallVector<Value> {
+                           return {arith::AddFOp::create(b, loc, a[0], a[1])};
+                         })
+                .front();
+        Value pv = buildMatmul(b, loc, p, keyRows(b, loc, v, start, size),
+                               false, false);
+        Value oNew =
+            buildGeneric(b, loc, {batch, tq, dv}, ValueRange{pv, alpha},
+                         {id3, row}, o, id3, {},
+                         [](OpBuilder &b, Location loc,
+                            ValueRange a) -> SmallVector<Value> {
+                           Value t = arith::MulFOp::create(b, loc, a[2], a[1]);
+                           return {arith::AddFOp::create(b, loc, t, a[0])};
+                         })
+                .front();
+        return {mNew, lNew, oNew};
+      });
+  return {r[0], r[1], r[2]};
+}
+
+/// out / sum: the attention output, [B, Tq, Dv] in the compute type.
+Value normalize(OpBuilder &b, Location loc, const OnlineSoftmax &f) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(f.out);
+  AffineMap id = identityMap(ctx, 3);
+  return buildGeneric(
+             b, loc, type.getShape(), ValueRange{f.out, f.sum},
+             {id, dropDimsMap(ctx, 3, {2})},
+             emptyTensor(b, loc, type.getShape(), type.getElementType()), id,
+             {},
+             [](OpBuilder &b, Location loc,
+                ValueRange a) -> SmallVector<Value> {
+               return {arith::DivFOp::create(b, loc, a[0], a[1])};
+             })
+      .front();
+}
+
+/// Attention by key blocks, never materializing [B, Tq, Tk]; the result in
+/// the compute type.
+Value blockedAttention(OpBuilder &b, Location loc, Value q, Value k, Value v,
+                       bool causal, double scale, int64_t blockSize) {
+  return normalize(b, loc,
+                   onlineSoftmax(b, loc, q, k, v, causal, scale, blockSize));
+}
+
+/// The gradient by key blocks from the forward's logsumexp L = m + log l:
+/// per block P = exp(logits − L), dV_blk = Pᵀ·dO, dP = dO·V_blkᵀ,
+/// dS = P·(dP − D)·scale with D = Σ dO·O once per row, dQ += dS·K_blk,
+/// dK_blk = dSᵀ·Q. A key block's dK and dV are whole after its iteration
+/// (queries are not blocked), so they are inserted, not accumulated.
+/// Operands and results in the compute type.
+std::tuple<Value, Value, Value>
+blockedAttentionGrad(OpBuilder &b, Location loc, Value q, Value k, Value v,
+                     Value dO, bool causal, double scale, int64_t blockSize) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> qs = tensorType(q).getShape();
+  ArrayRef<int64_t> ks = tensorType(k).getShape();
+  ArrayRef<int64_t> vs = tensorType(v).getShape();
+  Type ct = tensorType(q).getElementType();
+  int64_t batch = qs[0], tq = qs[1], d = qs[2], dv = vs[2];
+  AffineMap id3 = identityMap(ctx, 3);
+  AffineMap row = dropDimsMap(ctx, 3, {2});
+
+  OnlineSoftmax f = onlineSoftmax(b, loc, q, k, v, causal, scale, blockSize);
+  Value lse = buildElementwise(
+      b, loc, tensorType(f.max), ValueRange{f.max, f.sum},
+      [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+        return {arith::AddFOp::create(b, loc, a[0],
+                                      math::LogOp::create(b, loc, a[1]))};
+      });
+  // D = Σ_d dO·out/l: Σ_j dP·P without the [Tq, Tk] terms.
+  Value delta =
+      buildReduction(
+          b, loc, {batch, tq, dv}, ValueRange{dO, f.out, f.sum},
+          {id3, id3, row}, {2}, ct, {0.0},
+          [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+            Value o = arith::DivFOp::create(b, loc, a[1], a[2]);
+            Value t = arith::MulFOp::create(b, loc, a[0], o);
+            return {arith::AddFOp::create(b, loc, t, a[3])};
+          })
+          .front();
+
+  Value dq0 = filledTensor(b, loc, {batch, tq, d}, ct, 0.0);
+  Value dk0 = emptyTensor(b, loc, ks, ct);
+  Value dv0 = emptyTensor(b, loc, vs, ct);
+  SmallVector<Value> r = forEachKeyBlock(
+      b, loc, ks[1], blockSize, ValueRange{dq0, dk0, dv0},
+      [&](OpBuilder &b, Location loc, Value start, int64_t size,
+          ValueRange c) -> SmallVector<Value> {
+        SmallVector<int64_t> shape{batch, tq, size};
+        Value kBlock = keyRows(b, loc, k, start, size);
+        Value vBlock = keyRows(b, loc, v, start, size);
+        Value s = attentionLogits(b, loc, q, kBlock, start, causal, scale);
+        Value p = expMinusRow(b, loc, s, lse);
+        Value dvBlock = buildMatmul(b, loc, p, dO, true, false);
+        Value dp = buildMatmul(b, loc, dO, vBlock, false, true);
+        Value ds = scoreGrad(b, loc, p, dp, delta, scale);
+        Value dqBlock = buildMatmul(b, loc, ds, kBlock, false, false);
+        Value dq =
+            buildGeneric(b, loc, {batch, tq, d}, dqBlock, id3, c[0], id3, {},
+                         [](OpBuilder &b, Location loc,
+                            ValueRange a) -> SmallVector<Value> {
+                           return {arith::AddFOp::create(b, loc, a[1], a[0])};
+                         })
+                .front();
+        Value dkBlock = buildMatmul(b, loc, ds, q, true, false);
+        return {dq, insertKeyRows(b, loc, dkBlock, c[1], start),
+                insertKeyRows(b, loc, dvBlock, c[2], start)};
+      });
+  return {r[0], r[1], r[2]};
+}
+
+/// When to lower by key blocks: the pass's attention-block-* options.
+struct Blocking {
+  int64_t blockSize = 0, threshold = 0;
+
+  bool applies(Value key) const {
+    return blockSize > 0 &&
+           tensorType(key).getShape().drop_back().back() > threshold;
+  }
+};
+
+/// `v` in the compute type.
+Value widened(OpBuilder &b, Location loc, Value v) {
+  return castElements(b, loc, v,
+                      getComputeType(tensorType(v).getElementType()));
+}
+
 struct AttentionLowering : OpRewritePattern<nn::AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  AttentionLowering(MLIRContext *ctx, Blocking blocking)
+      : OpRewritePattern(ctx), blocking(blocking) {}
+  Blocking blocking;
 
   LogicalResult matchAndRewrite(nn::AttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -70,9 +382,17 @@ struct AttentionLowering : OpRewritePattern<nn::AttentionOp> {
     Value q = foldBatch(rewriter, loc, op.getQuery());
     Value k = foldBatch(rewriter, loc, op.getKey());
     Value v = foldBatch(rewriter, loc, op.getValue());
-    Value p = attentionProbs(rewriter, loc, q, k, op.getCausal(),
-                             scaleOf(op.getScale(), op.getQuery()));
-    Value o = buildMatmul(rewriter, loc, p, v, false, false);
+    double scale = scaleOf(op.getScale(), op.getQuery());
+    Value o;
+    if (blocking.applies(op.getKey())) {
+      // Widened once, not per block.
+      o = blockedAttention(rewriter, loc, widened(rewriter, loc, q),
+                           widened(rewriter, loc, k), widened(rewriter, loc, v),
+                           op.getCausal(), scale, blocking.blockSize);
+    } else {
+      Value p = attentionProbs(rewriter, loc, q, k, op.getCausal(), scale);
+      o = buildMatmul(rewriter, loc, p, v, false, false);
+    }
     o = castElements(rewriter, loc, o, type.getElementType());
     rewriter.replaceOp(op, reshapeTo(rewriter, loc, o, type.getShape()));
     return success();
@@ -84,7 +404,9 @@ struct AttentionLowering : OpRewritePattern<nn::AttentionOp> {
 ///   dQ = dS·K,   dK = dSᵀ·Q.
 /// Masked entries have P = 0, so dS is 0 there without a second mask.
 struct AttentionGradLowering : OpRewritePattern<nn::AttentionGradOp> {
-  using OpRewritePattern::OpRewritePattern;
+  AttentionGradLowering(MLIRContext *ctx, Blocking blocking)
+      : OpRewritePattern(ctx), blocking(blocking) {}
+  Blocking blocking;
 
   LogicalResult matchAndRewrite(nn::AttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -97,6 +419,14 @@ struct AttentionGradLowering : OpRewritePattern<nn::AttentionGradOp> {
     Value k = foldBatch(rewriter, loc, op.getKey());
     Value v = foldBatch(rewriter, loc, op.getValue());
     Value dO = foldBatch(rewriter, loc, op.getGrad());
+    if (blocking.applies(op.getKey())) {
+      auto [dq, dk, dv] = blockedAttentionGrad(
+          rewriter, loc, widened(rewriter, loc, q), widened(rewriter, loc, k),
+          widened(rewriter, loc, v), widened(rewriter, loc, dO), op.getCausal(),
+          scale, blocking.blockSize);
+      replaceWithGrads(rewriter, op, {dq, dk, dv});
+      return success();
+    }
     Value p = attentionProbs(rewriter, loc, q, k, op.getCausal(), scale);
 
     Value dv = buildMatmul(rewriter, loc, p, dO, true, false);
@@ -114,22 +444,18 @@ struct AttentionGradLowering : OpRewritePattern<nn::AttentionGradOp> {
               return {arith::AddFOp::create(b, loc, t, a[2])};
             })
             .front();
-    Value init = emptyTensor(rewriter, loc, pType.getShape(), ct);
-    Value ds =
-        buildGeneric(rewriter, loc, pType.getShape(), ValueRange{p, dp, rowSum},
-                     {id, id, row}, init, id, {},
-                     [&](OpBuilder &b, Location loc,
-                         ValueRange a) -> SmallVector<Value> {
-                       Value d = arith::SubFOp::create(b, loc, a[1], a[2]);
-                       Value g = arith::MulFOp::create(b, loc, a[0], d);
-                       return {arith::MulFOp::create(
-                           b, loc, g, floatConst(b, loc, ct, scale))};
-                     })
-            .front();
+    Value ds = scoreGrad(rewriter, loc, p, dp, rowSum, scale);
     Value dq = buildMatmul(rewriter, loc, ds, k, false, false);
     Value dk = buildMatmul(rewriter, loc, ds, q, true, false);
+    replaceWithGrads(rewriter, op, {dq, dk, dv});
+    return success();
+  }
 
-    SmallVector<Value> grads{dq, dk, dv};
+  /// Replaces `op` by the folded compute-type gradients, cast and reshaped
+  /// back to the operands' types.
+  static void replaceWithGrads(PatternRewriter &rewriter,
+                               nn::AttentionGradOp op, ArrayRef<Value> grads) {
+    Location loc = op.getLoc();
     SmallVector<Value> likes{op.getQuery(), op.getKey(), op.getValue()};
     SmallVector<Value> results;
     for (auto [grad, like] : llvm::zip_equal(grads, likes)) {
@@ -138,13 +464,14 @@ struct AttentionGradLowering : OpRewritePattern<nn::AttentionGradOp> {
       results.push_back(reshapeTo(rewriter, loc, g, type.getShape()));
     }
     rewriter.replaceOp(op, results);
-    return success();
   }
 };
 
 } // namespace
 
 void mlir::ds::nntolinalg::populateAttentionPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<AttentionLowering, AttentionGradLowering>(patterns.getContext());
+    RewritePatternSet &patterns, int64_t blockSize, int64_t threshold) {
+  Blocking blocking{blockSize, threshold};
+  patterns.add<AttentionLowering, AttentionGradLowering>(patterns.getContext(),
+                                                         blocking);
 }
