@@ -19,7 +19,7 @@ namespace mlir::ds {
 /// Choices of the lowering (the options of ds-lower-nn-to-linalg).
 struct NNToLinalgOptions {
   /// Keys per block of the online-softmax attention; 0 never blocks.
-  int64_t attentionBlockSize = 128;
+  int64_t attentionBlockSize = 256;
   /// Attention over more keys than this is blocked.
   int64_t attentionBlockThreshold = 1024;
 };

@@ -1340,7 +1340,7 @@ def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
       %3 = linalg.generic {...} ins(%2, %b : tensor<8x64xf32>, tensor<64xf32>) ...
   }];
   let options = [
-    Option<"attentionBlockSize", "attention-block-size", "int64_t", "128",
+    Option<"attentionBlockSize", "attention-block-size", "int64_t", "256",
            "keys per block of the online-softmax attention lowering (0: "
            "always materialize the [Tq, Tk] probabilities)">,
     Option<"attentionBlockThreshold", "attention-block-threshold", "int64_t",
