@@ -1314,12 +1314,14 @@ def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
       which bufferizes in place (a linalg.generic cannot scatter).
 
     - Attention over more keys than `attention-block-threshold` never
-      materializes the `[B, Tq, Tk]` probabilities: an `scf.for` over blocks
-      of `attention-block-size` keys (then one shorter block for the rest)
-      carries the running row max, row sum and unnormalized output
-      (FlashAttention-2's online softmax, f32 for 16-bit inputs), and the
-      gradient recomputes each block's probabilities from the logsumexp.
-      Temporaries are `[B, Tq, block]`, so memory grows linearly in T.
+      materializes the `[B, Tq, Tk]` probabilities: `scf.for` loops over
+      blocks of `attention-block-size` queries and keys (then one shorter
+      block for the rest) carry the running row max, row sum and
+      unnormalized output (FlashAttention-2's online softmax, f32 for
+      16-bit inputs); the gradient recomputes each block's probabilities
+      from the logsumexp. Causal attention skips the blocks above the
+      diagonal. Temporaries are `[B, block, block]` plus per-row state, so
+      memory grows linearly in T.
       Shorter attention keeps the materialized form above.
 
     Shapes must be static. `dsnn.moe` and `dsnn.dropout` with p > 0 are not

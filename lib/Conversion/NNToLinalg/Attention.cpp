@@ -7,11 +7,13 @@
 //
 // Past a key length (ds-lower-nn-to-linalg's attention-block-threshold) the
 // [B, Tq, Tk] matrices are what the workspace holds, so both lower instead
-// as FlashAttention-2 does: an scf.for over key blocks carries the running
-// row max m, row sum l and the unnormalized output, rescaled by
-// exp(m_old - m_new) per block; the gradient recomputes each block's
-// probabilities from the logsumexp m + log l. Every temporary is
-// [B, Tq, block] or smaller, so memory grows linearly in T.
+// as FlashAttention-2 does, in blocks of queries and keys: per query block
+// an scf.for over key blocks carries the running row max m, row sum l and
+// the unnormalized output, rescaled by exp(m_old - m_new) per block; the
+// gradient loops over key blocks and, inside, query blocks, recomputing
+// each block's probabilities from the logsumexp m + log l. Causal loops
+// leave out the blocks above the diagonal. Every temporary is
+// [B, block, block] or per-row, so memory grows linearly in T.
 //
 //===----------------------------------------------------------------------===//
 #include "Utils.h"
@@ -45,10 +47,11 @@ double scaleOf(std::optional<APFloat> scale, Value query) {
   return 1.0 / std::sqrt(double(tensorType(query).getShape().back()));
 }
 
-/// Q·Kᵀ·scale, [B, Tq, Tk'] in the compute type, for the keys from `start`
-/// on (null: from 0), masked at their absolute positions when causal.
-Value attentionLogits(OpBuilder &b, Location loc, Value q, Value k, Value start,
-                      bool causal, double scale) {
+/// Q·Kᵀ·scale, [B, Tq', Tk'] in the compute type, for the queries from
+/// `qStart` and keys from `kStart` on (null: from 0), masked at their
+/// absolute positions when causal.
+Value attentionLogits(OpBuilder &b, Location loc, Value q, Value k,
+                      Value qStart, Value kStart, bool causal, double scale) {
   Value s = buildMatmul(b, loc, q, k, /*transposeA=*/false,
                         /*transposeB=*/true);
   auto type = tensorType(s);
@@ -62,8 +65,10 @@ Value attentionLogits(OpBuilder &b, Location loc, Value q, Value k, Value start,
           return {scaled};
         Value i = linalg::IndexOp::create(b, loc, 1);
         Value j = linalg::IndexOp::create(b, loc, 2);
-        if (start)
-          j = arith::AddIOp::create(b, loc, j, start);
+        if (qStart)
+          i = arith::AddIOp::create(b, loc, i, qStart);
+        if (kStart)
+          j = arith::AddIOp::create(b, loc, j, kStart);
         Value future =
             arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, j, i);
         return {arith::SelectOp::create(
@@ -75,36 +80,55 @@ Value attentionLogits(OpBuilder &b, Location loc, Value q, Value k, Value start,
 /// Tk] in the compute type.
 Value attentionProbs(OpBuilder &b, Location loc, Value q, Value k, bool causal,
                      double scale) {
-  Value logits = attentionLogits(b, loc, q, k, Value(), causal, scale);
+  Value logits = attentionLogits(b, loc, q, k, Value(), Value(), causal, scale);
   return buildSoftmax(b, loc, logits, 2, /*log=*/false);
 }
 
-/// Rows [start, start + size) of dim 1 of a [B, T, D] tensor.
-Value keyRows(OpBuilder &b, Location loc, Value v, Value start, int64_t size) {
+/// Offsets, sizes and strides of rows [start, start + size) of dim 1 of
+/// a tensor of `shape` ([B, T] or [B, T, D]).
+struct Rows {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+
+  Rows(OpBuilder &b, ArrayRef<int64_t> shape, Value start, int64_t size)
+      : strides(shape.size(), b.getIndexAttr(1)) {
+    for (auto [d, n] : llvm::enumerate(shape)) {
+      offsets.push_back(d == 1 ? getAsOpFoldResult(start) : b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(d == 1 ? size : n));
+    }
+  }
+};
+
+/// Rows [start, start + size) of dim 1 of `v`.
+Value rowsOf(OpBuilder &b, Location loc, Value v, Value start, int64_t size) {
   auto type = tensorType(v);
-  ArrayRef<int64_t> s = type.getShape();
-  auto sliceType =
-      RankedTensorType::get({s[0], size, s[2]}, type.getElementType());
-  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), getAsOpFoldResult(start),
-                                    b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes{b.getIndexAttr(s[0]), b.getIndexAttr(size),
-                                  b.getIndexAttr(s[2])};
-  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
-  return tensor::ExtractSliceOp::create(b, loc, sliceType, v, offsets, sizes,
-                                        strides);
+  SmallVector<int64_t> shape(type.getShape());
+  shape[1] = size;
+  Rows r(b, type.getShape(), start, size);
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), v, r.offsets,
+      r.sizes, r.strides);
 }
 
 /// `block` written over rows [start, start + size) of dim 1 of `dest`.
-Value insertKeyRows(OpBuilder &b, Location loc, Value block, Value dest,
-                    Value start) {
-  ArrayRef<int64_t> s = tensorType(block).getShape();
-  SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), getAsOpFoldResult(start),
-                                    b.getIndexAttr(0)};
-  SmallVector<OpFoldResult> sizes{b.getIndexAttr(s[0]), b.getIndexAttr(s[1]),
-                                  b.getIndexAttr(s[2])};
-  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
-  return tensor::InsertSliceOp::create(b, loc, block, dest, offsets, sizes,
-                                       strides);
+Value insertRows(OpBuilder &b, Location loc, Value block, Value dest,
+                 Value start) {
+  Rows r(b, tensorType(dest).getShape(), start,
+         tensorType(block).getDimSize(1));
+  return tensor::InsertSliceOp::create(b, loc, block, dest, r.offsets, r.sizes,
+                                       r.strides);
+}
+
+/// acc + x, written into `acc` (the generic's outs) so that bufferization
+/// updates a carried accumulator in place.
+Value addInto(OpBuilder &b, Location loc, Value x, Value acc) {
+  auto type = tensorType(acc);
+  AffineMap id = identityMap(b.getContext(), type.getRank());
+  return buildGeneric(b, loc, type.getShape(), x, id, acc, id, {},
+                      [](OpBuilder &b, Location loc,
+                         ValueRange a) -> SmallVector<Value> {
+                        return {arith::AddFOp::create(b, loc, a[1], a[0])};
+                      })
+      .front();
 }
 
 /// dS = P·(dP − r)·scale, r one value per row ([B, Tq] against [B, Tq, n]).
@@ -145,46 +169,60 @@ Value expMinusRow(OpBuilder &b, Location loc, Value x, Value r) {
       .front();
 }
 
-/// Receives a key block's start and static size and the carried values;
+/// Receives a block's start and static size and the carried values;
 /// returns their next values.
-using KeyBlockFn = function_ref<SmallVector<Value>(
+using BlockFn = function_ref<SmallVector<Value>(
     OpBuilder &, Location, Value start, int64_t size, ValueRange carried)>;
 
-/// Runs `body` over the key blocks of [0, tk) in order: an scf.for over the
-/// whole blocks, then the remainder (static shapes throughout).
-SmallVector<Value> forEachKeyBlock(OpBuilder &b, Location loc, int64_t tk,
-                                   int64_t blockSize, ValueRange inits,
-                                   KeyBlockFn body) {
+/// Runs `body` in order over the whole blocks of [begin, end) (an scf.for;
+/// none when both are constants and the range is empty), then, when `rest`
+/// is positive, over [end, end + rest). Static shapes throughout.
+SmallVector<Value> forEachBlock(OpBuilder &b, Location loc, OpFoldResult begin,
+                                OpFoldResult end, int64_t blockSize,
+                                int64_t rest, ValueRange inits, BlockFn body) {
   SmallVector<Value> carried(inits);
-  int64_t whole = tk / blockSize;
-  if (whole > 0) {
-    Value lb = arith::ConstantIndexOp::create(b, loc, 0);
-    Value ub = arith::ConstantIndexOp::create(b, loc, whole * blockSize);
+  std::optional<int64_t> lo = getConstantIntValue(begin);
+  std::optional<int64_t> hi = getConstantIntValue(end);
+  auto value = [&](OpFoldResult v) -> Value {
+    if (auto c = getConstantIntValue(v))
+      return arith::ConstantIndexOp::create(b, loc, *c);
+    return cast<Value>(v);
+  };
+  if (!lo || !hi || *lo < *hi) {
     Value step = arith::ConstantIndexOp::create(b, loc, blockSize);
     auto loop = scf::ForOp::create(
-        b, loc, lb, ub, step, carried,
+        b, loc, value(begin), value(end), step, carried,
         [&](OpBuilder &nb, Location nloc, Value start, ValueRange iter) {
           scf::YieldOp::create(nb, nloc,
                                body(nb, nloc, start, blockSize, iter));
         });
     carried.assign(loop.getResults().begin(), loop.getResults().end());
   }
-  if (int64_t rest = tk % blockSize) {
-    Value start = arith::ConstantIndexOp::create(b, loc, whole * blockSize);
-    carried = body(b, loc, start, rest, carried);
-  }
+  if (rest > 0)
+    carried = body(b, loc, value(end), rest, carried);
   return carried;
 }
 
-/// The forward's online softmax over key blocks: the row max m and row sum
-/// l of exp(logits - m), [B, Tq], and the unnormalized output Σ_j
-/// exp(logits_j - m)·V_j, [B, Tq, Dv]. Operands are in the compute type.
+/// The blocks of [0, t).
+SmallVector<Value> forEachBlock(OpBuilder &b, Location loc, int64_t t,
+                                int64_t blockSize, ValueRange inits,
+                                BlockFn body) {
+  int64_t whole = t / blockSize * blockSize;
+  return forEachBlock(b, loc, b.getIndexAttr(0), b.getIndexAttr(whole),
+                      blockSize, t - whole, inits, body);
+}
+
+/// The online softmax of one query block (rows from `qStart`) over the key
+/// blocks of [0, keyEnd) and then `keyRest` more keys: the row max m and
+/// row sum l of exp(logits - m), [B, Tq'], and the unnormalized output
+/// Σ_j exp(logits_j - m)·V_j, [B, Tq', Dv]. Operands in the compute type.
 struct OnlineSoftmax {
   Value max, sum, out;
 };
 
 OnlineSoftmax onlineSoftmax(OpBuilder &b, Location loc, Value q, Value k,
-                            Value v, bool causal, double scale,
+                            Value v, Value qStart, OpFoldResult keyEnd,
+                            int64_t keyRest, bool causal, double scale,
                             int64_t blockSize) {
   MLIRContext *ctx = b.getContext();
   ArrayRef<int64_t> qs = tensorType(q).getShape();
@@ -197,15 +235,15 @@ OnlineSoftmax onlineSoftmax(OpBuilder &b, Location loc, Value q, Value k,
   AffineMap id2 = identityMap(ctx, 2), id3 = identityMap(ctx, 3);
   AffineMap row = dropDimsMap(ctx, 3, {2});
 
-  SmallVector<Value> r = forEachKeyBlock(
-      b, loc, tensorType(k).getDimSize(1), blockSize,
+  SmallVector<Value> r = forEachBlock(
+      b, loc, b.getIndexAttr(0), keyEnd, blockSize, keyRest,
       ValueRange{max0, sum0, out0},
       [&](OpBuilder &b, Location loc, Value start, int64_t size,
           ValueRange c) -> SmallVector<Value> {
         Value m = c[0], l = c[1], o = c[2];
         SmallVector<int64_t> shape{batch, tq, size};
-        Value s = attentionLogits(b, loc, q, keyRows(b, loc, k, start, size),
-                                  start, causal, scale);
+        Value s = attentionLogits(b, loc, q, rowsOf(b, loc, k, start, size),
+                                  qStart, start, causal, scale);
         Value blockMax =
             buildReduction(b, loc, shape, s, id3, {2}, ct, {-INFINITY},
                            [](OpBuilder &b, Location loc,
@@ -244,8 +282,8 @@ OnlineSoftmax onlineSoftmax(OpBuilder &b, Location loc, Value q, Value k,
                            return {arith::AddFOp::create(b, loc, a[0], a[1])};
                          })
                 .front();
-        Value pv = buildMatmul(b, loc, p, keyRows(b, loc, v, start, size),
-                               false, false);
+        Value pv = buildMatmul(b, loc, p, rowsOf(b, loc, v, start, size), false,
+                               false);
         Value oNew =
             buildGeneric(b, loc, {batch, tq, dv}, ValueRange{pv, alpha},
                          {id3, row}, o, id3, {},
@@ -260,37 +298,72 @@ OnlineSoftmax onlineSoftmax(OpBuilder &b, Location loc, Value q, Value k,
   return {r[0], r[1], r[2]};
 }
 
-/// out / sum: the attention output, [B, Tq, Dv] in the compute type.
-Value normalize(OpBuilder &b, Location loc, const OnlineSoftmax &f) {
+/// Attention by query blocks, each an online softmax over key blocks, never
+/// materializing [B, Tq, Tk]: the output [B, Tq, Dv] and, when asked, the
+/// logsumexp m + log l [B, Tq], in the compute type. A causal query block
+/// stops at its diagonal block: the key blocks after it are all masked.
+std::pair<Value, Value> blockedAttention(OpBuilder &b, Location loc, Value q,
+                                         Value k, Value v, bool causal,
+                                         double scale, int64_t blockSize,
+                                         bool withLogSumExp) {
   MLIRContext *ctx = b.getContext();
-  auto type = tensorType(f.out);
-  AffineMap id = identityMap(ctx, 3);
-  return buildGeneric(
-             b, loc, type.getShape(), ValueRange{f.out, f.sum},
-             {id, dropDimsMap(ctx, 3, {2})},
-             emptyTensor(b, loc, type.getShape(), type.getElementType()), id,
-             {},
-             [](OpBuilder &b, Location loc,
-                ValueRange a) -> SmallVector<Value> {
-               return {arith::DivFOp::create(b, loc, a[0], a[1])};
-             })
-      .front();
+  ArrayRef<int64_t> qs = tensorType(q).getShape();
+  int64_t batch = qs[0], tq = qs[1], tk = tensorType(k).getDimSize(1);
+  int64_t dv = tensorType(v).getDimSize(2);
+  int64_t wholeKeys = tk / blockSize * blockSize;
+  Type ct = tensorType(q).getElementType();
+  SmallVector<Value> inits{emptyTensor(b, loc, {batch, tq, dv}, ct)};
+  if (withLogSumExp)
+    inits.push_back(emptyTensor(b, loc, {batch, tq}, ct));
+  SmallVector<Value> r = forEachBlock(
+      b, loc, tq, blockSize, inits,
+      [&](OpBuilder &b, Location loc, Value start, int64_t size,
+          ValueRange c) -> SmallVector<Value> {
+        // Causal needs Tq = Tk: a whole query block's keys end with its own
+        // block; the last, shorter one sees every key.
+        OpFoldResult keyEnd = b.getIndexAttr(wholeKeys);
+        int64_t keyRest = tk - wholeKeys;
+        if (causal && size == blockSize) {
+          keyEnd = arith::AddIOp::create(
+                       b, loc, start,
+                       arith::ConstantIndexOp::create(b, loc, blockSize))
+                       .getResult();
+          keyRest = 0;
+        }
+        OnlineSoftmax f =
+            onlineSoftmax(b, loc, rowsOf(b, loc, q, start, size), k, v, start,
+                          keyEnd, keyRest, causal, scale, blockSize);
+        AffineMap id = identityMap(ctx, 3);
+        Value o =
+            buildGeneric(b, loc, {batch, size, dv}, ValueRange{f.out, f.sum},
+                         {id, dropDimsMap(ctx, 3, {2})},
+                         emptyTensor(b, loc, {batch, size, dv}, ct), id, {},
+                         [](OpBuilder &b, Location loc,
+                            ValueRange a) -> SmallVector<Value> {
+                           return {arith::DivFOp::create(b, loc, a[0], a[1])};
+                         })
+                .front();
+        SmallVector<Value> next{insertRows(b, loc, o, c[0], start)};
+        if (withLogSumExp) {
+          Value lse = buildElementwise(
+              b, loc, tensorType(f.max), ValueRange{f.max, f.sum},
+              [](OpBuilder &b, Location loc,
+                 ValueRange a) -> SmallVector<Value> {
+                return {arith::AddFOp::create(
+                    b, loc, a[0], math::LogOp::create(b, loc, a[1]))};
+              });
+          next.push_back(insertRows(b, loc, lse, c[1], start));
+        }
+        return next;
+      });
+  return {r[0], withLogSumExp ? r[1] : Value()};
 }
 
-/// Attention by key blocks, never materializing [B, Tq, Tk]; the result in
-/// the compute type.
-Value blockedAttention(OpBuilder &b, Location loc, Value q, Value k, Value v,
-                       bool causal, double scale, int64_t blockSize) {
-  return normalize(b, loc,
-                   onlineSoftmax(b, loc, q, k, v, causal, scale, blockSize));
-}
-
-/// The gradient by key blocks from the forward's logsumexp L = m + log l:
-/// per block P = exp(logits − L), dV_blk = Pᵀ·dO, dP = dO·V_blkᵀ,
+/// The gradient by key blocks from the forward's logsumexp L: for each key
+/// block, over the query blocks that see it (causal: from its diagonal
+/// block on), P = exp(logits − L), dV_blk += Pᵀ·dO, dP = dO·V_blkᵀ,
 /// dS = P·(dP − D)·scale with D = Σ dO·O once per row, dQ += dS·K_blk,
-/// dK_blk = dSᵀ·Q. A key block's dK and dV are whole after its iteration
-/// (queries are not blocked), so they are inserted, not accumulated.
-/// Operands and results in the compute type.
+/// dK_blk += dSᵀ·Q. Operands and results in the compute type.
 std::tuple<Value, Value, Value>
 blockedAttentionGrad(OpBuilder &b, Location loc, Value q, Value k, Value v,
                      Value dO, bool causal, double scale, int64_t blockSize) {
@@ -300,54 +373,62 @@ blockedAttentionGrad(OpBuilder &b, Location loc, Value q, Value k, Value v,
   ArrayRef<int64_t> vs = tensorType(v).getShape();
   Type ct = tensorType(q).getElementType();
   int64_t batch = qs[0], tq = qs[1], d = qs[2], dv = vs[2];
+  int64_t wholeQueries = tq / blockSize * blockSize;
   AffineMap id3 = identityMap(ctx, 3);
-  AffineMap row = dropDimsMap(ctx, 3, {2});
 
-  OnlineSoftmax f = onlineSoftmax(b, loc, q, k, v, causal, scale, blockSize);
-  Value lse = buildElementwise(
-      b, loc, tensorType(f.max), ValueRange{f.max, f.sum},
-      [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
-        return {arith::AddFOp::create(b, loc, a[0],
-                                      math::LogOp::create(b, loc, a[1]))};
-      });
-  // D = Σ_d dO·out/l: Σ_j dP·P without the [Tq, Tk] terms.
+  auto [out, lse] = blockedAttention(b, loc, q, k, v, causal, scale, blockSize,
+                                     /*withLogSumExp=*/true);
+  // D = Σ_d dO·O: Σ_j dP·P without the [Tq, Tk] terms.
   Value delta =
       buildReduction(
-          b, loc, {batch, tq, dv}, ValueRange{dO, f.out, f.sum},
-          {id3, id3, row}, {2}, ct, {0.0},
+          b, loc, {batch, tq, dv}, ValueRange{dO, out}, {id3, id3}, {2}, ct,
+          {0.0},
           [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
-            Value o = arith::DivFOp::create(b, loc, a[1], a[2]);
-            Value t = arith::MulFOp::create(b, loc, a[0], o);
-            return {arith::AddFOp::create(b, loc, t, a[3])};
+            Value t = arith::MulFOp::create(b, loc, a[0], a[1]);
+            return {arith::AddFOp::create(b, loc, t, a[2])};
           })
           .front();
 
   Value dq0 = filledTensor(b, loc, {batch, tq, d}, ct, 0.0);
   Value dk0 = emptyTensor(b, loc, ks, ct);
   Value dv0 = emptyTensor(b, loc, vs, ct);
-  SmallVector<Value> r = forEachKeyBlock(
+  SmallVector<Value> r = forEachBlock(
       b, loc, ks[1], blockSize, ValueRange{dq0, dk0, dv0},
-      [&](OpBuilder &b, Location loc, Value start, int64_t size,
+      [&](OpBuilder &b, Location loc, Value kStart, int64_t kSize,
           ValueRange c) -> SmallVector<Value> {
-        SmallVector<int64_t> shape{batch, tq, size};
-        Value kBlock = keyRows(b, loc, k, start, size);
-        Value vBlock = keyRows(b, loc, v, start, size);
-        Value s = attentionLogits(b, loc, q, kBlock, start, causal, scale);
-        Value p = expMinusRow(b, loc, s, lse);
-        Value dvBlock = buildMatmul(b, loc, p, dO, true, false);
-        Value dp = buildMatmul(b, loc, dO, vBlock, false, true);
-        Value ds = scoreGrad(b, loc, p, dp, delta, scale);
-        Value dqBlock = buildMatmul(b, loc, ds, kBlock, false, false);
-        Value dq =
-            buildGeneric(b, loc, {batch, tq, d}, dqBlock, id3, c[0], id3, {},
-                         [](OpBuilder &b, Location loc,
-                            ValueRange a) -> SmallVector<Value> {
-                           return {arith::AddFOp::create(b, loc, a[1], a[0])};
-                         })
-                .front();
-        Value dkBlock = buildMatmul(b, loc, ds, q, true, false);
-        return {dq, insertKeyRows(b, loc, dkBlock, c[1], start),
-                insertKeyRows(b, loc, dvBlock, c[2], start)};
+        Value kBlock = rowsOf(b, loc, k, kStart, kSize);
+        Value vBlock = rowsOf(b, loc, v, kStart, kSize);
+        Value dkBlock0 = filledTensor(b, loc, {batch, kSize, d}, ct, 0.0);
+        Value dvBlock0 = filledTensor(b, loc, {batch, kSize, dv}, ct, 0.0);
+        // Causal (Tq = Tk): queries before the key block see none of it.
+        OpFoldResult qBegin =
+            causal ? getAsOpFoldResult(kStart) : b.getIndexAttr(0);
+        SmallVector<Value> inner = forEachBlock(
+            b, loc, qBegin, b.getIndexAttr(wholeQueries), blockSize,
+            tq - wholeQueries, ValueRange{c[0], dkBlock0, dvBlock0},
+            [&](OpBuilder &b, Location loc, Value qStart, int64_t qSize,
+                ValueRange ci) -> SmallVector<Value> {
+              Value qBlock = rowsOf(b, loc, q, qStart, qSize);
+              Value dOBlock = rowsOf(b, loc, dO, qStart, qSize);
+              Value s = attentionLogits(b, loc, qBlock, kBlock, qStart, kStart,
+                                        causal, scale);
+              Value p =
+                  expMinusRow(b, loc, s, rowsOf(b, loc, lse, qStart, qSize));
+              Value dvBlock = addInto(
+                  b, loc, buildMatmul(b, loc, p, dOBlock, true, false), ci[2]);
+              Value dp = buildMatmul(b, loc, dOBlock, vBlock, false, true);
+              Value ds = scoreGrad(b, loc, p, dp,
+                                   rowsOf(b, loc, delta, qStart, qSize), scale);
+              Value dqRows =
+                  addInto(b, loc, buildMatmul(b, loc, ds, kBlock, false, false),
+                          rowsOf(b, loc, ci[0], qStart, qSize));
+              Value dkBlock = addInto(
+                  b, loc, buildMatmul(b, loc, ds, qBlock, true, false), ci[1]);
+              return {insertRows(b, loc, dqRows, ci[0], qStart), dkBlock,
+                      dvBlock};
+            });
+        return {inner[0], insertRows(b, loc, inner[1], c[1], kStart),
+                insertRows(b, loc, inner[2], c[2], kStart)};
       });
   return {r[0], r[1], r[2]};
 }
@@ -388,7 +469,9 @@ struct AttentionLowering : OpRewritePattern<nn::AttentionOp> {
       // Widened once, not per block.
       o = blockedAttention(rewriter, loc, widened(rewriter, loc, q),
                            widened(rewriter, loc, k), widened(rewriter, loc, v),
-                           op.getCausal(), scale, blocking.blockSize);
+                           op.getCausal(), scale, blocking.blockSize,
+                           /*withLogSumExp=*/false)
+              .first;
     } else {
       Value p = attentionProbs(rewriter, loc, q, k, op.getCausal(), scale);
       o = buildMatmul(rewriter, loc, p, v, false, false);
