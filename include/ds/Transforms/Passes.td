@@ -1313,6 +1313,17 @@ def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
       gradient row into its table row with `extract_slice`/`insert_slice`,
       which bufferizes in place (a linalg.generic cannot scatter).
 
+    - Attention over more keys than `attention-block-threshold` never
+      materializes the `[B, Tq, Tk]` probabilities: `scf.for` loops over
+      blocks of `attention-block-size` queries and keys (then one shorter
+      block for the rest) carry the running row max, row sum and
+      unnormalized output (FlashAttention-2's online softmax, f32 for
+      16-bit inputs); the gradient recomputes each block's probabilities
+      from the logsumexp. Causal attention skips the blocks above the
+      diagonal. Temporaries are `[B, block, block]` plus per-row state, so
+      memory grows linearly in T.
+      Shorter attention keeps the materialized form above.
+
     Shapes must be static. `dsnn.moe` and `dsnn.dropout` with p > 0 are not
     lowered yet; the pass fails naming every dsnn op it could not lower.
 
@@ -1330,6 +1341,13 @@ def LowerNNToLinalg : Pass<"ds-lower-nn-to-linalg", "mlir::ModuleOp"> {
              outs(%1 : tensor<8x64xf32>) -> tensor<8x64xf32>
       %3 = linalg.generic {...} ins(%2, %b : tensor<8x64xf32>, tensor<64xf32>) ...
   }];
+  let options = [
+    Option<"attentionBlockSize", "attention-block-size", "int64_t", "256",
+           "keys per block of the online-softmax attention lowering (0: "
+           "always materialize the [Tq, Tk] probabilities)">,
+    Option<"attentionBlockThreshold", "attention-block-threshold", "int64_t",
+           "1024", "attention over more keys than this is lowered by blocks">,
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",

@@ -26,14 +26,16 @@ namespace mlir::ds {
 using namespace mlir;
 using namespace mlir::ds;
 
-void mlir::ds::populateNNToLinalgPatterns(RewritePatternSet &patterns) {
+void mlir::ds::populateNNToLinalgPatterns(RewritePatternSet &patterns,
+                                          const NNToLinalgOptions &options) {
   nntolinalg::populateStructurePatterns(patterns);
   nntolinalg::populateElementwisePatterns(patterns);
   nntolinalg::populateMatmulPatterns(patterns);
   nntolinalg::populateShapePatterns(patterns);
   nntolinalg::populateNormalizationPatterns(patterns);
   nntolinalg::populateSoftmaxPatterns(patterns);
-  nntolinalg::populateAttentionPatterns(patterns);
+  nntolinalg::populateAttentionPatterns(patterns, options.attentionBlockSize,
+                                        options.attentionBlockThreshold);
   nntolinalg::populateLossPatterns(patterns);
   nntolinalg::populateEmbeddingPatterns(patterns);
   nntolinalg::populateMoEPatterns(patterns);
@@ -56,8 +58,18 @@ struct LowerNNToLinalgPass
   using Base::Base;
 
   void runOnOperation() override {
+    if (attentionBlockSize < 0) {
+      getOperation().emitError()
+          << "ds-lower-nn-to-linalg: attention-block-size is "
+          << static_cast<int64_t>(attentionBlockSize)
+          << " but must be 0 (never block) or positive";
+      return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
-    populateNNToLinalgPatterns(patterns);
+    NNToLinalgOptions options;
+    options.attentionBlockSize = attentionBlockSize;
+    options.attentionBlockThreshold = attentionBlockThreshold;
+    populateNNToLinalgPatterns(patterns, options);
     // Regions are left as they are: only dsnn ops are this pass's business.
     GreedyRewriteConfig config;
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);

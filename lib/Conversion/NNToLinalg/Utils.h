@@ -116,7 +116,10 @@ void populateMatmulPatterns(RewritePatternSet &patterns);
 void populateShapePatterns(RewritePatternSet &patterns);
 void populateNormalizationPatterns(RewritePatternSet &patterns);
 void populateSoftmaxPatterns(RewritePatternSet &patterns);
-void populateAttentionPatterns(RewritePatternSet &patterns);
+/// Attention with more than `threshold` keys lowers by blocks of
+/// `blockSize` keys (online softmax); blockSize 0 never blocks.
+void populateAttentionPatterns(RewritePatternSet &patterns, int64_t blockSize,
+                               int64_t threshold);
 void populateLossPatterns(RewritePatternSet &patterns);
 void populateEmbeddingPatterns(RewritePatternSet &patterns);
 void populateStructurePatterns(RewritePatternSet &patterns);
