@@ -130,7 +130,7 @@ def NN_AttentionGradOp : NN_Op<"attention_grad", [Pure,
 }
 
 def NN_CrossEntropyGradOp : NN_Op<"cross_entropy_grad", [Pure,
-    AllTypesMatch<["logits", "result"]>]> {
+    AllTypesMatch<["logits", "result"]>, AttrSizedOperandSegments]> {
   let summary = "Gradient of dsnn.cross_entropy w.r.t. the logits";
   let description = [{
     dlogits = dloss · (softmax(logits) − onehot(target)) / N for the N
@@ -139,14 +139,25 @@ def NN_CrossEntropyGradOp : NN_Op<"cross_entropy_grad", [Pure,
 
       %dl = dsnn.cross_entropy_grad %logits, %t, %dloss
           : tensor<2x8x50xf32>, tensor<2x8xi64>, tensor<f32>
+
+    Vocabulary-parallel form: `logits` are columns o to o + V − 1
+    (`offset` o) and `stats` the whole row's max and Σ exp(x − max); the
+    result is this piece of the whole gradient, softmax − onehot over its
+    columns.
+
+      %dl = dsnn.cross_entropy_grad %logits, %t, %dloss stats %m, %s offset %o
+          : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<f32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<1xi64>
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$targets,
                        NN_ScalarTensor:$grad,
+                       Optional<NN_FloatTensor>:$max,
+                       Optional<NN_FloatTensor>:$sum_exp,
+                       Optional<NN_IntTensor>:$offset,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $targets `,` $grad attr-dict `:` type($logits) `,`
-    type($targets) `,` type($grad)
+    $logits `,` $targets `,` $grad (`stats` $max^ `,` $sum_exp `offset` $offset)? attr-dict `:` type($logits) `,`
+    type($targets) `,` type($grad) (`,` type($max)^ `,` type($sum_exp) `,` type($offset))?
   }];
   let hasVerifier = 1;
 }
@@ -158,11 +169,15 @@ def NN_EmbeddingGradOp : NN_Op<"embedding_grad", [Pure]> {
     type is the table's `[V, C]`.
 
       %dw = dsnn.embedding_grad %ids, %dy : tensor<2x8xi64>, tensor<2x8x16xf32> -> tensor<50x16xf32>
+
+    With `offset` o (as on `dsnn.embedding`) the result holds rows o to
+    o + V − 1, and positions whose index falls outside add nothing.
   }];
-  let arguments = (ins NN_IntTensor:$indices, NN_FloatTensor:$grad);
+  let arguments = (ins NN_IntTensor:$indices, NN_FloatTensor:$grad,
+                       Optional<NN_IntTensor>:$offset);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $indices `,` $grad attr-dict `:` type($indices) `,` type($grad) `->` type($result)
+    $indices `,` $grad (`offset` $offset^)? attr-dict `:` type($indices) `,` type($grad) (`,` type($offset)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -128,6 +128,38 @@ LogicalResult BatchMatmulOp::verify() {
 // EmbeddingOp, norms, softmax, attention, dropout
 //===----------------------------------------------------------------------===//
 
+/// A vocabulary piece's first row: one i64 element.
+static LogicalResult verifyVocabOffset(Operation *op, Value offset) {
+  if (!offset)
+    return success();
+  auto type = rankedType(offset);
+  if (!type.hasStaticShape() || type.getNumElements() != 1 ||
+      !type.getElementType().isInteger(64))
+    return op->emitOpError() << "offset must be one i64 element, got " << type;
+  return success();
+}
+
+/// Per-position statistics of a vocabulary-parallel cross-entropy: the
+/// logits' shape without the vocabulary dim, the logits' element type.
+static LogicalResult
+verifyRowStats(Operation *op, Value logits,
+               ArrayRef<std::pair<StringRef, Value>> stats) {
+  auto type = rankedType(logits);
+  for (auto [name, v] : stats) {
+    if (!v)
+      continue;
+    auto t = rankedType(v);
+    if (!shapesCompatible(t.getShape(), type.getShape().drop_back()) ||
+        t.getElementType() != type.getElementType())
+      return op->emitOpError()
+             << name << " type " << t
+             << " must have the logits' shape without its last dim, "
+             << formatShape(type.getShape().drop_back()) << ", and element "
+             << type.getElementType();
+  }
+  return success();
+}
+
 LogicalResult EmbeddingOp::verify() {
   auto table = rankedType(getTable());
   if (table.getRank() != 2)
@@ -135,6 +167,8 @@ LogicalResult EmbeddingOp::verify() {
                          << table.getRank();
   if (failed(verifySameElementType(
           *this, {{"table", getTable()}, {"result", getResult()}})))
+    return failure();
+  if (failed(verifyVocabOffset(*this, getOffset())))
     return failure();
   SmallVector<int64_t> expected(getIndices().getType().getShape());
   expected.push_back(table.getDimSize(1));
@@ -534,9 +568,24 @@ static LogicalResult verifyCrossEntropyOperands(Operation *op, Value logitsV,
   return success();
 }
 
-LogicalResult CrossEntropyOp::verify() {
-  return verifyCrossEntropyOperands(*this, getLogits(), getTargets());
+LogicalResult ReduceMaxOp::verify() {
+  return verifyReduce(*this, getInput(), getResult(), getDims(), getKeepDims());
 }
+
+/// The vocabulary-parallel cross-entropy's operands and statistics.
+template <typename OpTy> static LogicalResult verifyVocabLoss(OpTy op) {
+  if (failed(verifyCrossEntropyOperands(op, op.getLogits(), op.getTargets())) ||
+      failed(verifyVocabOffset(op, op.getOffset())))
+    return failure();
+  return verifyRowStats(op, op.getLogits(),
+                        {{"max", op.getMax()},
+                         {"sum_exp", op.getSumExp()},
+                         {"picked", op.getPicked()}});
+}
+
+LogicalResult CrossEntropyOp::verify() { return verifyVocabLoss(*this); }
+
+LogicalResult CrossEntropyPartsOp::verify() { return verifyVocabLoss(*this); }
 
 LogicalResult MSELossOp::verify() {
   if (getInput().getType() != getTarget().getType())
@@ -802,7 +851,11 @@ LogicalResult AttentionGradOp::verify() {
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
-  return verifyCrossEntropyOperands(*this, getLogits(), getTargets());
+  if (failed(verifyCrossEntropyOperands(*this, getLogits(), getTargets())) ||
+      failed(verifyVocabOffset(*this, getOffset())))
+    return failure();
+  return verifyRowStats(*this, getLogits(),
+                        {{"max", getMax()}, {"sum_exp", getSumExp()}});
 }
 
 LogicalResult EmbeddingGradOp::verify() {
@@ -813,6 +866,8 @@ LogicalResult EmbeddingGradOp::verify() {
                          << table.getRank();
   if (failed(verifySameElementType(
           *this, {{"grad", getGrad()}, {"result", getResult()}})))
+    return failure();
+  if (failed(verifyVocabOffset(*this, getOffset())))
     return failure();
   SmallVector<int64_t> expected(getIndices().getType().getShape());
   expected.push_back(table.getDimSize(1));

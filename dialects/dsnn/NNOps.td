@@ -73,11 +73,19 @@ def NN_EmbeddingOp : NN_Op<"embedding", [Pure]> {
     `S + [C]`.
 
       %e = dsnn.embedding %ids, %wte : tensor<2x8xi64>, tensor<50x16xf32> -> tensor<2x8x16xf32>
+
+    With `offset` (a one-element i64 tensor, o) the table holds the rows
+    o to o + V − 1 of a larger vocabulary: index i reads row i − o, and an
+    index outside that range gives a zero row. A vocabulary-parallel
+    embedding is this on every rank, then a sum over the group.
+
+      %e = dsnn.embedding %ids, %wte_piece offset %o : tensor<2x8xi64>, tensor<25x16xf32>, tensor<1xi64> -> tensor<2x8x16xf32>
   }];
-  let arguments = (ins NN_IntTensor:$indices, NN_FloatTensor:$table);
+  let arguments = (ins NN_IntTensor:$indices, NN_FloatTensor:$table,
+                       Optional<NN_IntTensor>:$offset);
   let results = (outs NN_FloatTensor:$result);
   let assemblyFormat = [{
-    $indices `,` $table attr-dict `:` type($indices) `,` type($table) `->` type($result)
+    $indices `,` $table (`offset` $offset^)? attr-dict `:` type($indices) `,` type($table) (`,` type($offset)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -418,8 +426,11 @@ class NN_ReduceOp<string mnemonic, string sum> : NN_Op<mnemonic, [Pure]> {
 
 def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "Sum over dims">;
 def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "Mean over dims">;
+// No VJP: only the vocabulary-parallel cross-entropy's row max uses it, and
+// that max only steadies the exponentials (no cotangent reaches it).
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "Maximum over dims">;
 
-def NN_CrossEntropyOp : NN_Op<"cross_entropy", [Pure]> {
+def NN_CrossEntropyOp : NN_Op<"cross_entropy", [Pure, AttrSizedOperandSegments]> {
   let summary = "Mean softmax cross-entropy over all positions";
   let description = [{
     `logits` `[..., V]`, integer `targets` `[...]` (same leading dims); the
@@ -427,12 +438,48 @@ def NN_CrossEntropyOp : NN_Op<"cross_entropy", [Pure]> {
     positions whose target is not `ignore_index` (default -100, as PyTorch).
 
       %loss = dsnn.cross_entropy %logits, %t : tensor<2x8x50xf32>, tensor<2x8xi64> -> tensor<f32>
+
+    Vocabulary-parallel form: `logits` are this rank's columns o to
+    o + V − 1 (`offset` o) and `stats` give each position's whole-vocabulary
+    row max m, Σ exp(x − m) and target logit, as
+    `dsnn.cross_entropy_parts` and sums over the group make them. The loss
+    is then the mean of log Σ + m − x[target], and `logits` serve only the
+    gradient (no cotangent reaches the statistics).
+
+      %loss = dsnn.cross_entropy %logits, %t stats %m, %s, %x offset %o
+          : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<1xi64> -> tensor<f32>
   }];
   let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$targets,
+                       Optional<NN_FloatTensor>:$max,
+                       Optional<NN_FloatTensor>:$sum_exp,
+                       Optional<NN_FloatTensor>:$picked,
+                       Optional<NN_IntTensor>:$offset,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs NN_ScalarTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($result)
+    $logits `,` $targets (`stats` $max^ `,` $sum_exp `,` $picked `offset` $offset)? attr-dict `:` type($logits) `,` type($targets) (`,` type($max)^ `,` type($sum_exp) `,` type($picked) `,` type($offset))? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_CrossEntropyPartsOp : NN_Op<"cross_entropy_parts", [Pure]> {
+  let summary = "A vocabulary piece's share of the cross-entropy statistics";
+  let description = [{
+    `logits` `[..., V]` are columns o to o + V − 1 (`offset` o) of a larger
+    vocabulary and `max` `[...]` is the whole row's max. Per position:
+    `sum_exp` = Σ exp(x − max) over these columns, `picked` = the target's
+    logit when the target falls in them, else 0. Summed over the ranks that
+    hold the pieces, they are the whole row's. Not differentiated: the
+    vocabulary-parallel `dsnn.cross_entropy` gives the logits' gradient.
+
+      %s, %x = dsnn.cross_entropy_parts %logits, %t, %m offset %o
+          : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<2x8xf32>, tensor<1xi64> -> tensor<2x8xf32>, tensor<2x8xf32>
+  }];
+  let arguments = (ins NN_FloatTensor:$logits, NN_IntTensor:$targets,
+                       NN_FloatTensor:$max, NN_IntTensor:$offset);
+  let results = (outs NN_FloatTensor:$sum_exp, NN_FloatTensor:$picked);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $max `offset` $offset attr-dict `:` type($logits) `,` type($targets) `,` type($max) `,` type($offset) `->` type($sum_exp) `,` type($picked)
   }];
   let hasVerifier = 1;
 }

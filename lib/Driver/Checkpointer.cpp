@@ -180,7 +180,10 @@ llvm::Error Checkpointer::afterStep(int64_t step, uint64_t runSeed,
   run.modelHash = modelHash(options->modelPath);
   if (llvm::Error err = tolerate(saver->commitPrevious(), /*last=*/false))
     return err;
-  if (llvm::Error err = tolerate(saver->save(run, store.checkpointTensors()),
+  auto tensors = store.checkpointTensors();
+  if (!tensors)
+    return tensors.takeError();
+  if (llvm::Error err = tolerate(saver->save(run, *tensors),
                                  /*last=*/step == options->steps))
     return err;
   metrics.addToNextLine("checkpoint_stall_ms",

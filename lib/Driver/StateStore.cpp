@@ -60,6 +60,26 @@ const ArgSpec *expertParamOf(const StepManifest &manifest, const ArgSpec &arg) {
   return local == numElements(param.shape) ? &param : nullptr;
 }
 
+llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
+                                            const ArgSpec &arg,
+                                            const Tensor &value);
+
+/// The tensor-parallel parameter whose piece argument `arg` holds: `arg`
+/// itself when ds-tensor-parallel cut it, its parameter for an optimizer
+/// state of the piece's size (a moment); null for everything else.
+const ArgSpec *tensorParallelParamOf(const StepManifest &manifest,
+                                     const ArgSpec &arg) {
+  if (arg.tpSize)
+    return &arg;
+  if (arg.kind != ArgSpec::State || arg.owner.empty() || arg.fullShape)
+    return nullptr;
+  std::optional<size_t> owner = manifest.find(ArgSpec::Param, arg.owner);
+  if (!owner || !manifest.args[*owner].tpSize)
+    return nullptr;
+  const ArgSpec &param = manifest.args[*owner];
+  return numElements(arg.shape) == numElements(param.shape) ? &param : nullptr;
+}
+
 /// Where argument `arg` of this rank sits in the checkpoint's tensor, which
 /// is always the whole tensor of the one-rank model: its shape, the
 /// elements this rank holds, and whether it writes them. Expert
@@ -183,6 +203,23 @@ llvm::Expected<std::vector<char>> readArgument(const CheckpointReader &ckpt,
   std::string where = ckpt.tagDir().str();
   const CkptTensorInfo *t = ckpt.find(arg.name);
   std::vector<char> bytes;
+  if (const ArgSpec *param = tensorParallelParamOf(manifest, arg)) {
+    // This rank's piece: its runs of the whole tensor, in piece order.
+    std::vector<int64_t> whole(param->tpShape);
+    if (!t || t->dtype != "F32" || t->shape != whole)
+      return createStringError(
+          "%s: tensor \"%s\" of this tensor-parallel run must be F32 %s in "
+          "the checkpoint",
+          where.c_str(), arg.name.c_str(), describe("F32", whole).c_str());
+    bytes.assign(localBytes(arg), 0);
+    char *into = bytes.data();
+    for (ChunkRange run : tensorParallelRuns(*param, rank % param->tpSize)) {
+      if (llvm::Error err = ckpt.read(*t, run.first, run.count, into))
+        return std::move(err);
+      into += run.count * sizeof(float);
+    }
+    return bytes;
+  }
   Placement at = placementOf(manifest, arg, rank);
   ChunkRange r = at.held;
   if (const CkptTensorInfo *f32 = f32Source(ckpt, arg, t, at.whole)) {
@@ -409,12 +446,30 @@ void StateStore::swap() {
       std::swap(currentValues[i], nextValues[i]);
 }
 
-std::vector<CkptTensor> StateStore::checkpointTensors() const {
+llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
   std::vector<CkptTensor> tensors;
+  wholePieces.clear();
+  // No reallocation: the tensors point into these buffers.
+  wholePieces.reserve(manifest.args.size());
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     const ArgSpec &p = manifest.args[i];
     if (!p.isModelState())
       continue;
+    if (const ArgSpec *param = tensorParallelParamOf(manifest, p)) {
+      // Whole on every rank once gathered: written as a whole tensor.
+      auto whole = gatherTensorParallel(manifest, *param, currentValues[i]);
+      if (!whole)
+        return whole.takeError();
+      wholePieces.push_back(std::move(*whole));
+      CkptTensor t;
+      t.name = p.name;
+      t.kind = p.kind == ArgSpec::Param ? "param" : "state";
+      t.dtype = "F32";
+      t.shape = param->tpShape;
+      t.data = wholePieces.back().data();
+      tensors.push_back(std::move(t));
+      continue;
+    }
     // Saved under the one-rank model's names and shapes, so that any
     // layout can load it; expert tensors say which part this rank holds.
     Placement at = placementOf(manifest, p, rank);

@@ -251,18 +251,27 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     return agreeOnStep(hash, rank, worldSize, place.programSize);
   };
   request.beforeCodegen = [&](const StepManifest &manifest) -> llvm::Error {
-    // Checkpoints and --init-from read and write whole tensors by rank
-    // layout; tensor-parallel pieces have none there yet.
+    // Checkpoints hold a piece's whole tensor, its optimizer state too
+    // while that is the piece's shape (ZeRO 0); a ZeRO chunk of a piece and
+    // --init-from have no such mapping yet.
     bool tensorParallel = llvm::any_of(
         manifest.args, [](const ArgSpec &a) { return a.tpSize != 0; });
-    if (tensorParallel && (!options.saveDir.empty() ||
-                           !options.loadDir.empty() || !initFrom->empty()))
+    if (tensorParallel && !initFrom->empty())
       return createStringError(
-          "tensor_parallel.autotp_size %lld with checkpoints or initial "
-          "weights (--save-dir, --load-dir, --init-from, a .pt model): "
-          "tensor-parallel pieces are not saved or loaded yet; train from "
-          "the model's own init (--save-weights works)",
+          "tensor_parallel.autotp_size %lld with initial weights "
+          "(--init-from, a .pt model): tensor-parallel pieces are not loaded "
+          "from them yet; train from the model's own init, or from a "
+          "checkpoint (--load)",
           (long long)config->tensorParallel.autotpSize);
+    if (tensorParallel && config->zero.stage > 0 &&
+        (!options.saveDir.empty() || !options.loadDir.empty()))
+      return createStringError(
+          "tensor_parallel.autotp_size %lld with checkpoints and "
+          "zero_optimization.stage %lld: a ZeRO chunk of a tensor-parallel "
+          "piece is not saved or loaded yet; use stage 0 (--save-weights "
+          "works at any stage)",
+          (long long)config->tensorParallel.autotpSize,
+          (long long)config->zero.stage);
     // A step that cannot fit is refused now, not killed in step 1.
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (llvm::Error err = checkStepFits(

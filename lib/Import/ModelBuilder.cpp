@@ -99,7 +99,8 @@ Value ModelBuilder::embedding(Value ids, Value table) {
   SmallVector<int64_t> shape(shapeOf(ids));
   shape.push_back(shapeOf(table)[1]);
   return nn::EmbeddingOp::create(
-      b, currentLoc, tensorType(shape, elementOf(table)), ids, table);
+      b, currentLoc, tensorType(shape, elementOf(table)), ids, table,
+      /*offset=*/Value());
 }
 
 Value ModelBuilder::layerNorm(Value x, Value w, Value bias, double eps) {
@@ -285,9 +286,11 @@ Value ModelBuilder::reduceMean(Value x, ArrayRef<int64_t> dims, bool keepDims) {
 
 Value ModelBuilder::crossEntropy(Value logits, Value targets,
                                  int64_t ignoreIndex) {
-  return nn::CrossEntropyOp::create(b, currentLoc,
-                                    tensorType({}, elementOf(logits)), logits,
-                                    targets, b.getI64IntegerAttr(ignoreIndex));
+  return nn::CrossEntropyOp::create(
+      b, currentLoc, tensorType({}, elementOf(logits)), logits, targets,
+      /*max=*/Value(),
+      /*sum_exp=*/Value(), /*picked=*/Value(),
+      /*offset=*/Value(), b.getI64IntegerAttr(ignoreIndex));
 }
 
 Value ModelBuilder::mseLoss(Value x, Value target) {

@@ -7,8 +7,10 @@
 // K and V rows: 3 blocks), the attention output projection row-parallel,
 // the MLP's fc column- and proj row-parallel; f (copy_to_group) before each
 // column linear, g (all_reduce sum) after each row linear, then the row
-// bias once. Layer norms, embeddings, row biases and the LM head (its
-// output reaches the loss, not a linear) stay whole.
+// bias once. Layer norms and row biases stay whole. The LM head is
+// vocabulary-parallel: each rank holds 32 of the 64 vocabulary rows and
+// computes only their logits; the cross-entropy takes the row max, the
+// Σ exp and the target logit over the group, so no [.., 64] logits exist.
 
 // CHECK:       module attributes {dsdist.grid = #dsdist.grid<dp = 2, tp = 2>}
 // CHECK-LABEL: func.func @forward(
@@ -21,7 +23,8 @@
 // CHECK-SAME:    %[[FCB:[^:]*]]: tensor<16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [32]>
 // CHECK-SAME:    %[[MPW:[^:]*]]: tensor<16x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 1, blocks = 1, shape = [16, 32]>
 // CHECK-SAME:    %[[MPB:[^:]*]]: tensor<16xf32> {dsnn.param = #dsnn.param<name = "mlp.c_proj.bias"
-// CHECK-SAME:    %[[HEAD:[^:]*]]: tensor<64x16xf32> {dsnn.param = #dsnn.param<name = "lm_head.weight"
+// CHECK-SAME:    %[[HEAD:[^:]*]]: tensor<32x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [64, 16]>, dsnn.param = #dsnn.param<name = "lm_head.weight"
+// CHECK-SAME:    %[[T:[^:]*]]: tensor<2x8xi64>
 // CHECK:         %[[LN:.*]] = dsnn.layer_norm
 // CHECK-NEXT:    %[[F:.*]] = dsdist.copy_to_group %[[LN]] over ["tp"] : tensor<2x8x16xf32>
 // CHECK-NEXT:    %[[QKV:.*]] = dsnn.linear %[[F]], %[[QKVW]], %[[QKVB]] : {{.*}} -> tensor<2x8x24xf32>
@@ -39,15 +42,28 @@
 // CHECK-NEXT:    %[[PART2:.*]] = dsnn.linear %[[ACT]], %[[MPW]] : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
 // CHECK-NEXT:    %[[G2:.*]] = dsdist.all_reduce sum %[[PART2]] over ["tp"]
 // CHECK-NEXT:    dsnn.add %[[G2]], %[[MPB]]
-// CHECK:         dsnn.linear %{{.*}}, %[[HEAD]] : (tensor<2x8x16xf32>, tensor<64x16xf32>) -> tensor<2x8x64xf32>
+// CHECK:         %[[RES2:.*]] = dsnn.add
+// CHECK-NEXT:    %[[F3:.*]] = dsdist.copy_to_group %[[RES2]] over ["tp"]
+// CHECK-NEXT:    %[[LOG:.*]] = dsnn.linear %[[F3]], %[[HEAD]] : (tensor<2x8x16xf32>, tensor<32x16xf32>) -> tensor<2x8x32xf32>
+// CHECK-NEXT:    %[[STARTS:.*]] = arith.constant dense<[0, 32]> : tensor<2xi64>
+// CHECK-NEXT:    %[[OFF:.*]] = dsdist.shard %[[STARTS]] over ["tp"] dim 0 : tensor<2xi64> -> tensor<1xi64>
+// CHECK-NEXT:    %[[MLOC:.*]] = dsnn.reduce_max %[[LOG]] dims [2] : tensor<2x8x32xf32> -> tensor<2x8xf32>
+// CHECK-NEXT:    %[[MAX:.*]] = dsdist.all_reduce max %[[MLOC]] over ["tp"] : tensor<2x8xf32>
+// CHECK-NEXT:    %[[SL:.*]], %[[PL:.*]] = dsnn.cross_entropy_parts %[[LOG]], %[[T]], %[[MAX]] offset %[[OFF]]
+// CHECK-NEXT:    %[[S:.*]] = dsdist.all_reduce sum %[[SL]] over ["tp"] : tensor<2x8xf32>
+// CHECK-NEXT:    %[[P:.*]] = dsdist.all_reduce sum %[[PL]] over ["tp"] : tensor<2x8xf32>
+// CHECK-NEXT:    dsnn.cross_entropy %[[LOG]], %[[T]] stats %[[MAX]], %[[S]], %[[P]] offset %[[OFF]]
 
 // The backward: f's cotangent is all-reduced (the input's gradient sums
-// the ranks' partial ones), g's passes through, and f is gone.
+// the ranks' partial ones), g's passes through, and f is gone. The loss's
+// gradient is this rank's piece of softmax − onehot, from the group's
+// statistics; the head's f then sums the ranks' partial input gradients.
 // GRAD-LABEL: func.func @forward_backward(
-// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
-// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
-// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
-// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
+// GRAD-COUNT-2: dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
+// GRAD:         %[[MAX:.*]] = dsdist.all_reduce max
+// GRAD:         %[[S:.*]] = dsdist.all_reduce sum %sum_exp
+// GRAD:         dsnn.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} stats %[[MAX]], %[[S]] offset %{{.*}} : tensor<2x8x32xf32>
+// GRAD-COUNT-3: dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<2x8x16xf32>
 // GRAD-NOT:     dsdist.all_reduce
 // GRAD:         return
 module {

@@ -44,3 +44,12 @@ func.func @loss_and_embedding_grads(%l: tensor<2x8x50xf32>, %t: tensor<2x8xi64>,
   %1 = dsnn.embedding_grad %t, %dy : tensor<2x8xi64>, tensor<2x8x16xf32> -> tensor<50x16xf32>
   return
 }
+
+// CHECK-LABEL: func @vocab_parallel_grads
+func.func @vocab_parallel_grads(%l: tensor<2x8x25xf32>, %t: tensor<2x8xi64>, %g: tensor<f32>, %m: tensor<2x8xf32>, %o: tensor<1xi64>, %dy: tensor<2x8x16xf32>) {
+  // CHECK: dsnn.cross_entropy_grad %{{.*}}, %{{.*}}, %{{.*}} stats %{{.*}}, %{{.*}} offset %{{.*}} : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<f32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<1xi64>
+  %0 = dsnn.cross_entropy_grad %l, %t, %g stats %m, %m offset %o : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<f32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<1xi64>
+  // CHECK: dsnn.embedding_grad %{{.*}}, %{{.*}} offset %{{.*}} : tensor<2x8xi64>, tensor<2x8x16xf32>, tensor<1xi64> -> tensor<25x16xf32>
+  %1 = dsnn.embedding_grad %t, %dy offset %o : tensor<2x8xi64>, tensor<2x8x16xf32>, tensor<1xi64> -> tensor<25x16xf32>
+  return
+}

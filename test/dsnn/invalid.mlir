@@ -452,3 +452,19 @@ func.func @select_result(%c: tensor<2x1xi1>, %x: tensor<4xf32>, %y: tensor<f32>)
   %0 = dsnn.select %c, %x, %y : tensor<2x1xi1>, tensor<4xf32>, tensor<f32> -> tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @embedding_offset(%i: tensor<2x8xi64>, %w: tensor<25x16xf32>, %o: tensor<2xi64>) {
+  // expected-error @+1 {{'dsnn.embedding' op offset must be one i64 element, got 'tensor<2xi64>'}}
+  %0 = dsnn.embedding %i, %w offset %o : tensor<2x8xi64>, tensor<25x16xf32>, tensor<2xi64> -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_stats(%l: tensor<2x8x25xf32>, %t: tensor<2x8xi64>, %m: tensor<8xf32>, %s: tensor<2x8xf32>, %o: tensor<1xi64>) {
+  // expected-error @+1 {{'dsnn.cross_entropy' op max type 'tensor<8xf32>' must have the logits' shape without its last dim, [2, 8], and element 'f32'}}
+  %0 = dsnn.cross_entropy %l, %t stats %m, %s, %s offset %o : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<1xi64> -> tensor<f32>
+  return
+}

@@ -121,6 +121,22 @@ func.func @reductions_and_losses(%x: tensor<2x8x16xf32>, %logits: tensor<2x8x50x
   return
 }
 
+// A vocabulary piece of 25 rows starting at %o: embedding, row max, the
+// cross-entropy's parts and its vocabulary-parallel form.
+// CHECK-LABEL: func @vocab_parallel
+func.func @vocab_parallel(%ids: tensor<2x8xi64>, %w: tensor<25x16xf32>, %o: tensor<1xi64>,
+                          %l: tensor<2x8x25xf32>, %m: tensor<2x8xf32>) {
+  // CHECK: dsnn.embedding %{{.*}}, %{{.*}} offset %{{.*}} : tensor<2x8xi64>, tensor<25x16xf32>, tensor<1xi64> -> tensor<2x8x16xf32>
+  %0 = dsnn.embedding %ids, %w offset %o : tensor<2x8xi64>, tensor<25x16xf32>, tensor<1xi64> -> tensor<2x8x16xf32>
+  // CHECK: dsnn.reduce_max %{{.*}} dims [2] : tensor<2x8x25xf32> -> tensor<2x8xf32>
+  %1 = dsnn.reduce_max %l dims [2] : tensor<2x8x25xf32> -> tensor<2x8xf32>
+  // CHECK: dsnn.cross_entropy_parts %{{.*}}, %{{.*}}, %{{.*}} offset %{{.*}} : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<2x8xf32>, tensor<1xi64> -> tensor<2x8xf32>, tensor<2x8xf32>
+  %s, %p = dsnn.cross_entropy_parts %l, %ids, %m offset %o : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<2x8xf32>, tensor<1xi64> -> tensor<2x8xf32>, tensor<2x8xf32>
+  // CHECK: dsnn.cross_entropy %{{.*}}, %{{.*}} stats %{{.*}}, %{{.*}}, %{{.*}} offset %{{.*}} : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<1xi64> -> tensor<f32>
+  %2 = dsnn.cross_entropy %l, %ids stats %m, %s, %p offset %o : tensor<2x8x25xf32>, tensor<2x8xi64>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>, tensor<1xi64> -> tensor<f32>
+  return
+}
+
 // CHECK-LABEL: func @layer_and_moe
 func.func @layer_and_moe(%x: tensor<16x16xf32>, %wg: tensor<4x16xf32>,
                          %w1: tensor<4x64x16xf32>, %w2: tensor<4x16x64xf32>) -> (tensor<16x16xf32>, tensor<f32>) {

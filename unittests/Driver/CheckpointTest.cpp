@@ -232,7 +232,7 @@ TEST(Checkpoint, ExpertTensorsAreSavedOncePerSlice) {
       {0, 3, true}, {6, 3, true}, {3, 3, true}, {9, 3, true}};
   for (int rank = 0; rank < 4; ++rank) {
     StateStore store(manifest, rank);
-    std::vector<CkptTensor> tensors = store.checkpointTensors();
+    std::vector<CkptTensor> tensors = llvm::cantFail(store.checkpointTensors());
     ASSERT_EQ(tensors.size(), 2u);
     for (int i = 0; i < 2; ++i) {
       const Expected &want = i == 0 ? param[rank] : moment[rank];

@@ -86,7 +86,7 @@ TEST(StateStore, StackedTensorsInitRestoreAndSaveOneByOne) {
   EXPECT_EQ(a.current(1).toVector<float>(), h1);
   EXPECT_EQ(a.current(2).toVector<float>(), h0);
 
-  std::vector<CkptTensor> tensors = a.checkpointTensors();
+  std::vector<CkptTensor> tensors = llvm::cantFail(a.checkpointTensors());
   ASSERT_EQ(tensors.size(), 3u);
   EXPECT_EQ(tensors[0].name, "h.1.w");
   EXPECT_EQ(tensors[0].data, a.current(1).data());

@@ -52,8 +52,10 @@ public:
 
   /// The current value of argument `arg` (a model state).
   const Tensor &current(size_t arg) const { return currentValues[arg]; }
-  /// Every model state over its current buffer, for a checkpoint.
-  std::vector<CkptTensor> checkpointTensors() const;
+  /// Every model state over its current buffer, for a checkpoint. A
+  /// tensor-parallel piece (and its optimizer state) is gathered over tp
+  /// into its whole tensor first: every rank must call this.
+  llvm::Expected<std::vector<CkptTensor>> checkpointTensors() const;
   /// Writes the parameters of the whole model (gathered from every rank and
   /// pipeline stage; each rank must call this) to `path` on rank 0.
   llvm::Error saveWeights(llvm::StringRef path, const CkptPlace &place) const;
@@ -72,6 +74,9 @@ private:
   const StepManifest &manifest;
   int rank;
   std::vector<Tensor> currentValues, nextValues; ///< per argument
+  /// The whole tensors of the last checkpoint's tensor-parallel pieces,
+  /// alive until the next one (an asynchronous save copies them later).
+  mutable std::vector<Tensor> wholePieces;
   /// The buffers of stacked groups (StepManifest::argStacks), current and
   /// next values each contiguous in layer order: the group's tensors above
   /// borrow them, and swap() swaps the roles of a group's two buffers.

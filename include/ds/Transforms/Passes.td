@@ -788,6 +788,8 @@ def TensorParallel : Pass<"ds-tensor-parallel", "mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numColumn", "column-linears", "linears cut by output">,
     Statistic<"numRow", "row-linears", "linears cut by input">,
+    Statistic<"numVocab", "vocab-parallel-heads",
+              "LM heads (and their embeddings) cut by vocabulary rows">,
   ];
   let dependentDialects = ["::mlir::ds::nn::NNDialect",
                            "::mlir::ds::dist::DistDialect"];

@@ -32,21 +32,32 @@ struct EmbeddingLowering : OpRewritePattern<nn::EmbeddingOp> {
     auto type = op.getType();
     unsigned rank = type.getRank();
     Value table = op.getTable();
+    int64_t rows = tensorType(table).getDimSize(0);
+    Value offset = vocabOffset(rewriter, loc, op.getOffset());
     AffineMap indexMap =
         dropDimsMap(rewriter.getContext(), rank, {int64_t(rank) - 1});
     Value init =
         emptyTensor(rewriter, loc, type.getShape(), type.getElementType());
     Value y =
-        buildGeneric(rewriter, loc, type.getShape(), op.getIndices(), indexMap,
-                     init, identityMap(rewriter.getContext(), rank), {},
-                     [&](OpBuilder &b, Location loc,
-                         ValueRange a) -> SmallVector<Value> {
-                       Value row = arith::IndexCastOp::create(
-                           b, loc, b.getIndexType(), a[0]);
-                       Value col = linalg::IndexOp::create(b, loc, rank - 1);
-                       return {tensor::ExtractOp::create(b, loc, table,
-                                                         ValueRange{row, col})};
-                     })
+        buildGeneric(
+            rewriter, loc, type.getShape(), op.getIndices(), indexMap, init,
+            identityMap(rewriter.getContext(), rank), {},
+            [&](OpBuilder &b, Location loc,
+                ValueRange a) -> SmallVector<Value> {
+              if (!offset) {
+                Value row =
+                    arith::IndexCastOp::create(b, loc, b.getIndexType(), a[0]);
+                Value col = linalg::IndexOp::create(b, loc, rank - 1);
+                return {tensor::ExtractOp::create(b, loc, table,
+                                                  ValueRange{row, col})};
+              }
+              auto [row, inside] = pieceRow(b, loc, a[0], offset, rows);
+              Value col = linalg::IndexOp::create(b, loc, rank - 1);
+              Value x = tensor::ExtractOp::create(b, loc, table,
+                                                  ValueRange{row, col});
+              return {arith::SelectOp::create(
+                  b, loc, inside, x, floatConst(b, loc, x.getType(), 0.0))};
+            })
             .front();
     rewriter.replaceOp(op, y);
     return success();
@@ -68,6 +79,7 @@ struct EmbeddingGradLowering : OpRewritePattern<nn::EmbeddingGradOp> {
     Value indices = reshapeTo(rewriter, loc, op.getIndices(), {positions});
     Value grad = reshapeTo(rewriter, loc, op.getGrad(), {positions, c});
     Value table = filledTensor(rewriter, loc, type.getShape(), ct, 0.0);
+    Value offset = vocabOffset(rewriter, loc, op.getOffset());
 
     Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value ub = arith::ConstantIndexOp::create(rewriter, loc, positions);
@@ -79,7 +91,13 @@ struct EmbeddingGradLowering : OpRewritePattern<nn::EmbeddingGradOp> {
         rewriter, loc, lb, ub, step, ValueRange{table},
         [&](OpBuilder &b, Location loc, Value p, ValueRange iter) {
           Value id = tensor::ExtractOp::create(b, loc, indices, p);
-          Value v = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
+          // A piece's row; outside it the row is kept as it is.
+          Value v, inside;
+          if (offset)
+            std::tie(v, inside) =
+                pieceRow(b, loc, id, offset, type.getDimSize(0));
+          else
+            v = arith::IndexCastOp::create(b, loc, b.getIndexType(), id);
           SmallVector<OpFoldResult> sizes{b.getIndexAttr(1), b.getIndexAttr(c)};
           SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
           Value gradRow = tensor::ExtractSliceOp::create(
@@ -91,11 +109,15 @@ struct EmbeddingGradLowering : OpRewritePattern<nn::EmbeddingGradOp> {
           AffineMap id2 = identityMap(b.getContext(), 2);
           // Accumulate into the table row itself (outs), not a copy.
           Value sum =
-              buildGeneric(b, loc, {1, c}, gradRow, id2, tableRow, id2, {},
-                           [](OpBuilder &b, Location loc,
-                              ValueRange a) -> SmallVector<Value> {
-                             return {arith::AddFOp::create(b, loc, a[0], a[1])};
-                           })
+              buildGeneric(
+                  b, loc, {1, c}, gradRow, id2, tableRow, id2, {},
+                  [&](OpBuilder &b, Location loc,
+                      ValueRange a) -> SmallVector<Value> {
+                    Value sum = arith::AddFOp::create(b, loc, a[0], a[1]);
+                    if (!inside)
+                      return {sum};
+                    return {arith::SelectOp::create(b, loc, inside, sum, a[1])};
+                  })
                   .front();
           Value updated = tensor::InsertSliceOp::create(b, loc, sum, iter[0],
                                                         at, sizes, strides);

@@ -30,31 +30,52 @@ std::pair<Value, Value> flattenRows(OpBuilder &b, Location loc, Value logits,
           reshapeTo(b, loc, targets, {n})};
 }
 
+/// Σ exp(x − max) of [N, V] logits and their [N] row max, in the compute
+/// type.
+Value rowSumExp(OpBuilder &b, Location loc, Value logits, Value max) {
+  MLIRContext *ctx = b.getContext();
+  auto type = tensorType(logits);
+  AffineMap id = identityMap(ctx, 2), row = dropDimsMap(ctx, 2, {1});
+  return buildReduction(
+             b, loc, type.getShape(), ValueRange{logits, max}, {id, row}, {1},
+             getComputeType(type.getElementType()), {0.0},
+             [](OpBuilder &b, Location loc,
+                ValueRange a) -> SmallVector<Value> {
+               Value e = math::ExpOp::create(
+                   b, loc, arith::SubFOp::create(b, loc, a[0], a[1]));
+               return {arith::AddFOp::create(b, loc, e, a[2])};
+             })
+      .front();
+}
+
 /// Row max and Σ exp(x − max) of [N, V] logits, both [N] in the compute type.
 std::pair<Value, Value> rowMaxAndSumExp(OpBuilder &b, Location loc,
                                         Value logits) {
-  MLIRContext *ctx = b.getContext();
   auto type = tensorType(logits);
   Type ct = getComputeType(type.getElementType());
-  AffineMap id = identityMap(ctx, 2), row = dropDimsMap(ctx, 2, {1});
   Value max =
       buildReduction(
-          b, loc, type.getShape(), logits, id, {1}, ct, {-INFINITY},
+          b, loc, type.getShape(), logits, identityMap(b.getContext(), 2), {1},
+          ct, {-INFINITY},
           [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
             return {arith::MaximumFOp::create(b, loc, a[0], a[1])};
           })
           .front();
-  Value sum =
-      buildReduction(
-          b, loc, type.getShape(), ValueRange{logits, max}, {id, row}, {1}, ct,
-          {0.0},
-          [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
-            Value e = math::ExpOp::create(
-                b, loc, arith::SubFOp::create(b, loc, a[0], a[1]));
-            return {arith::AddFOp::create(b, loc, e, a[2])};
-          })
-          .front();
-  return {max, sum};
+  return {max, rowSumExp(b, loc, logits, max)};
+}
+
+/// A per-position statistic of [..] rows as [N].
+Value flatStat(OpBuilder &b, Location loc, Value v) {
+  return reshapeTo(b, loc, v, {numElements(tensorType(v).getShape())});
+}
+
+/// The row max and Σ exp(x − max): the operands' when a vocabulary-parallel
+/// op carries the whole rows' ones, else computed from the [N, V] logits.
+std::pair<Value, Value> rowStats(OpBuilder &b, Location loc, Value logits,
+                                 Value max, Value sumExp) {
+  if (!max)
+    return rowMaxAndSumExp(b, loc, logits);
+  return {flatStat(b, loc, max), flatStat(b, loc, sumExp)};
 }
 
 /// target != ignore_index.
@@ -91,33 +112,45 @@ struct CrossEntropyLowering : OpRewritePattern<nn::CrossEntropyOp> {
     int64_t ignore = op.getIgnoreIndexAttr().getInt();
     auto [logits, targets] =
         flattenRows(rewriter, loc, op.getLogits(), op.getTargets());
-    auto [max, sumExp] = rowMaxAndSumExp(rewriter, loc, logits);
+    auto [max, sumExp] =
+        rowStats(rewriter, loc, logits, op.getMax(), op.getSumExp());
     Type ct = tensorType(max).getElementType();
     int64_t n = tensorType(targets).getDimSize(0);
     AffineMap id = identityMap(ctx, 1);
+    SmallVector<Value> ins{targets, max, sumExp};
+    // Vocabulary-parallel: the target logits come summed over the pieces.
+    if (Value picked = op.getPicked())
+      ins.push_back(flatStat(rewriter, loc, picked));
+    size_t acc = ins.size();
 
     SmallVector<Value> totals = buildReduction(
-        rewriter, loc, {n}, ValueRange{targets, max, sumExp}, {id, id, id}, {0},
-        ct, {0.0, 0.0},
+        rewriter, loc, {n}, ins, SmallVector<AffineMap>(acc, id), {0}, ct,
+        {0.0, 0.0},
         [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
           Value valid = isCounted(b, loc, a[0], ignore);
-          // An ignored row reads column 0 so the load stays in bounds.
-          Value zero = arith::ConstantOp::create(
-              b, loc, b.getIntegerAttr(a[0].getType(), 0));
-          Value col = arith::IndexCastOp::create(
-              b, loc, b.getIndexType(),
-              arith::SelectOp::create(b, loc, valid, a[0], zero));
-          Value row = linalg::IndexOp::create(b, loc, 0);
-          Value picked =
-              tensor::ExtractOp::create(b, loc, logits, ValueRange{row, col});
-          picked = convertScalar(b, loc, picked, ct);
+          Value picked;
+          if (acc == 4) {
+            picked = a[3];
+          } else {
+            // An ignored row reads column 0 so the load stays in bounds.
+            Value zero = arith::ConstantOp::create(
+                b, loc, b.getIntegerAttr(a[0].getType(), 0));
+            Value col = arith::IndexCastOp::create(
+                b, loc, b.getIndexType(),
+                arith::SelectOp::create(b, loc, valid, a[0], zero));
+            Value row = linalg::IndexOp::create(b, loc, 0);
+            picked = convertScalar(
+                b, loc,
+                tensor::ExtractOp::create(b, loc, logits, ValueRange{row, col}),
+                ct);
+          }
           Value lse = arith::AddFOp::create(
               b, loc, math::LogOp::create(b, loc, a[2]), a[1]);
           Value loss = arith::SubFOp::create(b, loc, lse, picked);
           Value one = floatConst(b, loc, ct, 1.0);
-          return {arith::AddFOp::create(b, loc, a[3],
+          return {arith::AddFOp::create(b, loc, a[acc],
                                         selectOrZero(b, loc, valid, loss)),
-                  arith::AddFOp::create(b, loc, a[4],
+                  arith::AddFOp::create(b, loc, a[acc + 1],
                                         selectOrZero(b, loc, valid, one))};
         });
     Value mean = scalarTensorOp(
@@ -144,9 +177,11 @@ struct CrossEntropyGradLowering : OpRewritePattern<nn::CrossEntropyGradOp> {
     int64_t ignore = op.getIgnoreIndexAttr().getInt();
     auto [logits, targets] =
         flattenRows(rewriter, loc, op.getLogits(), op.getTargets());
-    auto [max, sumExp] = rowMaxAndSumExp(rewriter, loc, logits);
+    auto [max, sumExp] =
+        rowStats(rewriter, loc, logits, op.getMax(), op.getSumExp());
     Type ct = tensorType(max).getElementType();
     auto flatType = tensorType(logits);
+    Value offset = vocabOffset(rewriter, loc, op.getOffset());
 
     Value count =
         buildReduction(rewriter, loc, tensorType(targets).getShape(), targets,
@@ -178,6 +213,14 @@ struct CrossEntropyGradLowering : OpRewritePattern<nn::CrossEntropyGradOp> {
                   a[3]);
               Value col = arith::IndexCastOp::create(
                   b, loc, a[1].getType(), linalg::IndexOp::create(b, loc, 1));
+              // A piece's column c is the vocabulary's offset + c.
+              if (offset)
+                col = arith::AddIOp::create(
+                    b, loc, col,
+                    offset.getType() == col.getType()
+                        ? offset
+                        : arith::TruncIOp::create(b, loc, col.getType(),
+                                                  offset));
               Value hit = arith::CmpIOp::create(
                   b, loc, arith::CmpIPredicate::eq, col, a[1]);
               Value onehot =
@@ -190,6 +233,51 @@ struct CrossEntropyGradLowering : OpRewritePattern<nn::CrossEntropyGradOp> {
             .front();
     rewriter.replaceOp(op,
                        reshapeTo(rewriter, loc, d, op.getType().getShape()));
+    return success();
+  }
+};
+
+/// Σ exp(x − max) over a vocabulary piece's columns, and the target's
+/// logit where the piece holds it (else 0).
+struct CrossEntropyPartsLowering : OpRewritePattern<nn::CrossEntropyPartsOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::CrossEntropyPartsOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Location loc = op.getLoc();
+    auto [logits, targets] =
+        flattenRows(rewriter, loc, op.getLogits(), op.getTargets());
+    auto type = tensorType(logits);
+    Type ct = getComputeType(type.getElementType());
+    Value max = flatStat(rewriter, loc, op.getMax());
+    Value sum = rowSumExp(rewriter, loc, logits, max);
+    Value offset = vocabOffset(rewriter, loc, op.getOffset());
+    auto flat = RankedTensorType::get({type.getDimSize(0)}, ct);
+    Value picked = buildElementwise(
+        rewriter, loc, flat, targets,
+        [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+          auto [col, inside] =
+              pieceRow(b, loc, a[0], offset, type.getDimSize(1));
+          Value r = linalg::IndexOp::create(b, loc, 0);
+          Value x = convertScalar(
+              b, loc,
+              tensor::ExtractOp::create(b, loc, logits, ValueRange{r, col}),
+              ct);
+          return {selectOrZero(b, loc, inside, x)};
+        });
+    auto shapeOf = [](Value v) { return tensorType(v).getShape(); };
+    rewriter.replaceOp(
+        op,
+        {reshapeTo(rewriter, loc,
+                   castElements(rewriter, loc, sum,
+                                tensorType(op.getSumExp()).getElementType()),
+                   shapeOf(op.getSumExp())),
+         reshapeTo(rewriter, loc,
+                   castElements(rewriter, loc, picked,
+                                tensorType(op.getPicked()).getElementType()),
+                   shapeOf(op.getPicked()))});
     return success();
   }
 };
@@ -234,6 +322,7 @@ struct MSELossLowering : OpRewritePattern<nn::MSELossOp> {
 } // namespace
 
 void mlir::ds::nntolinalg::populateLossPatterns(RewritePatternSet &patterns) {
-  patterns.add<CrossEntropyLowering, CrossEntropyGradLowering, MSELossLowering>(
+  patterns.add<CrossEntropyLowering, CrossEntropyGradLowering,
+               CrossEntropyPartsLowering, MSELossLowering>(
       patterns.getContext());
 }

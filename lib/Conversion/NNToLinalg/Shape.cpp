@@ -12,6 +12,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::ds;
 using namespace mlir::ds::nntolinalg;
@@ -108,7 +110,9 @@ struct ConcatLowering : OpRewritePattern<nn::ConcatOp> {
   }
 };
 
-template <typename OpTy, bool Mean>
+enum class Reduction { Sum, Mean, Max };
+
+template <typename OpTy, Reduction Kind>
 struct ReduceLowering : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
 
@@ -128,11 +132,15 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
     }
     llvm::sort(dims);
     Type ct = getComputeType(inType.getElementType());
+    constexpr bool Mean = Kind == Reduction::Mean;
     Value sum =
         buildReduction(
             rewriter, loc, shape, op.getInput(),
-            identityMap(rewriter.getContext(), rank), dims, ct, {0.0},
+            identityMap(rewriter.getContext(), rank), dims, ct,
+            {Kind == Reduction::Max ? -INFINITY : 0.0},
             [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+              if (Kind == Reduction::Max)
+                return {arith::MaximumFOp::create(b, loc, a[0], a[1])};
               return {arith::AddFOp::create(b, loc, a[0], a[1])};
             })
             .front();
@@ -160,6 +168,8 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
 
 void mlir::ds::nntolinalg::populateShapePatterns(RewritePatternSet &patterns) {
   patterns.add<ReshapeLowering, TransposeLowering, SplitLowering,
-               ConcatLowering, ReduceLowering<nn::ReduceSumOp, false>,
-               ReduceLowering<nn::ReduceMeanOp, true>>(patterns.getContext());
+               ConcatLowering, ReduceLowering<nn::ReduceSumOp, Reduction::Sum>,
+               ReduceLowering<nn::ReduceMeanOp, Reduction::Mean>,
+               ReduceLowering<nn::ReduceMaxOp, Reduction::Max>>(
+      patterns.getContext());
 }

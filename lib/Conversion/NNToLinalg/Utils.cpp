@@ -303,6 +303,30 @@ bool hasStaticShapes(Operation *op) {
          llvm::all_of(op->getResultTypes(), isStatic);
 }
 
+Value vocabOffset(OpBuilder &b, Location loc, Value offset) {
+  if (!offset)
+    return {};
+  SmallVector<Value> zeros(tensorType(offset).getRank(),
+                           arith::ConstantIndexOp::create(b, loc, 0));
+  return tensor::ExtractOp::create(b, loc, offset, zeros);
+}
+
+std::pair<Value, Value> pieceRow(OpBuilder &b, Location loc, Value id,
+                                 Value offset, int64_t rows) {
+  Type t = offset.getType();
+  if (id.getType() != t)
+    id = arith::ExtSIOp::create(b, loc, t, id);
+  Value local = arith::SubIOp::create(b, loc, id, offset);
+  Value zero = arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, 0));
+  Value end = arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, rows));
+  Value inside = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, local, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, local, end));
+  Value row = arith::SelectOp::create(b, loc, inside, local, zero);
+  return {arith::IndexCastOp::create(b, loc, b.getIndexType(), row), inside};
+}
+
 int64_t numElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t s : shape)

@@ -27,6 +27,16 @@ Value convertScalar(OpBuilder &b, Location loc, Value v, Type to);
 /// A float constant of type `type`.
 Value floatConst(OpBuilder &b, Location loc, Type type, double value);
 
+/// The one i64 element of a vocabulary piece's `offset` operand, or null
+/// when there is none.
+Value vocabOffset(OpBuilder &b, Location loc, Value offset);
+
+/// Index `id` as a row of the vocabulary piece starting at `offset` and
+/// holding `rows` rows: the row as an index (0 when outside the piece) and
+/// whether it is inside.
+std::pair<Value, Value> pieceRow(OpBuilder &b, Location loc, Value id,
+                                 Value offset, int64_t rows);
+
 /// tensor.empty of a static shape.
 Value emptyTensor(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                   Type elemType);

@@ -11,6 +11,7 @@
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -100,6 +101,10 @@ struct TensorParallelPass
   LogicalResult checkNeeds(const Reach &all);
   void cutParam(BlockArgument arg, int64_t dim, int64_t blocks);
   void rewriteRow(nn::LinearOp row);
+  LogicalResult vocabParallel();
+  Value vocabOffset(OpBuilder &b, Location loc, int64_t rows);
+  Value allReduce(OpBuilder &b, Location loc, Value v,
+                  dist::ReductionKind kind);
 };
 
 /// Adds the values `use` makes cut, or marks the reach failed.
@@ -238,6 +243,138 @@ void TensorParallelPass::rewriteRow(nn::LinearOp row) {
   row.erase();
 }
 
+Value TensorParallelPass::allReduce(OpBuilder &b, Location loc, Value v,
+                                    dist::ReductionKind kind) {
+  return dist::AllReduceOp::create(
+      b, loc, v.getType(), v, b.getStrArrayAttr({kTpAxis}),
+      dist::ReductionKindAttr::get(b.getContext(), kind));
+}
+
+/// This rank's first vocabulary row: piece r of [0, rows, 2 rows, ...].
+Value TensorParallelPass::vocabOffset(OpBuilder &b, Location loc,
+                                      int64_t rows) {
+  SmallVector<int64_t> starts;
+  for (int64_t r = 0; r < size; ++r)
+    starts.push_back(r * rows);
+  auto all = RankedTensorType::get({size}, b.getI64Type());
+  Value table = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(all, ArrayRef<int64_t>(starts)));
+  return dist::ShardOp::create(b, loc,
+                               RankedTensorType::get({1}, b.getI64Type()),
+                               table, b.getStrArrayAttr({kTpAxis}), 0);
+}
+
+/// The vocabulary-parallel LM head, its cross-entropy and the embeddings
+/// of its vocabulary: a cross-entropy of a parameter linear's logits cuts
+/// the weight (tied or not) and every embedding table of that vocabulary
+/// by rows. No rank holds whole-vocabulary logits: the loss takes the row
+/// max (all-reduce max), Σ exp and the target logit (all-reduce sum) of
+/// the pieces.
+LogicalResult TensorParallelPass::vocabParallel() {
+  SmallVector<nn::CrossEntropyOp> losses;
+  getOperation().walk([&](nn::CrossEntropyOp op) {
+    if (!op.getMax())
+      losses.push_back(op);
+  });
+  for (nn::CrossEntropyOp ce : losses) {
+    auto head = ce.getLogits().getDefiningOp<nn::LinearOp>();
+    if (!head || !head.getResult().hasOneUse())
+      continue;
+    auto weight = dyn_cast<BlockArgument>(head.getWeight());
+    auto fn = weight ? dyn_cast<func::FuncOp>(weight.getOwner()->getParentOp())
+                     : func::FuncOp();
+    if (!fn || !fn.getArgAttr(weight.getArgNumber(), nn::kParamAttrName) ||
+        (head.getBias() && !soleParam(head.getBias())))
+      continue;
+    int64_t vocab = cast<RankedTensorType>(weight.getType()).getDimSize(0);
+    // The tables to cut: the head's weight (which a tied embedding also
+    // reads) and every other parameter table of the same vocabulary.
+    llvm::SetVector<BlockArgument> tables;
+    tables.insert(weight);
+    SmallVector<nn::EmbeddingOp> embeddings;
+    bool whole = false;
+    fn.walk([&](nn::EmbeddingOp op) {
+      auto table = dyn_cast<BlockArgument>(op.getTable());
+      if (!table || op.getOffset() ||
+          cast<RankedTensorType>(table.getType()).getDimSize(0) != vocab ||
+          !fn.getArgAttr(table.getArgNumber(), nn::kParamAttrName))
+        return;
+      tables.insert(table);
+      embeddings.push_back(op);
+    });
+    for (BlockArgument table : tables)
+      for (Operation *user : table.getUsers())
+        whole |= user != head && !llvm::is_contained(embeddings, user);
+    if (whole)
+      continue;
+    if (vocab % size != 0) {
+      auto param = fn.getArgAttrOfType<nn::ParamAttr>(weight.getArgNumber(),
+                                                      nn::kParamAttrName);
+      return fail(head, "the vocabulary of '" + param.getName() + "' (" +
+                            Twine(vocab) +
+                            " rows) is not divisible by tensor-parallel "
+                            "size " +
+                            Twine(size) + "; pad vocab_size to a multiple of " +
+                            Twine(size) + " (" +
+                            Twine((vocab + size - 1) / size * size) +
+                            ") or use autotp_size 1");
+    }
+    int64_t rows = vocab / size;
+    ++numVocab;
+    for (BlockArgument table : tables)
+      cutParam(table, 0, 1);
+    if (Value bias = head.getBias())
+      cutParam(cast<BlockArgument>(bias), 0, 1);
+
+    // Each rank looks up its rows (zeros elsewhere); the sum is the row.
+    for (nn::EmbeddingOp op : embeddings) {
+      OpBuilder b(op);
+      Value lookup = nn::EmbeddingOp::create(b, op.getLoc(), op.getType(),
+                                             op.getIndices(), op.getTable(),
+                                             vocabOffset(b, op.getLoc(), rows));
+      op.replaceAllUsesWith(
+          allReduce(b, op.getLoc(), lookup, dist::ReductionKind::sum));
+      op.erase();
+    }
+
+    // The head is a column linear over the vocabulary (f on its input).
+    OpBuilder b(head);
+    Location loc = head.getLoc();
+    head.getInputMutable().assign(dist::CopyToGroupOp::create(
+        b, loc, head.getInput().getType(), head.getInput(),
+        b.getStrArrayAttr({kTpAxis})));
+    auto full = cast<RankedTensorType>(head.getType());
+    SmallVector<int64_t> shape(full.getShape());
+    shape.back() = rows;
+    head.getResult().setType(full.clone(shape));
+
+    b.setInsertionPoint(ce);
+    loc = ce.getLoc();
+    Value logits = head.getResult();
+    auto statType = RankedTensorType::get(ArrayRef<int64_t>(shape).drop_back(),
+                                          full.getElementType());
+    Value offset = vocabOffset(b, loc, rows);
+    Value max = allReduce(
+        b, loc,
+        nn::ReduceMaxOp::create(b, loc, statType, logits,
+                                b.getDenseI64ArrayAttr({full.getRank() - 1}),
+                                /*keep_dims=*/false),
+        dist::ReductionKind::max);
+    auto parts = nn::CrossEntropyPartsOp::create(
+        b, loc, statType, statType, logits, ce.getTargets(), max, offset);
+    Value sumExp =
+        allReduce(b, loc, parts.getSumExp(), dist::ReductionKind::sum);
+    Value picked =
+        allReduce(b, loc, parts.getPicked(), dist::ReductionKind::sum);
+    Value loss = nn::CrossEntropyOp::create(
+        b, loc, ce.getType(), logits, ce.getTargets(), max, sumExp, picked,
+        offset, ce.getIgnoreIndexAttr());
+    ce.getResult().replaceAllUsesWith(loss);
+    ce.erase();
+  }
+  return success();
+}
+
 void TensorParallelPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (size < 1 || dpSize < 1) {
@@ -258,6 +395,9 @@ void TensorParallelPass::runOnOperation() {
                                       {StringAttr::get(ctx, "dp"),
                                        StringAttr::get(ctx, kTpAxis)},
                                       {dpSize, size}));
+
+  if (failed(vocabParallel()))
+    return;
 
   // Program order, so a linear that ends an earlier cut (a row) is never
   // taken as the start of another.
@@ -291,7 +431,7 @@ void TensorParallelPass::runOnOperation() {
     rows.insert(r.rows.begin(), r.rows.end());
     columns.push_back({op, r.blocks});
   }
-  if (columns.empty())
+  if (columns.empty() && !numVocab)
     return (void)fail(module, "no linear could be cut: tensor parallelism "
                               "needs a parameter linear whose output reaches "
                               "only other parameter linears (an MLP or an "

@@ -189,7 +189,10 @@ struct EmbeddingVJP : VJP<EmbeddingVJP, EmbeddingOp> {
                     SmallVectorImpl<Value> &dxs) const {
     dxs.push_back(Value());
     dxs.push_back(EmbeddingGradOp::create(b, loc, op.getTable().getType(),
-                                          op.getIndices(), dys[0]));
+                                          op.getIndices(), dys[0],
+                                          op.getOffset()));
+    if (op.getOffset())
+      dxs.push_back(Value());
     return success();
   }
 };
@@ -512,10 +515,13 @@ struct ReduceMeanVJP : VJP<ReduceMeanVJP, ReduceMeanOp> {
 struct CrossEntropyVJP : VJP<CrossEntropyVJP, CrossEntropyOp> {
   LogicalResult vjp(CrossEntropyOp op, OpBuilder &b, Location loc,
                     ValueRange dys, SmallVectorImpl<Value> &dxs) const {
-    dxs.push_back(CrossEntropyGradOp::create(b, loc, op.getLogits().getType(),
-                                             op.getLogits(), op.getTargets(),
-                                             dys[0], op.getIgnoreIndexAttr()));
-    dxs.push_back(Value());
+    // Vocabulary-parallel: the gradient through the whole rows' statistics
+    // is in the logits' (softmax − onehot), so they get none.
+    dxs.push_back(CrossEntropyGradOp::create(
+        b, loc, op.getLogits().getType(), op.getLogits(), op.getTargets(),
+        dys[0], op.getMax(), op.getSumExp(), op.getOffset(),
+        op.getIgnoreIndexAttr()));
+    dxs.resize(op->getNumOperands(), Value());
     return success();
   }
 };
