@@ -11,6 +11,8 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 
+#include "GemmOracle.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -31,12 +33,7 @@ std::unique_ptr<Runner> compile(const std::string &source,
 }
 
 std::vector<float> random(int64_t n, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(gen);
-  return v;
+  return dstest::randomMatrix(n, seed);
 }
 
 // C[m][n] = sum_k A(m, k) B(k, n), A and B row-major, optionally stored
