@@ -168,7 +168,8 @@ json stepJson(const StepManifest &m) {
             {"blas_call_sites", m.blasCallSites},
             {"workspace_bytes", m.workspaceBytes},
             {"arena_bytes", m.arenaBytes},
-            {"planned_peak_bytes", m.plannedPeakBytes}};
+            {"planned_peak_bytes", m.plannedPeakBytes},
+            {"target", m.target}};
   if (m.initSeed)
     j["init_seed"] = *m.initSeed;
   if (m.predictedCommMs >= 0)
@@ -197,7 +198,9 @@ StepManifest stepOf(const json &j) {
       jsonInteger<decltype(m.blasCallSites)>(j, "blas_call_sites");
   m.workspaceBytes =
       jsonInteger<decltype(m.workspaceBytes)>(j, "workspace_bytes");
-  // Artifacts written before these fields: unknown.
+  // Artifacts written before these fields: unknown (and CPU code).
+  if (j.contains("target"))
+    m.target = j.at("target").get<std::string>();
   if (j.contains("arena_bytes"))
     m.arenaBytes = jsonInteger<decltype(m.arenaBytes)>(j, "arena_bytes");
   if (j.contains("planned_peak_bytes"))

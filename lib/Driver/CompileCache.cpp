@@ -64,7 +64,8 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
   os << "model " << *model << "\nconfig " << cfg::toJson(*request.config).dump()
      << "\nworld " << request.worldSize << "\nprogram " << kProgram << "\ncpu "
      << target.level << " " << target.cpu << " "
-     << llvm::join(target.features, ",") << "\n"
+     << llvm::join(target.features, ",") << "\ntarget " << request.target
+     << "\n"
      << buildIdentity();
   return llvm::xxh3_64bits(key);
 }
@@ -85,6 +86,7 @@ llvm::Error compileEntry(const StepRequest &request,
   artifact.step.config = request.config;
   artifact.step.worldSize = request.worldSize;
   artifact.step.commProfile = request.commProfile;
+  artifact.step.target = request.target;
   if (early)
     artifact.step.beforeCodegen = request.beforeCodegen;
   artifact.configPath = request.configPath;

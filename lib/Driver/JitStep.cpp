@@ -9,6 +9,7 @@
 #include "ds/Import/Import.h"
 #include "ds/InitAllDS.h"
 #include "ds/Pipelines/Pipelines.h"
+#include "ds/Target/CudaToolkit.h"
 #include "ds/Transforms/CommPrediction.h"
 #include "ds/Transforms/MemoryPlan.h"
 #include "ds/Transforms/Passes.h"
@@ -316,7 +317,7 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   std::string text;
   llvm::raw_string_ostream os(text);
   built.module->print(os);
-  os << cfg::toJson(config).dump();
+  os << cfg::toJson(config).dump() << request.target;
   uint64_t startupHash = llvm::xxh3_64bits(text);
   if (request.agreeOnStep)
     if (llvm::Error err = request.agreeOnStep(startupHash))
@@ -329,6 +330,7 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   if (!manifest)
     return manifest.takeError();
   manifest->startupHash = startupHash;
+  manifest->target = request.target;
   manifest->tokenVocab = tokenVocab;
   {
     mlir::ds::CommPrediction comm = mlir::ds::predictComm(step, commModel);
@@ -368,10 +370,27 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   return built;
 }
 
+/// The CUDA toolkit's root for a GPU `target` ("" for the CPU): compiling
+/// for a GPU needs ptxas, fatbinary and libdevice, not a GPU.
+llvm::Expected<std::string> toolkitFor(llvm::StringRef target) {
+  if (target == "cpu")
+    return "";
+  auto toolkit = ::ds::target::findCudaToolkit();
+  if (!toolkit)
+    return toolkit.takeError();
+  if (auto gpu = ::ds::target::resolveGpuTarget(target, *toolkit); !gpu)
+    return gpu.takeError();
+  return toolkit->root;
+}
+
 /// How @train_step is lowered, for the JIT and for artifacts alike.
 mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump,
-                                                bool eval = false) {
+                                                bool eval = false,
+                                                llvm::StringRef target = "cpu",
+                                                llvm::StringRef toolkit = "") {
   mlir::ds::exec::RunnerOptions options;
+  options.target = target.str();
+  options.cudaToolkit = toolkit.str();
   // Only the step (and @eval_step) is called; @forward and
   // @forward_backward stay uncompiled.
   options.entryPoints = {"train_step"};
@@ -388,13 +407,18 @@ mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump,
 namespace ds::driver {
 llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
   DumpFn dump = dumpInto(request.dumpIRDir);
+  // A missing toolkit is refused before the slow part.
+  auto toolkit = toolkitFor(request.target);
+  if (!toolkit)
+    return toolkit.takeError();
   auto built =
       buildStep(request, dump, stageOfRank(*request.config, request.rank));
   if (!built)
     return built.takeError();
   // Lower and JIT everything at once: the step is the hot path.
   auto runner = mlir::ds::exec::Runner::create(
-      *built->module, stepRunnerOptions(dump, request.eval));
+      *built->module,
+      stepRunnerOptions(dump, request.eval, request.target, *toolkit));
   if (!runner)
     return runner.takeError();
   built->manifest.blasCallSites = (*runner)->blasCallSites();
@@ -417,6 +441,9 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
   auto target = mlir::ds::exec::compileTargetFor(request.cpuLevel);
   if (!target)
     return target.takeError();
+  auto toolkit = toolkitFor(request.step.target);
+  if (!toolkit)
+    return toolkit.takeError();
   if (std::error_code ec = llvm::sys::fs::create_directories(request.dir))
     return createStringError("%s: cannot create: %s", request.dir.c_str(),
                              ec.message().c_str());
@@ -455,8 +482,9 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
         program.ranks.push_back(r);
     mlir::ds::exec::ObjectCodeTimes stageTimes;
     auto lowered = mlir::ds::exec::compileSharedObject(
-        *built->module, stepRunnerOptions(dump), *target,
-        request.dir + "/" + program.object, &stageTimes);
+        *built->module,
+        stepRunnerOptions(dump, /*eval=*/false, request.step.target, *toolkit),
+        *target, request.dir + "/" + program.object, &stageTimes);
     if (!lowered)
       return lowered.takeError();
     if (lowered->functions.size() != 1)
@@ -526,15 +554,17 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
       workspace = std::max(workspace, program.step.arenaBytes);
     }
     const double gib = double(1 << 30);
-    log << llvm::format("ds-compile: %s: %zu program(s) for %lld rank(s), "
-                        "CPU %s; MLIR %.1f s, LLVM %.1f s, link %.2f s; "
-                        "planned peak %.2f GiB per rank (workspace %.2f "
-                        "GiB, allocated at load)\n",
-                        request.dir.c_str(), manifest.programs.size(),
-                        (long long)manifest.worldSize,
-                        manifest.cpuLevel.c_str(), times.mlirSeconds,
-                        times.llvmSeconds, times.linkSeconds, peak / gib,
-                        workspace / gib);
+    log << llvm::format(
+        "ds-compile: %s: %zu program(s) for %lld rank(s), "
+        "CPU %s%s; MLIR %.1f s, LLVM %.1f s, link %.2f s; "
+        "planned peak %.2f GiB per rank (workspace %.2f "
+        "GiB, allocated at load)\n",
+        request.dir.c_str(), manifest.programs.size(),
+        (long long)manifest.worldSize, manifest.cpuLevel.c_str(),
+        request.step.target == "cpu" ? ""
+                                     : (", GPU " + request.step.target).c_str(),
+        times.mlirSeconds, times.llvmSeconds, times.linkSeconds, peak / gib,
+        workspace / gib);
   }
   return llvm::Error::success();
 }

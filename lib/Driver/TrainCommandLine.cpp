@@ -82,6 +82,11 @@ static cl::opt<std::string> commProfile(
              "ds-schedule-comm's cost model; with --compiled, must be the "
              "profile the artifact was compiled with"));
 static cl::opt<std::string>
+    target("target", cl::init("cpu"), cl::cat(category),
+           cl::desc("what the step runs on: cpu (default) or a GPU chip, "
+                    "e.g. sm_90 for H100/H200 (the CUDA toolkit compiles it; "
+                    "running it needs that GPU and its driver)"));
+static cl::opt<std::string>
     backend("backend", cl::cat(category),
             cl::desc("communication backend: self, mpi, nccl or auto "
                      "(default: DSRT_BACKEND, else nccl with a GPU, mpi "
@@ -169,6 +174,7 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
   options.saveWeights = saveWeights;
   options.dumpIRDir = dumpIR;
   options.commProfile = commProfile;
+  options.target = target;
   options.quiet = quiet;
   options.deterministic = deterministic;
   options.saveDir = saveDir;
@@ -182,6 +188,11 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
   if (options.compiledDir.empty() && (modelFile.empty() || configFile.empty()))
     return createStringError("--model and --config are required (or "
                              "--compiled DIR, a ds-compile artifact)");
+  if (!options.compiledDir.empty() && target.getNumOccurrences())
+    return createStringError("--target %s with --compiled: an artifact runs "
+                             "on the target it was compiled for (ds-compile "
+                             "--target); drop --target",
+                             target.getValue().c_str());
   if (!options.compiledDir.empty() && options.configPath.empty())
     options.configPath = options.compiledDir + "/ds_config.json";
   if (backend != "auto")

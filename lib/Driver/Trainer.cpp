@@ -11,6 +11,7 @@
 #include "ds/Driver/Checkpointer.h"
 #include "ds/Driver/DataFeeder.h"
 #include "ds/Driver/Evaluator.h"
+#include "ds/Driver/GpuPlacement.h"
 #include "ds/Driver/MemoryFit.h"
 #include "ds/Driver/ParamInit.h"
 #include "ds/Driver/ParamMap.h"
@@ -246,11 +247,15 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   request.rank = rank;
   request.dumpIRDir = options.dumpIRDir;
   request.commProfile = options.commProfile;
+  request.target = options.target;
   request.eval = *evaluator != nullptr;
   request.agreeOnStep = [&](uint64_t hash) {
     return agreeOnStep(hash, rank, worldSize, place.programSize);
   };
   request.beforeCodegen = [&](const StepManifest &manifest) -> llvm::Error {
+    // A GPU step needs its GPU before anything is compiled or allocated.
+    if (llvm::Error err = placeTensorsFor(manifest.target))
+      return err;
     // Checkpoints hold a piece's whole tensor, its optimizer state too
     // while that is the piece's shape (ZeRO 0); a ZeRO chunk of a piece and
     // --init-from have no such mapping yet.
@@ -291,6 +296,10 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     startInit(manifest);
     return llvm::Error::success();
   };
+  // A GPU step without its GPU is refused before the compile, not after.
+  if (options.compiledDir.empty())
+    if (llvm::Error err = placeTensorsFor(options.target))
+      return err;
   auto compiled = source.provide(request);
   llvm::Error initialized = initializer.finish();
   if (!compiled) {
@@ -303,6 +312,8 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   if (llvm::Error err = setGrid(manifest, worldSize))
     return err;
   if (!store) { // a step provider that did not ask before its codegen
+    if (llvm::Error err = placeTensorsFor(manifest.target))
+      return err;
     startInit(manifest);
     if (llvm::Error err = initializer.finish())
       return err;

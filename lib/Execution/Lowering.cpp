@@ -381,6 +381,8 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
     pipeline.reuseBuffers = options.reuseBuffers;
     pipeline.blas = options.blas;
     pipeline.outlineKernels = options.outlineKernels;
+    pipeline.target = options.target;
+    pipeline.cudaToolkit = options.cudaToolkit;
     pipeline.report = options.report;
     pipeline.outParams = true; // the calling convention below relies on it
     ds::buildLowerToLLVMPipeline(pm, pipeline);

@@ -9,6 +9,7 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -80,6 +81,19 @@ int64_t Tensor::numElements() const {
   return n;
 }
 
+namespace {
+// Set once by a loader before the tensors of a step exist; read on every
+// allocation, from any thread.
+std::atomic<void *(*)(int64_t)> allocateFn{nullptr};
+std::atomic<void (*)(void *)> releaseFn{nullptr};
+} // namespace
+
+TensorAllocator Tensor::setAllocator(TensorAllocator allocator) {
+  TensorAllocator previous{allocateFn.exchange(allocator.allocate),
+                           releaseFn.exchange(allocator.release)};
+  return previous;
+}
+
 Tensor Tensor::zeros(DType dtype, llvm::ArrayRef<int64_t> shape) {
   Tensor t;
   t.dtype_ = dtype;
@@ -93,11 +107,21 @@ Tensor Tensor::zeros(DType dtype, llvm::ArrayRef<int64_t> shape) {
   // calloc, aligned by hand: memory fresh from the kernel (a large block)
   // is zero already and stays untouched here; a model's states are GBs,
   // whose pages then fault in where they are first written, not twice.
-  void *raw = std::calloc(rounded + 64, 1);
+  void *raw = nullptr;
+  void *(*allocate)(int64_t) = allocateFn.load();
+  void (*release)(void *) = releaseFn.load();
+  if (allocate && release) {
+    raw = allocate(static_cast<int64_t>(rounded + 64));
+    if (raw)
+      std::memset(raw, 0, rounded + 64);
+  } else {
+    raw = std::calloc(rounded + 64, 1);
+    release = std::free;
+  }
   if (!raw)
     llvm::report_fatal_error("ds::exec::Tensor: out of memory");
   auto address = reinterpret_cast<uintptr_t>(raw);
-  t.owned_ = std::shared_ptr<void>(raw, std::free);
+  t.owned_ = std::shared_ptr<void>(raw, release);
   t.data_ = reinterpret_cast<void *>((address + 63) / 64 * 64);
   return t;
 }

@@ -2,6 +2,7 @@
  * ===*/
 #include "core/error.h"
 #include "dsrt/dsrt.h"
+#include "gpu/mgpu.h"
 
 #define DSRT_SYMBOL(fn)                                                        \
   { #fn, (void *)&fn }
@@ -54,6 +55,29 @@ static const dsrt_symbol symbols[] = {
     DSRT_SYMBOL(dsrt_cuda_host_sync),
     DSRT_SYMBOL(dsrt_cuda_sgemm),
     DSRT_SYMBOL(dsrt_cuda_sgemm_strided_batched),
+    DSRT_SYMBOL(mgpuModuleLoad),
+    DSRT_SYMBOL(mgpuModuleLoadJIT),
+    DSRT_SYMBOL(mgpuModuleUnload),
+    DSRT_SYMBOL(mgpuModuleGetFunction),
+    DSRT_SYMBOL(mgpuLaunchKernel),
+    DSRT_SYMBOL(mgpuStreamCreate),
+    DSRT_SYMBOL(mgpuStreamDestroy),
+    DSRT_SYMBOL(mgpuStreamSynchronize),
+    DSRT_SYMBOL(mgpuStreamWaitEvent),
+    DSRT_SYMBOL(mgpuEventCreate),
+    DSRT_SYMBOL(mgpuEventDestroy),
+    DSRT_SYMBOL(mgpuEventSynchronize),
+    DSRT_SYMBOL(mgpuEventRecord),
+    DSRT_SYMBOL(mgpuMemAlloc),
+    DSRT_SYMBOL(mgpuMemFree),
+    DSRT_SYMBOL(mgpuMemcpy),
+    DSRT_SYMBOL(mgpuMemset32),
+    DSRT_SYMBOL(mgpuMemset16),
+    DSRT_SYMBOL(mgpuMemHostRegister),
+    DSRT_SYMBOL(mgpuMemHostUnregister),
+    DSRT_SYMBOL(mgpuMemHostRegisterMemRef),
+    DSRT_SYMBOL(mgpuMemHostUnregisterMemRef),
+    DSRT_SYMBOL(mgpuSetDefaultDevice),
     DSRT_SYMBOL(dsrt_comm_init),
     DSRT_SYMBOL(dsrt_comm_finalize),
     DSRT_SYMBOL(dsrt_comm_backend),

@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "gpu/driver.h"
+#include "gpu/mgpu.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -33,6 +33,12 @@ static cl::opt<std::string>
         cl::desc("CPU level the code is for: x86-64-v3 (default: AVX2+FMA, "
                  "so mixed clusters run the same bits), x86-64-v4 "
                  "(AVX-512), x86-64-v2 or native (this machine's CPU)"));
+static cl::opt<std::string>
+    target("target", cl::init("cpu"), cl::cat(category),
+           cl::desc("what the step runs on: cpu (default) or a GPU chip, "
+                    "e.g. sm_90 for H100/H200: kernels assembled with the "
+                    "CUDA toolkit (CUDA_HOME, else ptxas on PATH), GEMMs "
+                    "through cuBLAS, the step's memory on the GPU"));
 static cl::opt<std::string> commProfile(
     "comm-profile", cl::cat(category), cl::value_desc("FILE"),
     cl::desc("measured collective times (ds-report --comm-profile FILE) for "
@@ -62,6 +68,7 @@ int main(int argc, char **argv) {
   request.step.config = &*resolved;
   request.step.worldSize = worldSize;
   request.step.commProfile = commProfile;
+  request.step.target = target;
   request.configPath = config;
   request.dir = output;
   request.cpuLevel = cpu;

@@ -127,6 +127,10 @@ struct StepManifest {
   /// copy. From the step's signature (setArgStacks), not its IR.
   std::vector<std::vector<size_t>> argStacks;
   int64_t workspaceBytes = 0;
+  /// What the code runs on: "cpu", or the GPU chip it was compiled for
+  /// ("sm_90"), whose arguments the loader places in device-accessible
+  /// memory (docs/gpu.md).
+  std::string target = "cpu";
   /// Every arena of the loaded code (ds-plan-buffers), held at once.
   int64_t arenaBytes = 0;
   /// What ds-plan-memory predicts this rank holds at most during a step
@@ -188,6 +192,10 @@ struct StepRequest {
   /// Measured collective times (`ds-report --comm-profile`) for the
   /// schedule's cost model; empty: the model's defaults.
   std::string commProfile;
+  /// "cpu", or a GPU chip ("sm_90", ds-compile/ds-train --target): each
+  /// linalg op a kernel, GEMMs through cuBLAS, the arena and every buffer
+  /// of the step in device-accessible memory.
+  std::string target = "cpu";
   /// Called with the start-up hash as soon as the step is known, before
   /// anything else can fail: ranks compare it.
   std::function<llvm::Error(uint64_t startupHash)> agreeOnStep;

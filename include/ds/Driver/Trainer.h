@@ -52,6 +52,8 @@ struct TrainOptions {
   /// --comm-profile: measured collective times for the schedule's cost
   /// model (ds-report --comm-profile); empty: its defaults.
   std::string commProfile;
+  /// --target: "cpu", or the GPU chip ("sm_90") the step is compiled for.
+  std::string target = "cpu";
   bool quiet = false; ///< no progress lines
   /// Communication backend: "self", "mpi", "nccl"; empty = automatic.
   std::string backend;

@@ -49,6 +49,10 @@ struct RunnerOptions {
   bool reuseBuffers = true;
   bool blas = true;
   bool outlineKernels = true;
+  /// "cpu", or a GPU chip ("sm_90") whose kernels are assembled with the
+  /// CUDA toolkit at `cudaToolkit` (ds::target::findCudaToolkit).
+  std::string target = "cpu";
+  std::string cudaToolkit;
   /// Remarks from the BLAS rewrite and the buffer planner, on stderr.
   bool report = false;
   /// LLVM optimization level (0-3).

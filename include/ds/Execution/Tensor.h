@@ -60,9 +60,21 @@ template <> struct DTypeOf<int64_t> {
 };
 template <> struct DTypeOf<bool> { static constexpr DType value = DType::I1; };
 
+/// Where owned tensors take their memory from: a GPU step's loader installs
+/// device-accessible (managed) memory, so the parameters, states, batches
+/// and results it is handed need no copy. Null members: calloc/free.
+struct TensorAllocator {
+  void *(*allocate)(int64_t bytes) = nullptr; ///< null when out of memory
+  void (*release)(void *) = nullptr;
+};
+
 class Tensor {
 public:
   Tensor() = default;
+
+  /// The allocator of every owned tensor created from now on (tensors
+  /// already created keep theirs); returns the previous one.
+  static TensorAllocator setAllocator(TensorAllocator allocator);
 
   /// Owned, zero-initialized.
   static Tensor zeros(DType dtype, llvm::ArrayRef<int64_t> shape);

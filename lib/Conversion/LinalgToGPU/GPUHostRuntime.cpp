@@ -14,6 +14,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -123,49 +125,132 @@ struct GPUHostRuntimePass : ds::impl::GPUHostRuntimeBase<GPUHostRuntimePass> {
     return success();
   }
 
-  /// Before the first host load or store after anything asynchronous (a
-  /// call, a block boundary, a region) one dsrt_cuda_host_sync.
+  /// What an op does to "asynchronous work may be pending".
+  enum class Effect { None, Async, Synced };
+  static Effect effectOf(Operation &op) {
+    if (auto call = dyn_cast<LLVM::CallOp>(op))
+      return call.getCallee() && isHostOnlyBookkeeping(*call.getCallee())
+                 ? Effect::None
+                 : Effect::Async;
+    // A launch returns after synchronizing the ds stream, which holds every
+    // earlier GEMM and update too.
+    if (isa<gpu::LaunchFuncOp>(op))
+      return Effect::Synced;
+    return op.getNumRegions() > 0 ? Effect::Async : Effect::None;
+  }
+
+  /// A host load or store of memory the device may use: stack slots
+  /// (descriptors, pointer arrays) and globals never are.
+  static bool isHostAccess(Operation &op) {
+    Value address;
+    if (auto load = dyn_cast<LLVM::LoadOp>(op))
+      address = load.getAddr();
+    else if (auto store = dyn_cast<LLVM::StoreOp>(op))
+      address = store.getAddr();
+    else
+      return false;
+    return !address.getDefiningOp<LLVM::AllocaOp>() &&
+           !address.getDefiningOp<LLVM::AddressOfOp>();
+  }
+
+  /// One dsrt_cuda_host_sync before each host access that asynchronous work
+  /// may precede, placed where that work is issued rather than where it is
+  /// read: a host loop reading device memory after a GEMM syncs once before
+  /// the loop, not once per iteration.
   void insertHostSyncs(OpBuilder &b, ModuleOp module) {
     auto type =
         LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(&getContext()), {});
     LLVM::LLVMFuncOp sync;
+    auto insertBefore = [&](Operation *op) {
+      if (!sync)
+        sync = declare(b, module, "dsrt_cuda_host_sync", type);
+      b.setInsertionPoint(op);
+      LLVM::CallOp::create(b, op->getLoc(), sync, ValueRange{});
+      ++numSyncs;
+    };
+    enum class Exit { Transparent, Pending, Clear };
     for (auto fn : module.getOps<LLVM::LLVMFuncOp>()) {
       if (fn.isExternal())
         continue;
+      // Within each block: a sync after local asynchronous work; what the
+      // block needs from its predecessors and what it leaves to successors.
+      llvm::DenseMap<Block *, Operation *> exposed; // first access, no effect
+      llvm::DenseMap<Block *, Exit> exit;
       for (Block &block : fn.getBody()) {
-        bool pending = true;
+        Exit state = Exit::Transparent;
         for (Operation &op : block) {
-          if (auto call = dyn_cast<LLVM::CallOp>(op)) {
-            if (!call.getCallee() || !isHostOnlyBookkeeping(*call.getCallee()))
-              pending = true;
-            continue;
+          Effect effect = effectOf(op);
+          if (effect == Effect::Async) {
+            state = Exit::Pending;
+          } else if (effect == Effect::Synced) {
+            state = Exit::Clear;
+          } else if (isHostAccess(op)) {
+            if (state == Exit::Transparent) {
+              exposed.try_emplace(&block, &op);
+              state = Exit::Clear; // cleared by whatever the preds place
+            } else if (state == Exit::Pending) {
+              insertBefore(&op);
+              state = Exit::Clear;
+            }
           }
-          // A launch returns after synchronizing the ds stream, which
-          // holds every earlier GEMM and update too.
-          if (isa<gpu::LaunchFuncOp>(op)) {
-            pending = false;
+        }
+        exit[&block] = state;
+      }
+      // Blocks whose first access follows nothing of their own: sync where
+      // the pending work was issued. `entry` counts as pending (the caller's
+      // work), syncing at the top of the function.
+      Block *entry = &fn.getBody().front();
+      auto pendingIn = [&](Block *block) {
+        // May asynchronous work reach the top of `block`?
+        llvm::SmallPtrSet<Block *, 16> seen;
+        SmallVector<Block *> work = {block};
+        while (!work.empty()) {
+          Block *b = work.pop_back_val();
+          if (!seen.insert(b).second)
             continue;
+          if (b == entry)
+            return true;
+          for (Block *pred : b->getPredecessors()) {
+            Exit e = exit[pred];
+            if (e == Exit::Pending)
+              return true;
+            if (e == Exit::Transparent)
+              work.push_back(pred);
           }
-          if (op.getNumRegions() > 0) {
-            pending = true;
+        }
+        return false;
+      };
+      for (Block &block : fn.getBody()) {
+        auto it = exposed.find(&block);
+        if (it == exposed.end() || !pendingIn(&block))
+          continue;
+        if (&block == entry) {
+          insertBefore(it->second);
+          continue;
+        }
+        // Walk back through blocks that pass the state on; place a sync at
+        // the end of each that leaves work pending (or at the top of the
+        // function if the entry is reached).
+        llvm::SmallPtrSet<Block *, 16> seen;
+        SmallVector<Block *> work(block.getPredecessors().begin(),
+                                  block.getPredecessors().end());
+        while (!work.empty()) {
+          Block *pred = work.pop_back_val();
+          if (!seen.insert(pred).second)
             continue;
+          Exit &e = exit[pred];
+          if (e == Exit::Pending) {
+            insertBefore(pred->getTerminator());
+            e = Exit::Clear;
+          } else if (e == Exit::Transparent) {
+            if (pred == entry) {
+              insertBefore(pred->getTerminator());
+              e = Exit::Clear;
+            } else {
+              work.append(pred->getPredecessors().begin(),
+                          pred->getPredecessors().end());
+            }
           }
-          if (!pending || !isa<LLVM::LoadOp, LLVM::StoreOp>(op))
-            continue;
-          // Stack slots (descriptors, pointer arrays) are never device
-          // memory.
-          Value address = isa<LLVM::LoadOp>(op)
-                              ? cast<LLVM::LoadOp>(op).getAddr()
-                              : cast<LLVM::StoreOp>(op).getAddr();
-          if (address.getDefiningOp<LLVM::AllocaOp>() ||
-              address.getDefiningOp<LLVM::AddressOfOp>())
-            continue;
-          if (!sync)
-            sync = declare(b, module, "dsrt_cuda_host_sync", type);
-          b.setInsertionPoint(&op);
-          LLVM::CallOp::create(b, op.getLoc(), sync, ValueRange{});
-          ++numSyncs;
-          pending = false;
         }
       }
     }

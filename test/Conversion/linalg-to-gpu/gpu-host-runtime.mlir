@@ -66,3 +66,60 @@ module {
     llvm.return
   }
 }
+
+// -----
+
+// Across blocks: a host loop reading device memory after a GEMM waits once,
+// at the end of the block that issued the GEMM, not in every iteration; a
+// loop that issues work itself waits at the end of its body; an access at
+// the top of the function waits for the caller's work, once.
+// CHECK-LABEL: llvm.func @loops
+// CHECK:         llvm.call @dsrt_cuda_host_sync()
+// CHECK-NEXT:    llvm.load %arg0 : !llvm.ptr -> f32
+// CHECK:         llvm.call @dsrt_cuda_sgemm(
+// CHECK-NEXT:    llvm.mlir.constant
+// CHECK-NEXT:    llvm.mlir.constant
+// CHECK-NEXT:    llvm.call @dsrt_cuda_host_sync()
+// CHECK-NEXT:    llvm.br ^[[HEAD:bb[0-9]+]]
+// CHECK:       ^[[HEAD]](
+// CHECK-NOT:     llvm.call
+// CHECK:         llvm.cond_br
+// CHECK-NEXT:  ^[[BODY:bb[0-9]+]]:
+// CHECK-NEXT:    llvm.load %arg0
+// CHECK-NEXT:    llvm.store
+// CHECK-NEXT:    llvm.add
+// CHECK-NEXT:    llvm.br ^[[HEAD]]
+// CHECK:       ^[[LOOP2:bb[0-9]+]](
+// CHECK-NEXT:    llvm.load %arg0
+// CHECK-NEXT:    llvm.call @dsrt_cuda_sgemm(
+// CHECK-NEXT:    llvm.add
+// CHECK-NEXT:    llvm.icmp
+// CHECK-NEXT:    llvm.call @dsrt_cuda_host_sync()
+// CHECK-NEXT:    llvm.cond_br {{.*}}, ^[[LOOP2]]
+// CHECK:         llvm.return
+module {
+  llvm.func @dsrt_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+  llvm.func @loops(%arg0: !llvm.ptr, %i: i32, %n: i64, %f: f32) {
+    %first = llvm.load %arg0 : !llvm.ptr -> f32
+    %0 = llvm.call @dsrt_sgemm(%i, %i, %n, %n, %n, %f, %arg0, %n, %arg0, %n, %f, %arg0, %n) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+    %zero = llvm.mlir.constant(0 : i64) : i64
+    %one = llvm.mlir.constant(1 : i64) : i64
+    llvm.br ^head(%zero : i64)
+  ^head(%k: i64):
+    %more = llvm.icmp "slt" %k, %n : i64
+    llvm.cond_br %more, ^body, ^second(%zero : i64)
+  ^body:
+    %x = llvm.load %arg0 : !llvm.ptr -> f32
+    llvm.store %x, %arg0 : f32, !llvm.ptr
+    %next = llvm.add %k, %one : i64
+    llvm.br ^head(%next : i64)
+  ^second(%j: i64):
+    %y = llvm.load %arg0 : !llvm.ptr -> f32
+    %1 = llvm.call @dsrt_sgemm(%i, %i, %n, %n, %n, %f, %arg0, %n, %arg0, %n, %f, %arg0, %n) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+    %j1 = llvm.add %j, %one : i64
+    %again = llvm.icmp "slt" %j1, %n : i64
+    llvm.cond_br %again, ^second(%j1 : i64), ^done
+  ^done:
+    llvm.return
+  }
+}
