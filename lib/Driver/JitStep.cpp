@@ -375,6 +375,12 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
 llvm::Expected<std::string> toolkitFor(llvm::StringRef target) {
   if (target == "cpu")
     return "";
+  // The kernels as CPU loops: no device code, no toolkit.
+  if (target.consume_back("-emulated")) {
+    if (auto gpu = ::ds::target::parseGpuTarget(target); !gpu)
+      return gpu.takeError();
+    return "";
+  }
   auto toolkit = ::ds::target::findCudaToolkit();
   if (!toolkit)
     return toolkit.takeError();

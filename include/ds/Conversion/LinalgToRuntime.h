@@ -108,7 +108,8 @@ struct LowerToLLVMPipelineOptions
       *this, "target",
       llvm::cl::desc("cpu (loops LLVM vectorizes) or a GPU chip, e.g. "
                      "sm_90: each linalg op a kernel (ds-map-kernels-to-gpu) "
-                     "assembled into the module by ptxas"),
+                     "assembled into the module by ptxas; sm_90-emulated: "
+                     "those kernels as CPU loops (ds-gpu-launch-to-loops)"),
       llvm::cl::init("cpu")};
   PassOptions::Option<std::string> cudaToolkit{
       *this, "cuda-toolkit",

@@ -863,6 +863,46 @@ def MapKernelsToGPU : Pass<"ds-map-kernels-to-gpu", "mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def GPULaunchToLoops : Pass<"ds-gpu-launch-to-loops", "mlir::ModuleOp"> {
+  let summary = "Run ds-map-kernels-to-gpu's kernels as CPU loops, in the "
+                "order a GPU combines them: the kernels' index maps checked "
+                "without a GPU";
+  let description = [{
+    The CPU half of checking the GPU lowering on a machine without a GPU
+    (`--target sm_90-emulated`): each `gpu.launch` becomes loops over its
+    blocks and threads with the same ids, so every load and store goes
+    where the kernel's would, and a step computed this way can be compared
+    with the CPU step.
+
+    A launch without `gpu.all_reduce` runs its body once per (block,
+    thread). A launch whose body reduces (one `gpu.all_reduce` at its top
+    level, as ds-map-kernels-to-gpu emits for a reduction) runs, per block:
+    the body up to the all-reduce for every thread, keeping each thread's
+    value; the values combined as the GPU's shuffle tree does (lanes paired
+    at distance 1, 2, 4, ..., a lane without a partner keeping its value);
+    then the rest of the body for every thread with the total.
+
+      gpu.launch blocks(%bx, ...) in (%gx = %c8, ...) threads(%tx, ...) in
+          (%sx = %c64, ...) {
+        %p = scf.for %i = %tx to %c64 step %sx ... // this thread's part
+        %t = gpu.all_reduce add %p uniform {} : (f32) -> f32
+        ...                                         // thread 0 stores %t
+      }
+
+    becomes `scf.for %bx` around an `scf.for %tx` storing each %p, six
+    pairing loops, and an `scf.for %tx` running the rest with %t.
+  }];
+  let statistics = [
+    Statistic<"numLaunches", "launches", "kernels run as loops">,
+    Statistic<"numReductions", "reductions",
+              "of them with a block-wide all-reduce">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // DS_CONVERSION_PASSES
 
 def GPUHostRuntime : Pass<"ds-gpu-host-runtime", "mlir::ModuleOp"> {

@@ -123,7 +123,14 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
     pm.addPass(ds::createOutlineKernels());
   // A GPU target: the linalg ops become kernels here; what it leaves goes
   // on to loops like the CPU's.
-  bool gpu = options.target != "cpu";
+  // "sm_90-emulated": the same kernels, run as CPU loops in the GPU's
+  // order (ds-gpu-launch-to-loops), to check them without a GPU.
+  bool emulated = llvm::StringRef(options.target).ends_with("-emulated");
+  bool gpu = options.target != "cpu" && !emulated;
+  if (emulated) {
+    pm.addPass(ds::createMapKernelsToGPU());
+    pm.addPass(ds::createGPULaunchToLoops());
+  }
   GPUTargetOptions gpuTarget;
   gpuTarget.chip = options.target;
   gpuTarget.toolkit = options.cudaToolkit;
