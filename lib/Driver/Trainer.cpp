@@ -188,9 +188,12 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   place.worldSize = worldSize;
   place.programSize = pipelined ? int(config->dpSize) : worldSize;
   place.programRank = rank % place.programSize;
-  // The ranks of a tensor-parallel group (consecutive) read the same batch.
+  // The ranks of a tensor-parallel group (consecutive) read the same batch,
+  // and so do those of a sequence-parallel group (the step keeps each
+  // rank's share of the sequence).
   const int dataRank =
-      place.programRank / int(config->tensorParallel.autotpSize);
+      place.programRank /
+      int(config->tensorParallel.autotpSize * config->sequenceParallelSize);
   // --load: the checkpoint's seed and data position apply before anything
   // draws from them; --save: a bad directory fails before the compile.
   auto checkpointer = Checkpointer::open(options, *config, place);
