@@ -36,12 +36,12 @@ module {
 
 // -----
 
-// A table indexed by position that is not embedded position ids (RoPE's
-// cos/sin, a learned bias) has no per-rank slice yet: refused with the op.
+// A table indexed by position that is computed rather than a constant (a
+// learned positional bias) has no per-rank slice: refused with the op.
 module {
-  func.func @forward(%x: tensor<1x6x3x4xf32> {dsnn.batch = "inputs"}) -> tensor<1x3x6x4xf32> {
-    %table = arith.constant dense<1.0> : tensor<6x1x4xf32>
-    // expected-error @+1 {{ds-sequence-parallel: operand #1 is indexed by the sequence but is not this rank's slice of it (positional tables other than embedded position ids are not supported yet)}}
+  func.func @forward(%x: tensor<1x6x3x4xf32> {dsnn.batch = "inputs"},
+                     %table: tensor<6x1x4xf32> {dsnn.param = #dsnn.param<name = "bias", init = zeros>}) -> tensor<1x3x6x4xf32> {
+    // expected-error @+1 {{ds-sequence-parallel: operand #1 is indexed by the sequence but is neither sharded along it nor a constant that could be sliced}}
     %r = dsnn.mul %x, %table : tensor<1x6x3x4xf32>, tensor<6x1x4xf32> -> tensor<1x6x3x4xf32>
     %h = dsnn.transpose %r perm [0, 2, 1, 3] : tensor<1x6x3x4xf32> -> tensor<1x3x6x4xf32>
     %a = dsnn.attention %h, %h, %h {causal} : tensor<1x3x6x4xf32>, tensor<1x3x6x4xf32>, tensor<1x3x6x4xf32> -> tensor<1x3x6x4xf32>

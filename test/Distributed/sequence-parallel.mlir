@@ -90,3 +90,33 @@ module {
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// Llama-style RoPE: the cos table [T, D] is a constant indexed by the
+// global position, so each rank multiplies by its rows of it; rotate_half's
+// concat along the head dim stays sequence-local.
+
+// CHECK-LABEL: func.func @forward(
+// CHECK:         %[[COS:.*]] = arith.constant dense<{{.*}}> : tensor<4x4xf32>
+// CHECK:         dsnn.concat %{{.*}}, %{{.*}} dim 3 : tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32> -> tensor<1x2x2x4xf32>
+// CHECK:         %[[MINE:.*]] = dsdist.shard %[[COS]] over ["sp"] dim 0 : tensor<4x4xf32> -> tensor<2x4xf32>
+// CHECK-NEXT:    dsnn.mul %{{.*}}, %[[MINE]] : tensor<1x2x2x4xf32>, tensor<2x4xf32> -> tensor<1x2x2x4xf32>
+// CHECK:         dsnn.attention {{.*}} -> tensor<1x1x4x4xf32>
+module {
+  func.func @forward(%x: tensor<1x4x8xf32> {dsnn.batch = "inputs"},
+                     %t: tensor<1x4xi64> {dsnn.batch = "targets"}) -> tensor<f32> {
+    %cos = arith.constant dense<[[1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5], [0.25, 0.25, 0.25, 0.25], [0.125, 0.125, 0.125, 0.125]]> : tensor<4x4xf32>
+    %x4 = dsnn.reshape %x : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+    %h = dsnn.transpose %x4 perm [0, 2, 1, 3] : tensor<1x4x2x4xf32> -> tensor<1x2x4x4xf32>
+    %lo, %hi = dsnn.split %h dim 3 : tensor<1x2x4x4xf32> -> tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32>
+    %n = dsnn.neg %hi : tensor<1x2x4x2xf32>
+    %rot = dsnn.concat %n, %lo dim 3 : tensor<1x2x4x2xf32>, tensor<1x2x4x2xf32> -> tensor<1x2x4x4xf32>
+    %q = dsnn.mul %rot, %cos : tensor<1x2x4x4xf32>, tensor<4x4xf32> -> tensor<1x2x4x4xf32>
+    %a = dsnn.attention %q, %h, %h {causal} : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32> -> tensor<1x2x4x4xf32>
+    %aT = dsnn.transpose %a perm [0, 2, 1, 3] : tensor<1x2x4x4xf32> -> tensor<1x4x2x4xf32>
+    %logits = dsnn.reshape %aT : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
+    %loss = dsnn.cross_entropy %logits, %t : tensor<1x4x8xf32>, tensor<1x4xi64> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

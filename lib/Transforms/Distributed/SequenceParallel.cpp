@@ -18,6 +18,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <numeric>
+
 namespace mlir::ds {
 #define GEN_PASS_DEF_SEQUENCEPARALLEL
 #include "ds/Transforms/Passes.h.inc"
@@ -243,12 +245,18 @@ LogicalResult SequenceParallelPass::elementwise(Operation *op,
   for (unsigned i : checked) {
     Value v = op->getOperand(i);
     int64_t j = *dim - (rank - rankOf(v));
-    if (!seqDim.count(v) && j >= 0 &&
-        cast<RankedTensorType>(v.getType()).getDimSize(j) != 1)
+    if (seqDim.count(v) || j < 0 ||
+        cast<RankedTensorType>(v.getType()).getDimSize(j) == 1)
+      continue;
+    // A constant table indexed by position (RoPE's cos and sin, a
+    // broadcast of zeros): its slice holds this rank's global positions.
+    if (!v.getDefiningOp<arith::ConstantOp>())
       return fail(op, "operand #" + Twine(i) +
-                          " is indexed by the sequence but is not this "
-                          "rank's slice of it (positional tables other than "
-                          "embedded position ids are not supported yet)");
+                          " is indexed by the sequence but is neither "
+                          "sharded along it nor a constant that could be "
+                          "sliced");
+    OpBuilder b(op);
+    op->setOperand(i, slice(b, op->getLoc(), v, j));
   }
   for (Value r : op->getResults())
     if (failed(setResult(op, r, *dim)))
@@ -333,6 +341,9 @@ LogicalResult SequenceParallelPass::visit(Operation *op) {
     return success();
   if (isa<nn::YieldOp>(op))
     return success();
+  if (isa<func::ReturnOp>(op))
+    return fail(op, "returns a sequence-sharded value; the model contract "
+                    "must end in a loss (dsnn.cross_entropy)");
   if (auto attn = dyn_cast<nn::AttentionOp>(op))
     return attention(attn);
   if (auto ce = dyn_cast<nn::CrossEntropyOp>(op))
@@ -350,6 +361,15 @@ LogicalResult SequenceParallelPass::visit(Operation *op) {
       return fail(op, "a linear must read the sequence-sharded value as its "
                       "input, outside its feature dim");
     return setResult(op, linear.getResult(), dim);
+  }
+  if (auto concat = dyn_cast<nn::ConcatOp>(op)) {
+    for (Value v : concat.getInputs())
+      if (!seqDim.count(v) || seqDim[v] == int64_t(concat.getDim()))
+        return fail(op, "concatenates along the sequence dim or with a "
+                        "value that is not sharded along it");
+    SmallVector<unsigned> all(op->getNumOperands());
+    std::iota(all.begin(), all.end(), 0);
+    return elementwise(op, all);
   }
   if (auto split = dyn_cast<nn::SplitOp>(op)) {
     if (int64_t(split.getDim()) == seqDim.lookup(split.getInput()))
