@@ -275,6 +275,17 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
           "works at any stage)",
           (long long)config->tensorParallel.autotpSize,
           (long long)config->zero.stage);
+    // A ZeRO chunk's place in a checkpoint is its program rank's, which
+    // is not its dp index once sp ranks share the chunks.
+    if (config->sequenceParallelSize > 1 && config->zero.stage > 0 &&
+        (!options.saveDir.empty() || !options.loadDir.empty()))
+      return createStringError(
+          "sequence_parallel_size %lld with checkpoints and "
+          "zero_optimization.stage %lld: ZeRO chunks shared by a "
+          "sequence-parallel group are not saved or loaded yet; use stage 0 "
+          "(--save-weights works at any stage)",
+          (long long)config->sequenceParallelSize,
+          (long long)config->zero.stage);
     // A step that cannot fit is refused now, not killed in step 1.
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (llvm::Error err = checkStepFits(
