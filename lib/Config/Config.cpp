@@ -1019,9 +1019,7 @@ void checkSequenceParallel(const Config &c, int64_t s) {
       {c.fp16.enabled || c.bf16.enabled,
        std::string(c.fp16.enabled ? "fp16" : "bf16") +
            ".enabled: 16-bit casts of the parameters are not placed around "
-           "the sequence-parallel gradient sum yet; use fp32"},
-      {c.zero.stage == 3, "zero_optimization.stage 3: not checked against "
-                          "one rank yet; use stage 0, 1 or 2"}};
+           "the sequence-parallel gradient sum yet; use fp32"}};
   for (const auto &[when, why] : refused)
     if (when)
       fail("sequence_parallel_size " + num(s) + " with " + why);
