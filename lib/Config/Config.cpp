@@ -331,6 +331,7 @@ const KeySet &topLevelKeys() {
        "optimizer", "scheduler", "pipeline", "moe", "tensor_parallel",
        "prescale_gradients", "gradient_predivide_factor",
        "gradient_allreduce_op", "allgather_size", "csv_monitor", "compile",
+       "sequence_parallel_size",
        // Read only to check its keys (readActivationCheckpointing).
        "activation_checkpointing"},
       // Monitoring, profiling, logging and checkpoint-file options: they
@@ -369,8 +370,7 @@ const KeySet &topLevelKeys() {
        {"hybrid_engine", "the hybrid (RLHF) engine"},
        {"nebula", "Nebula checkpointing"},
        {"weight_quantization", "weight quantization"},
-       {"torch_autocast", "torch autocast"},
-       {"sequence_parallel_size", "sequence parallelism (Ulysses)", 1}},
+       {"torch_autocast", "torch autocast"}},
       {{"zenflow", "zero_optimization.zenflow"}}};
   return keys;
 }
@@ -999,6 +999,32 @@ void checkTensorParallel(const Config &c, int64_t t) {
               "yet; use stage 0, 1 or 2");
 }
 
+/// The combinations Ulysses sequence parallelism does not compose with yet,
+/// refused for the same reason as tensor parallelism's. Each entry: when,
+/// and what follows "with".
+void checkSequenceParallel(const Config &c, int64_t s) {
+  const std::pair<bool, std::string> refused[] = {
+      {c.tensorParallel.autotpSize > 1,
+       "tensor_parallel.autotp_size " + num(c.tensorParallel.autotpSize) +
+           ": sequence and tensor parallelism would both cut the attention "
+           "heads, which ds does not compose yet; use one of the two"},
+      {c.pipeline.stages > 1,
+       "pipeline.stages " + num(c.pipeline.stages) +
+           ": sequence parallelism inside a pipeline stage is not supported "
+           "yet (the stages would exchange sequence shards); use "
+           "sequence_parallel_size 1 or one stage"},
+      {c.moe.enabled, "a moe section: the experts' token routing is not "
+                      "placed on sequence shards yet; use "
+                      "sequence_parallel_size 1 or a dense model"},
+      {c.fp16.enabled || c.bf16.enabled,
+       std::string(c.fp16.enabled ? "fp16" : "bf16") +
+           ".enabled: 16-bit casts of the parameters are not placed around "
+           "the sequence-parallel gradient sum yet; use fp32"}};
+  for (const auto &[when, why] : refused)
+    if (when)
+      fail("sequence_parallel_size " + num(s) + " with " + why);
+}
+
 //===----------------------------------------------------------------------===//
 // The batch triangle
 //===----------------------------------------------------------------------===//
@@ -1326,6 +1352,10 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
     readPipeline(*s, c.pipeline, microBatches);
   if (auto s = top.section("tensor_parallel"))
     readTensorParallel(*s, c.tensorParallel);
+  if (auto v = top.getInt("sequence_parallel_size")) {
+    requireAtLeast<int64_t>("sequence_parallel_size", *v, 1);
+    c.sequenceParallelSize = *v;
+  }
   if (auto s = top.section("moe"))
     readMoE(*s, c.moe);
   if (auto s = top.section("activation_checkpointing"))
@@ -1341,12 +1371,17 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          "the pipeline calls once per micro-batch; ds does not support this, "
          "use ZeRO stage 0, 1 or 2 with a pipeline");
 
+  // Megatron's and DeepSpeed's grid: TP innermost, then SP, DP and PP.
   int64_t modelParallel =
-      mulChecked(c.pipeline.stages, c.tensorParallel.autotpSize);
+      mulChecked(mulChecked(c.pipeline.stages, c.tensorParallel.autotpSize),
+                 c.sequenceParallelSize);
   if (c.worldSize % modelParallel != 0)
     fail("world size " + num(c.worldSize) +
          " is not divisible by pipeline.stages " + num(c.pipeline.stages) +
          " x tensor_parallel.autotp_size " + num(c.tensorParallel.autotpSize) +
+         (c.sequenceParallelSize > 1
+              ? " x sequence_parallel_size " + num(c.sequenceParallelSize)
+              : std::string()) +
          " (= " + num(modelParallel) + ")");
   c.dpSize = c.worldSize / modelParallel;
 
@@ -1398,6 +1433,8 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
 
   if (int64_t t = c.tensorParallel.autotpSize; t > 1)
     checkTensorParallel(c, t);
+  if (c.sequenceParallelSize > 1)
+    checkSequenceParallel(c, c.sequenceParallelSize);
 
   llvm::sort(ignored);
   c.ignoredKeys = std::move(ignored);

@@ -212,6 +212,7 @@ json toJson(const Config &c) {
                 {"aux_loss_coef", m.auxLossCoef}};
 
   j["tensor_parallel"] = {{"autotp_size", c.tensorParallel.autotpSize}};
+  j["sequence_parallel_size"] = c.sequenceParallelSize;
   j["ignored_keys"] = c.ignoredKeys;
   return j;
 }
@@ -225,7 +226,10 @@ std::string summarize(const Config &c) {
   line("world size " + std::to_string(c.worldSize) + " = data-parallel " +
        std::to_string(c.dpSize) + " x pipeline " +
        std::to_string(c.pipeline.stages) + " x tensor-parallel " +
-       std::to_string(c.tensorParallel.autotpSize));
+       std::to_string(c.tensorParallel.autotpSize) +
+       (c.sequenceParallelSize > 1
+            ? " x sequence-parallel " + std::to_string(c.sequenceParallelSize)
+            : std::string()));
   line("batch: train_batch_size " + std::to_string(c.trainBatchSize) +
        " = micro-batch " + std::to_string(c.trainMicroBatchSizePerGpu) +
        " x accumulation " + std::to_string(c.gradientAccumulationSteps) +

@@ -189,9 +189,12 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   place.worldSize = worldSize;
   place.programSize = pipelined ? int(config->dpSize) : worldSize;
   place.programRank = rank % place.programSize;
-  // The ranks of a tensor-parallel group (consecutive) read the same batch.
+  // The ranks of a tensor-parallel group (consecutive) read the same batch,
+  // and so do those of a sequence-parallel group (the step keeps each
+  // rank's share of the sequence).
   const int dataRank =
-      place.programRank / int(config->tensorParallel.autotpSize);
+      place.programRank /
+      int(config->tensorParallel.autotpSize * config->sequenceParallelSize);
   // --load: the checkpoint's seed and data position apply before anything
   // draws from them; --save: a bad directory fails before the compile.
   auto checkpointer = Checkpointer::open(options, *config, place);
@@ -268,15 +271,25 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
           "from them yet; train from the model's own init, or from a "
           "checkpoint (--load)",
           (long long)config->tensorParallel.autotpSize);
-    if (tensorParallel && config->zero.stage > 0 &&
-        (!options.saveDir.empty() || !options.loadDir.empty()))
+    // A ZeRO chunk's place in a checkpoint is known only where the chunk
+    // is of a whole tensor and its program rank is its dp index: not for a
+    // chunk of a tensor-parallel piece, nor for chunks an sp group shares.
+    const bool checkpoints =
+        !options.saveDir.empty() || !options.loadDir.empty();
+    if (checkpoints && config->zero.stage > 0 &&
+        (tensorParallel || config->sequenceParallelSize > 1))
       return createStringError(
-          "tensor_parallel.autotp_size %lld with checkpoints and "
-          "zero_optimization.stage %lld: a ZeRO chunk of a tensor-parallel "
-          "piece is not saved or loaded yet; use stage 0 (--save-weights "
-          "works at any stage)",
-          (long long)config->tensorParallel.autotpSize,
-          (long long)config->zero.stage);
+          "%s %lld with checkpoints and zero_optimization.stage %lld: %s not "
+          "saved or loaded yet; use stage 0 (--save-weights works at "
+          "any stage)",
+          tensorParallel ? "tensor_parallel.autotp_size"
+                         : "sequence_parallel_size",
+          (long long)(tensorParallel ? config->tensorParallel.autotpSize
+                                     : config->sequenceParallelSize),
+          (long long)config->zero.stage,
+          tensorParallel ? "a ZeRO chunk of a tensor-parallel piece is"
+                         : "ZeRO chunks shared by a sequence-parallel group "
+                           "are");
     // A step that cannot fit is refused now, not killed in step 1.
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (llvm::Error err = checkStepFits(

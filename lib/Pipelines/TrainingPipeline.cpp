@@ -41,6 +41,14 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     tensor.dpSize = config.dpSize;
     pm.addPass(createTensorParallel(tensor));
   }
+  if (config.sequenceParallelSize > 1) {
+    // On the model contract too: the backward's inverse all-to-alls and
+    // the parameters' gradient sums over sp come from the VJPs.
+    SequenceParallelOptions sequence;
+    sequence.size = config.sequenceParallelSize;
+    sequence.dpSize = config.dpSize;
+    pm.addPass(createSequenceParallel(sequence));
+  }
   if (config.moe.enabled && config.moe.epSize > 1) {
     // On the model contract, so the autodiff mirrors the exchanges.
     MoEExpertParallelOptions experts;

@@ -1025,11 +1025,13 @@ TEST(ConfigDeepSpeed, TensorParallelKeys) {
 }
 
 TEST(ConfigDeepSpeed, SequenceParallelSize) {
-  EXPECT_EQ(parseOk(withBatch(R"("sequence_parallel_size": 1)")).ignoredKeys,
-            std::vector<std::string>{"sequence_parallel_size"});
-  EXPECT_EQ(parseError(withBatch(R"("sequence_parallel_size": 2)")),
-            "sequence_parallel_size: ds does not support sequence parallelism "
-            "(Ulysses); remove the key or switch it off");
+  // Ulysses: a size that divides the world leaves dp = world / S.
+  Config c = parseOk(withBatch(R"("sequence_parallel_size": 2)"), 4);
+  EXPECT_EQ(c.sequenceParallelSize, 2);
+  EXPECT_EQ(c.dpSize, 2);
+  EXPECT_TRUE(c.ignoredKeys.empty());
+  EXPECT_EQ(parseError(withBatch(R"("sequence_parallel_size": 0)")),
+            "sequence_parallel_size: must be >= 1, got 0");
 }
 
 TEST(ConfigDeepSpeed, GradientAllreduceOp) {

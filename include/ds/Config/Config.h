@@ -186,8 +186,12 @@ struct Config {
   int64_t trainMicroBatchSizePerGpu = 0;
   int64_t gradientAccumulationSteps = 1;
   int64_t worldSize = 1;
-  /// worldSize / (pipeline stages * tensor-parallel size).
+  /// worldSize / (pipeline stages * tensor-parallel size * sequence-parallel
+  /// size).
   int64_t dpSize = 1;
+  /// sequence_parallel_size: DeepSpeed-Ulysses' group, inside dp and
+  /// outside tp.
+  int64_t sequenceParallelSize = 1;
 
   /// DeepSpeed's default since 0.19.3; 0 turns clipping off.
   double gradientClipping = 1.0;

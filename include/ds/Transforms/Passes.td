@@ -1428,4 +1428,51 @@ def LowerTrainToLinalg : Pass<"ds-lower-train-to-linalg", "mlir::ModuleOp"> {
   ];
 }
 
+def SequenceParallel : Pass<"ds-sequence-parallel", "mlir::ModuleOp"> {
+  let summary = "DeepSpeed-Ulysses: the sequence split over an sp group";
+  let description = [{
+    On the model contract, before ds-autodiff. With `size` S > 1, the
+    `dp-size` x S ranks form the grid `#dsdist.grid<dp = D, sp = S>`: the S
+    ranks of a sequence-parallel group are consecutive.
+
+    Every rank of the group reads the same micro-batch; the pass keeps this
+    rank's T/S positions of each `dsnn.batch` argument `[B, T, ...]` and of
+    the position ids (so position embeddings take the rank's slice of the
+    global positions). Everything outside attention then runs on
+    `[B, T/S, ...]`. Around each `dsnn.attention` (`[B, H, T/S, D]`
+    operands) an all-to-all over `sp` turns sequence shards into head
+    shards, so the attention, its causal mask included, sees all T global
+    positions on H/S heads; the inverse all-to-all follows it:
+
+      %t = dsnn.transpose %q perm [1, 0, 2, 3] : tensor<2x2x4x8xf32> -> tensor<2x2x4x8xf32>
+      %a = dsdist.all_to_all %t over ["sp"] split 0 concat 0 : tensor<2x2x4x8xf32> -> tensor<2x2x4x8xf32>
+      %r = dsnn.reshape %a : tensor<2x2x4x8xf32> -> tensor<2x1x2x4x8xf32>
+      %p = dsnn.transpose %r perm [2, 1, 0, 3, 4] : tensor<2x1x2x4x8xf32> -> tensor<2x1x2x4x8xf32>
+      %qh = dsnn.reshape %p : tensor<2x1x2x4x8xf32> -> tensor<2x1x8x8xf32>
+
+    The loss is each rank's mean over its positions, times 1/S, summed
+    over `sp` (`dsdist.all_reduce sum`): the mean over the global tokens,
+    the same on every rank of the group. Each parameter goes through
+    `dsdist.copy_to_group` over `sp`, so its gradient is summed over the
+    group and stays equal on all of its ranks; ds-zero then reduces it
+    over `dp` as usual. A sequence length or a head count that S does not
+    divide, and an op the pass cannot place on sequence shards, are errors
+    naming the op and the numbers.
+  }];
+  let options = [
+    Option<"size", "size", "int64_t", "1",
+           "ranks of a sequence-parallel group">,
+    Option<"dpSize", "dp-size", "int64_t", "1",
+           "the data-parallel size (grid axis dp, outside sp)">,
+  ];
+  let statistics = [
+    Statistic<"numAttention", "attentions",
+              "attentions wrapped in all-to-alls">,
+    Statistic<"numAllToAlls", "all-to-alls", "all-to-alls inserted">,
+  ];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect",
+                           "::mlir::ds::dist::DistDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // DS_TRANSFORMS_PASSES
