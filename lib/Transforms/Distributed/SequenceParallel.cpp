@@ -224,8 +224,8 @@ LogicalResult SequenceParallelPass::setResult(Operation *op, Value result,
 
 /// An op that acts on each position alone, with NumPy broadcasting: the
 /// sequence dim stays where the operands align it. An operand in
-/// `checked` that is not sharded must not carry the sequence (a table
-/// indexed by position would need its slice).
+/// `checked` that is not sharded but carries the sequence (a table indexed
+/// by position) must be a constant, which is sliced.
 LogicalResult SequenceParallelPass::elementwise(Operation *op,
                                                 ArrayRef<unsigned> checked) {
   int64_t rank = rankOf(op->getResult(0));
@@ -445,6 +445,9 @@ void SequenceParallelPass::runOnOperation() {
   }
   if (size == 1)
     return;
+  // A pass instance may run on several modules.
+  seqDim.clear();
+  seqLen = local = 0;
   if (module->hasAttr(dist::DistDialect::kGridAttrName))
     return (void)fail(module,
                       "the module already has a grid; run this pass first, "
