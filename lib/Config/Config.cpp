@@ -1417,18 +1417,13 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          " does not divide the data-parallel size " + num(c.dpSize) +
          "; expert-parallel groups are carved out of the data-parallel ranks");
   if (c.moe.enabled && c.moe.epSize > 1) {
-    // Each of these needs its own layout work for experts held by only a
-    // part of the ranks; until then a clear refusal, never a silent run.
+    // A pipeline needs its own layout work for experts held by only a part
+    // of the ranks; until then a clear refusal, never a silent run.
     if (c.pipeline.stages > 1)
       fail("moe.ep_size " + num(c.moe.epSize) + " with pipeline.stages " +
            num(c.pipeline.stages) +
            ": expert parallelism inside a pipeline is not supported yet; "
            "use ep_size 1 or one stage");
-    if (c.zero.stage == 3)
-      fail("moe.ep_size " + num(c.moe.epSize) +
-           " with zero_optimization.stage 3: sharding expert parameters over "
-           "the expert-data-parallel group is not supported yet; use stage "
-           "0, 1 or 2, or ep_size 1");
   }
 
   if (int64_t t = c.tensorParallel.autotpSize; t > 1)

@@ -43,6 +43,19 @@ std::vector<ChunkRange> tensorParallelRuns(const ArgSpec &p, int64_t r) {
   return runs;
 }
 
+/// Elements of the experts one expert-parallel rank holds of `param`.
+int64_t expertSlice(const ArgSpec &param) {
+  return numElements(param.wholeShape()) / param.expertShards;
+}
+
+/// Whether expert argument `arg` of parameter `param` is a ZeRO chunk of
+/// this rank's experts rather than all of them: a moment's chunk, or at
+/// stage 3 the parameter's own (held as [experts, chunk / experts]).
+bool isExpertChunk(const ArgSpec &arg, const ArgSpec &param) {
+  return arg.fullShape &&
+         (!arg.expertShards || numElements(arg.shape) != expertSlice(param));
+}
+
 /// The expert parameter whose layout argument `arg` shares: `arg` itself
 /// when expert parallelism cut it (dsdist.experts), its parameter for an
 /// optimizer state of the same size (a moment, or its ZeRO chunk of one);
@@ -57,7 +70,7 @@ const ArgSpec *expertParamOf(const StepManifest &manifest, const ArgSpec &arg) {
     return nullptr;
   const ArgSpec &param = manifest.args[*owner];
   int64_t local = numElements(arg.fullShape ? *arg.fullShape : arg.shape);
-  return local == numElements(param.shape) ? &param : nullptr;
+  return local == expertSlice(param) ? &param : nullptr;
 }
 
 llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
@@ -110,8 +123,8 @@ Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
   at.expert = true;
   at.held = {0, slice};
   at.writes = expertDpRank == 0;
-  if (arg.fullShape && !arg.expertShards) {
-    at.held = chunkRange(slice, arg.shape[0], expertDpRank);
+  if (isExpertChunk(arg, *param)) {
+    at.held = chunkRange(slice, numElements(arg.shape), expertDpRank);
     at.writes = true;
   }
   at.held.first += expertRank * slice;
@@ -512,7 +525,7 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
   const ArgSpec *param = expertParamOf(manifest, arg);
   Tensor whole =
       Tensor::zeros(DType::F32, param ? param->wholeShape() : arg.wholeShape());
-  if (!experts || arg.expertShards) {
+  if (!experts || (arg.expertShards && !isExpertChunk(arg, *param))) {
     if (llvm::Error err = gatherOver(fastest, value.data(), whole))
       return std::move(err);
   } else if (!param) {
@@ -520,10 +533,14 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
             gatherOver((uint64_t(1) << axes) - 1, value.data(), whole))
       return std::move(err);
   } else {
-    Tensor slice = Tensor::zeros(DType::F32, *arg.fullShape);
-    if (llvm::Error err = gatherOver(1, value.data(), slice))
+    // The chunks over dp (the ranks holding the same experts), then the
+    // slices over ep, each read from the front of the gathered chunks (a
+    // ZeRO-3 expert chunk may be padded past the slice).
+    Tensor parts = Tensor::zeros(
+        DType::F32, {manifest.gridSizes[0] * numElements(arg.shape)});
+    if (llvm::Error err = gatherOver(1, value.data(), parts))
       return std::move(err);
-    if (llvm::Error err = gatherOver(fastest, slice.data(), whole))
+    if (llvm::Error err = gatherOver(fastest, parts.data(), whole))
       return std::move(err);
   }
   return whole;
@@ -681,7 +698,7 @@ int64_t StateStore::residentBytes(int64_t dpSize, int64_t zeroStage) const {
     // An expert parameter's gradient is this rank's experts', reduced over
     // the ranks holding the same experts.
     int64_t whole =
-        p.expertShards ? numElements(p.shape) : numElements(p.wholeShape());
+        p.expertShards ? expertSlice(p) : numElements(p.wholeShape());
     int64_t group = p.expertShards ? dpSize / p.expertShards : dpSize;
     int64_t chunk = llvm::divideCeil(whole, group);
     bytes += 4 * (zeroStage >= 2 && group > 1 ? chunk : whole);

@@ -55,13 +55,31 @@ class DpBuilder {
 public:
   DpBuilder(OpBuilder &b, Location loc, int64_t n,
             std::optional<MeanSplit> split = std::nullopt,
-            ArrayAttr axes = nullptr)
+            ArrayAttr axes = nullptr, bool expertRows = false)
       : b(b), loc(loc), n(n), axes(axes ? axes : b.getStrArrayAttr({kDpAxis})),
-        split(split) {}
+        split(split), expertRows(expertRows) {}
+
+  /// The same group and chunking, building with `other` at `at`.
+  DpBuilder with(OpBuilder &other, Location at) const {
+    return DpBuilder(other, at, n, split, axes, expertRows);
+  }
 
   static int64_t numel(RankedTensorType t) { return t.getNumElements(); }
   int64_t chunk(RankedTensorType t) const {
-    return llvm::divideCeil(numel(t), n);
+    if (!expertRows || t.getRank() == 0)
+      return llvm::divideCeil(numel(t), n);
+    int64_t k = t.getDimSize(0);
+    return k * llvm::divideCeil(numel(t), n * k);
+  }
+  /// The type a ZeRO-3 chunk of parameter type `t` takes as an argument:
+  /// the flat chunk, or with expert rows [local experts, chunk / experts],
+  /// the leading dim the run side reads the expert count off, as it does
+  /// for an unsharded expert parameter.
+  RankedTensorType argChunkType(RankedTensorType t) const {
+    if (!expertRows || t.getRank() == 0)
+      return chunkType(t);
+    int64_t k = t.getDimSize(0);
+    return RankedTensorType::get({k, chunk(t) / k}, t.getElementType());
   }
   RankedTensorType chunkType(RankedTensorType t) const {
     return RankedTensorType::get({chunk(t)}, t.getElementType());
@@ -305,6 +323,9 @@ private:
   ArrayAttr axes;
   /// Unset: the mean is the collective's `avg`.
   std::optional<MeanSplit> split;
+  /// Expert parameters at stage 3: chunks padded to a multiple of the
+  /// local expert count (argChunkType).
+  bool expertRows;
 };
 
 /// Packs tensors into buckets of at most `limit` elements (a tensor larger
@@ -418,9 +439,7 @@ struct ZeroPass : mlir::ds::impl::ZeroBase<ZeroPass> {
   }
 
   LogicalResult collectUpdates(func::FuncOp fn, SmallVector<Update> &updates);
-  LogicalResult gatherParamsInGradient(func::FuncOp grad,
-                                       ArrayRef<bool> partitioned,
-                                       ArrayRef<Type> fullTypes);
+  LogicalResult gatherParamsInGradient(func::FuncOp grad, Step &step);
   LogicalResult readNarrowParams(func::FuncOp eval, unsigned numParams,
                                  Type narrow);
 
@@ -558,9 +577,8 @@ Operation *topLevel(Operation *op, Block &block) {
   return op;
 }
 
-LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
-                                               ArrayRef<bool> partitioned,
-                                               ArrayRef<Type> fullTypes) {
+LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad, Step &step) {
+  ArrayRef<bool> partitioned = step.partitioned;
   Block &body = grad.getBody().front();
   // The backward starts at the first op autodiff marked as such; everything
   // before it is the forward (and the loss).
@@ -579,7 +597,7 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
     if (!partitioned[p])
       continue;
     BlockArgument arg = body.getArgument(p);
-    auto full = cast<RankedTensorType>(fullTypes[p]);
+    auto full = cast<RankedTensorType>(step.fullTypes[p]);
     // Uses grouped by phase: [forward, backward].
     SmallVector<OpOperand *> uses[2];
     for (OpOperand &use : arg.getUses())
@@ -597,7 +615,9 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
           last = top;
       }
       OpBuilder b(first);
-      DpBuilder dp(b, grad.getLoc(), dpSize);
+      // An expert parameter is gathered over the ranks holding the same
+      // experts, a dense one over the whole data-parallel group.
+      DpBuilder dp = step.groups.of(p).with(b, grad.getLoc());
       // Mixed precision reads a parameter only through casts to its 16-bit
       // type: casting commutes with gathering, so gather the 16-bit chunks
       // (half the bytes) and let the gathered value replace the casts.
@@ -614,10 +634,11 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad,
             cast<RankedTensorType>(arg.getType()).clone(narrow), arg);
         wholeType = full.clone(narrow);
       }
-      auto flat = RankedTensorType::get({dp.chunk(full) * dpSize},
+      auto flat = RankedTensorType::get({dp.chunk(full) * dp.size()},
                                         wholeType.getElementType());
-      auto gathered = dist::AllGatherOp::create(
-          b, grad.getLoc(), flat, source, dp.getAxes(), b.getI64IntegerAttr(0));
+      auto gathered =
+          dist::AllGatherOp::create(b, grad.getLoc(), flat, dp.flatten(source),
+                                    dp.getAxes(), b.getI64IntegerAttr(0));
       // Named by phase, so CSE cannot merge the backward's gather into the
       // forward's and keep the whole parameter alive in between.
       gathered->setAttr("phase",
@@ -689,13 +710,6 @@ FailureOr<int64_t> ZeroPass::setUpGrid(ModuleOp module) {
                        << " has dp = " << size.value_or(1)
                        << " x ep = " << epSize << " but dp-size is " << dpSize
                        << "; pass the same data-parallel size";
-    signalPassFailure();
-    return failure();
-  }
-  if (epSize > 1 && stage == 3) {
-    module.emitError() << "ds-zero: stage 3 with expert parallelism (ep = "
-                       << epSize
-                       << ") is not supported yet; use stage 0, 1 or 2";
     signalPassFailure();
     return failure();
   }
@@ -848,10 +862,13 @@ static SmallVector<Value> shardUpdates(Step &step, OpBuilder &b,
     Operation *op = u.op;
     b.setInsertionPoint(op);
     Value param = step.body().getArgument(u.paramArg);
-    Value paramChunk = narrow ? masters[u.paramArg]
-                       : step.partitioned[u.paramArg]
-                           ? param
-                           : step.groups.of(u.paramArg).shard(param);
+    DpBuilder &group = step.groups.of(u.paramArg);
+    // A partitioned expert chunk is held as rows (argChunkType); the
+    // update runs on it flat, like its state.
+    Value paramChunk = masters[u.paramArg];
+    if (!narrow)
+      paramChunk = step.partitioned[u.paramArg] ? group.flatten(param)
+                                                : group.shard(param);
     SmallVector<Value> operands(op->getOperands());
     operands[0] = paramChunk;
     operands[u.gradOperand] = grads[u.paramArg];
@@ -862,6 +879,12 @@ static SmallVector<Value> shardUpdates(Step &step, OpBuilder &b,
     Operation *sharded = b.create(state);
     op->replaceAllUsesWith(sharded->getResults());
     newChunks[u.paramArg] = sharded->getResult(0);
+    if (param.getType() != chunkT && !narrow && step.partitioned[u.paramArg]) {
+      Value rows = group.unflatten(sharded->getResult(0),
+                                   cast<RankedTensorType>(param.getType()));
+      sharded->getResult(0).replaceAllUsesExcept(rows, rows.getDefiningOp());
+      newChunks[u.paramArg] = rows;
+    }
     if (narrow) {
       masters[u.paramArg] = sharded->getResult(0);
       newChunks[u.paramArg] = nn::CastOp::create(
@@ -931,7 +954,7 @@ LogicalResult ZeroPass::partitionParamsIn(ModuleOp module, Step &step,
   }
   grad.setFunctionType(
       FunctionType::get(fn.getContext(), gradArgs, grad.getResultTypes()));
-  if (failed(gatherParamsInGradient(grad, step.partitioned, step.fullTypes)))
+  if (failed(gatherParamsInGradient(grad, step)))
     return failure();
   if (!eval)
     return success();
@@ -945,7 +968,7 @@ LogicalResult ZeroPass::partitionParamsIn(ModuleOp module, Step &step,
   eval.setFunctionType(FunctionType::get(
       fn.getContext(), eval.getBody().front().getArgumentTypes(),
       eval.getResultTypes()));
-  return gatherParamsInGradient(eval, step.partitioned, step.fullTypes);
+  return gatherParamsInGradient(eval, step);
 }
 
 LogicalResult ZeroPass::shardOptimizer(ModuleOp module, Step &step,
@@ -985,8 +1008,11 @@ LogicalResult ZeroPass::shardOptimizer(ModuleOp module, Step &step,
     if (step.partitioned[u.paramArg])
       sharded.push_back(u.paramArg);
     for (unsigned a : sharded) {
-      argTypes[a] = chunkT;
-      body.getArgument(a).setType(chunkT);
+      argTypes[a] = a == u.paramArg
+                        ? step.groups.of(a).argChunkType(cast<RankedTensorType>(
+                              step.fullTypes[u.paramArg]))
+                        : chunkT;
+      body.getArgument(a).setType(argTypes[a]);
       fn.setArgAttr(a, dist::DistDialect::kShardingAttrName,
                     step.shardingOf(u.paramArg));
     }
@@ -1087,7 +1113,7 @@ void ZeroPass::runOnOperation() {
         b, loc, dpSize / *epSize,
         meanSplit(n, prescaleGradients, gradientPredivideFactor)
             .value_or(MeanSplit{1, 1 / n}),
-        b.getStrArrayAttr({kDpAxis}));
+        b.getStrArrayAttr({kDpAxis}), /*expertRows=*/stage == 3);
   SmallVector<int64_t> sizes;
   for (auto [p, t] : llvm::enumerate(step.fullTypes)) {
     sizes.push_back(DpBuilder::numel(cast<RankedTensorType>(t)));
@@ -1095,9 +1121,11 @@ void ZeroPass::runOnOperation() {
   }
   // Stage 3 partitions a parameter unless it persists (DeepSpeed's
   // `ds_numel <= stage3_param_persistence_threshold`): a persistent one is
-  // whole on every rank, as at stage 2.
-  for (int64_t size : sizes)
-    step.partitioned.push_back(stage == 3 && size > paramPersistenceThreshold);
+  // whole on every rank, as at stage 2. So does an expert parameter whose
+  // experts no other rank holds (ep_size = the data-parallel size).
+  for (auto [p, size] : llvm::enumerate(sizes))
+    step.partitioned.push_back(stage == 3 && size > paramPersistenceThreshold &&
+                               groups.of(p).size() > 1);
 
   // 1. Reduce the gradients at the step boundary.
   SmallVector<Value> reduced, chunks;
