@@ -153,6 +153,21 @@ struct GPUHostRuntimePass : ds::impl::GPUHostRuntimeBase<GPUHostRuntimePass> {
            !address.getDefiningOp<LLVM::AddressOfOp>();
   }
 
+  /// A collective or point-to-point call: its backend (MPI on managed
+  /// memory, or NCCL on a stream of its own) reads the buffers with no
+  /// order on the ds stream, so it waits for the work before it, as a host
+  /// access does.
+  static bool isCollective(Operation &op) {
+    auto call = dyn_cast<LLVM::CallOp>(op);
+    if (!call || !call.getCallee() || !call.getCallee()->starts_with("dsrt_"))
+      return false;
+    StringRef callee = *call.getCallee();
+    return llvm::any_of(ArrayRef<StringRef>{"all_gather", "all_reduce",
+                                            "reduce_scatter", "all_to_all",
+                                            "broadcast", "send", "recv"},
+                        [&](StringRef kind) { return callee.contains(kind); });
+  }
+
   /// One dsrt_cuda_host_sync before each host access that asynchronous work
   /// may precede, placed where that work is issued rather than where it is
   /// read: a host loop reading device memory after a GEMM syncs once before
@@ -179,12 +194,7 @@ struct GPUHostRuntimePass : ds::impl::GPUHostRuntimeBase<GPUHostRuntimePass> {
       for (Block &block : fn.getBody()) {
         Exit state = Exit::Transparent;
         for (Operation &op : block) {
-          Effect effect = effectOf(op);
-          if (effect == Effect::Async) {
-            state = Exit::Pending;
-          } else if (effect == Effect::Synced) {
-            state = Exit::Clear;
-          } else if (isHostAccess(op)) {
+          if (isHostAccess(op) || isCollective(op)) {
             if (state == Exit::Transparent) {
               exposed.try_emplace(&block, &op);
               state = Exit::Clear; // cleared by whatever the preds place
@@ -193,6 +203,11 @@ struct GPUHostRuntimePass : ds::impl::GPUHostRuntimeBase<GPUHostRuntimePass> {
               state = Exit::Clear;
             }
           }
+          Effect effect = effectOf(op);
+          if (effect == Effect::Async)
+            state = Exit::Pending;
+          else if (effect == Effect::Synced)
+            state = Exit::Clear;
         }
         exit[&block] = state;
       }

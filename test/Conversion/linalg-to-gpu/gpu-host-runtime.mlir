@@ -123,3 +123,28 @@ module {
     llvm.return
   }
 }
+
+// -----
+
+// A collective's backend reads its buffers on the host's order, not the ds
+// stream's: it waits for the GEMM before it, like a host access; work after
+// it is pending again.
+// CHECK-LABEL: llvm.func @collective
+// CHECK:         llvm.call @dsrt_cuda_sgemm(
+// CHECK-NEXT:    llvm.call @dsrt_cuda_host_sync()
+// CHECK-NEXT:    llvm.call @dsrt_all_reduce_start(
+// CHECK-NEXT:    llvm.call @dsrt_wait(
+// CHECK-NEXT:    llvm.call @dsrt_cuda_host_sync()
+// CHECK-NEXT:    llvm.load %arg0
+module {
+  llvm.func @dsrt_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+  llvm.func @dsrt_all_reduce_start(!llvm.ptr, i64) -> !llvm.ptr
+  llvm.func @dsrt_wait(!llvm.ptr) -> i32
+  llvm.func @collective(%arg0: !llvm.ptr, %i: i32, %n: i64, %f: f32) {
+    %0 = llvm.call @dsrt_sgemm(%i, %i, %n, %n, %n, %f, %arg0, %n, %arg0, %n, %f, %arg0, %n) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> i32
+    %r = llvm.call @dsrt_all_reduce_start(%arg0, %n) : (!llvm.ptr, i64) -> !llvm.ptr
+    %w = llvm.call @dsrt_wait(%r) : (!llvm.ptr) -> i32
+    %x = llvm.load %arg0 : !llvm.ptr -> f32
+    llvm.return
+  }
+}
