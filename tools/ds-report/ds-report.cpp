@@ -2,10 +2,11 @@
 //
 // Without arguments: the versions of ds and of every library it uses, and
 // which collective backends this machine could run. With --config: the
-// resolved ds_config.json (--json for the machine-readable form); with
-// --model as well, the model's pipeline partition and schedules. With
-// --comm-profile, run on a job's ranks: measured collective times for
-// ds-schedule-comm's cost model.
+// resolved ds_config.json (--json for the machine-readable form, with the
+// tensor- and sequence-parallel group sizes); with --model as well, the
+// model's pipeline partition and schedules, and in --json each parameter's
+// tensor-parallel cut. With --comm-profile, run on a job's ranks: measured
+// collective times for ds-schedule-comm's cost model.
 //
 // Optional libraries (NCCL, the CUDA driver) are probed with dlopen so that
 // the report works on machines without them, the same way libdsrt will load
@@ -15,6 +16,7 @@
 
 #include "CommProfile.h"
 #include "PipelineReport.h"
+#include "TensorParallelReport.h"
 
 #include "ds/Config/Config.h"
 #include "ds/Driver/CompileCache.h"
@@ -54,7 +56,8 @@ static cl::opt<std::string>
 static cl::opt<std::string> modelPath(
     cl::cat(category), "model",
     cl::desc("with --config: also report the model's pipeline layers, their "
-             "partition into stages and each stage's schedule"),
+             "partition into stages, each stage's schedule and (with --json) "
+             "each parameter's tensor-parallel cut"),
     cl::value_desc("file"));
 static cl::opt<int64_t>
     worldSize(cl::cat(category), "world-size",
@@ -375,6 +378,19 @@ int main(int argc, char **argv) {
     nlohmann::json j = ds::config::toJson(*config);
     if (pipeline)
       addToJson(*pipeline, j["pipeline"]);
+    // The group sizes come from the config alone; the layout needs the
+    // model, cut by ds-tensor-parallel.
+    j["tensor_parallel"]["size"] = config->tensorParallel.autotpSize;
+    j["sequence_parallel"] = {{"size", config->sequenceParallelSize}};
+    if (!modelPath.empty()) {
+      llvm::Expected<TensorParallelReport> tp =
+          reportTensorParallel(modelPath, *config);
+      if (!tp) {
+        llvm::errs() << "error: " << llvm::toString(tp.takeError()) << "\n";
+        return 1;
+      }
+      addToJson(*tp, j["tensor_parallel"]);
+    }
     llvm::outs() << j.dump(2) << "\n";
   } else {
     llvm::outs() << ds::config::summarize(*config);
