@@ -6,6 +6,7 @@
 #include "dsrt/dsrt.h"
 
 #include <cstdio>
+#include <string>
 
 using namespace ds::driver;
 
@@ -16,6 +17,10 @@ void *allocateManaged(int64_t bytes) { return dsrt_cuda_managed_alloc(bytes); }
 llvm::Error ds::driver::placeTensorsFor(llvm::StringRef target) {
   // "sm_90-emulated" runs its kernels as CPU loops, in host memory.
   if (target == "cpu" || target.ends_with("-emulated"))
+    return llvm::Error::success();
+  // ds-train asks before compiling and again before allocating: once.
+  static std::string placed;
+  if (placed == target)
     return llvm::Error::success();
   int major = 0, minor = 0;
   char rest = 0;
@@ -41,5 +46,6 @@ llvm::Error ds::driver::placeTensorsFor(llvm::StringRef target) {
     return llvm::createStringError("%s", dsrt_last_error());
   mlir::ds::exec::Tensor::setAllocator(
       {&allocateManaged, &dsrt_cuda_managed_free});
+  placed = target.str();
   return llvm::Error::success();
 }

@@ -115,24 +115,32 @@ struct GPULaunchToLoopsPass
     auto blockLoop = scf::ForOp::create(b, loc, zero, grid.x, one);
     b.setInsertionPointToStart(blockLoop.getBody());
     base.map(blocks.x, blockLoop.getInductionVar());
-    // Runs `ops` once per thread; `also` adds to each thread's mapping.
-    auto perThread = [&](auto ops, auto &&also) {
+    // Runs `ops` once per thread, each with `seed`'s values and its id;
+    // `then` adds to the thread's iteration.
+    auto perThread = [&](ArrayRef<Operation *> ops, const IRMapping &seed,
+                         llvm::function_ref<void(IRMapping &, Value)> then) {
       auto threadLoop = scf::ForOp::create(b, loc, zero, block.x, one);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(threadLoop.getBody());
-      IRMapping mapping = base;
+      IRMapping mapping = seed;
       mapping.map(threads.x, threadLoop.getInductionVar());
-      for (Operation &op : ops)
-        b.clone(op, mapping);
-      also(mapping, threadLoop.getInductionVar());
+      for (Operation *op : ops)
+        b.clone(*op, mapping);
+      then(mapping, threadLoop.getInductionVar());
+    };
+    auto opsOf = [](auto range) {
+      SmallVector<Operation *> ops;
+      for (Operation &op : range)
+        ops.push_back(&op);
+      return ops;
     };
     if (!reduce) {
-      perThread(body.without_terminator(), [](IRMapping &, Value) {});
+      perThread(opsOf(body.without_terminator()), base,
+                [](IRMapping &, Value) {});
     } else {
-      auto before = llvm::make_range(body.begin(), reduce->getIterator());
-      auto after = llvm::make_range(std::next(reduce->getIterator()),
-                                    body.getTerminator()->getIterator());
-      perThread(before, [&](IRMapping &mapping, Value tid) {
+      SmallVector<Operation *> before =
+          opsOf(llvm::make_range(body.begin(), reduce->getIterator()));
+      perThread(before, base, [&](IRMapping &mapping, Value tid) {
         memref::StoreOp::create(b, loc, mapping.lookup(reduce.getValue()),
                                 values, ValueRange{tid});
       });
@@ -142,24 +150,16 @@ struct GPULaunchToLoopsPass
       // The rest sees the values the first part defined: that part again,
       // less what only feeds the all-reduce (each thread's fold).
       Operation *fold = reduce.getValue().getDefiningOp();
-      bool skipFold = fold && fold->getBlock() == &body &&
-                      llvm::all_of(fold->getUsers(), [&](Operation *user) {
-                        return user == reduce.getOperation();
-                      });
-      SmallVector<Operation *> again;
-      for (Operation &op : before)
-        if (!(skipFold && &op == fold))
-          again.push_back(&op);
-      auto threadLoop = scf::ForOp::create(b, loc, zero, block.x, one);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(threadLoop.getBody());
-      IRMapping mapping = base;
-      mapping.map(threads.x, threadLoop.getInductionVar());
-      mapping.map(reduce.getResult(), total);
-      for (Operation *op : again)
-        b.clone(*op, mapping);
-      for (Operation &op : after)
-        b.clone(op, mapping);
+      if (fold && llvm::all_of(fold->getUsers(), [&](Operation *user) {
+            return user == reduce.getOperation();
+          }))
+        llvm::erase(before, fold);
+      llvm::append_range(
+          before, opsOf(llvm::make_range(std::next(reduce->getIterator()),
+                                         body.getTerminator()->getIterator())));
+      IRMapping withTotal = base;
+      withTotal.map(reduce.getResult(), total);
+      perThread(before, withTotal, [](IRMapping &, Value) {});
       ++numReductions;
     }
     launch.erase();
