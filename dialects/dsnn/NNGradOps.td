@@ -162,6 +162,31 @@ def NN_CrossEntropyGradOp : NN_Op<"cross_entropy_grad", [Pure,
   let hasVerifier = 1;
 }
 
+def NN_LinearCrossEntropyGradOp : NN_Op<"linear_cross_entropy_grad", [Pure,
+    AllTypesMatch<["input", "input_grad"]>,
+    AllTypesMatch<["weight", "weight_grad"]>]> {
+  let summary = "Gradients of dsnn.linear_cross_entropy w.r.t. input and weight";
+  let description = [{
+    Per chunk of `chunk` rows: recomputes the logits, dlogits = `grad` ·
+    (softmax − onehot(target)) / N (zero on ignored rows), then the chunk's
+    rows of dinput = dlogits·weight and dweight += dlogitsᵀ·input, summed
+    over the chunks in order.
+
+      %dx, %dw = dsnn.linear_cross_entropy_grad %x, %w, %t, %dloss {chunk = 256 : i64}
+          : tensor<8x1024x768xf32>, tensor<50257x768xf32>, tensor<8x1024xi64>, tensor<f32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       NN_IntTensor:$targets, NN_ScalarTensor:$grad,
+                       I64Attr:$chunk,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs NN_FloatTensor:$input_grad, NN_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $targets `,` $grad attr-dict `:` type($input) `,`
+    type($weight) `,` type($targets) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
 def NN_EmbeddingGradOp : NN_Op<"embedding_grad", [Pure]> {
   let summary = "Gradient of dsnn.embedding w.r.t. the table (scatter-add)";
   let description = [{

@@ -587,6 +587,40 @@ LogicalResult CrossEntropyOp::verify() { return verifyVocabLoss(*this); }
 
 LogicalResult CrossEntropyPartsOp::verify() { return verifyVocabLoss(*this); }
 
+/// input [..., D], weight [V, D] of one float type, targets [...].
+template <typename OpTy> static LogicalResult verifyLinearLoss(OpTy op) {
+  auto in = rankedType(op.getInput()), w = rankedType(op.getWeight());
+  if (in.getRank() < 1)
+    return op.emitOpError("input must have rank >= 1 [..., D]");
+  if (w.getRank() != 2)
+    return op.emitOpError() << "weight must be rank 2 [vocab, D], got rank "
+                            << w.getRank();
+  if (!dimsCompatible(in.getShape().back(), w.getDimSize(1)))
+    return op.emitOpError() << "weight dim 1 is " << w.getDimSize(1)
+                            << " but input's last dim is "
+                            << in.getShape().back();
+  if (failed(verifySameElementType(
+          op, {{"input", op.getInput()}, {"weight", op.getWeight()}})))
+    return failure();
+  if (!shapesCompatible(rankedType(op.getTargets()).getShape(),
+                        in.getShape().drop_back()))
+    return op.emitOpError()
+           << "targets shape "
+           << formatShape(rankedType(op.getTargets()).getShape())
+           << " must equal the input shape without its last dim, "
+           << formatShape(in.getShape().drop_back());
+  if (op.getChunk() < 1)
+    return op.emitOpError() << "chunk must be positive, got "
+                            << op.getChunk();
+  return success();
+}
+
+LogicalResult LinearCrossEntropyOp::verify() { return verifyLinearLoss(*this); }
+
+LogicalResult LinearCrossEntropyGradOp::verify() {
+  return verifyLinearLoss(*this);
+}
+
 LogicalResult MSELossOp::verify() {
   if (getInput().getType() != getTarget().getType())
     return emitOpError() << "target type " << getTarget().getType()

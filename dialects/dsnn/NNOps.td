@@ -462,6 +462,31 @@ def NN_CrossEntropyOp : NN_Op<"cross_entropy", [Pure, AttrSizedOperandSegments]>
   let hasVerifier = 1;
 }
 
+def NN_LinearCrossEntropyOp : NN_Op<"linear_cross_entropy", [Pure]> {
+  let summary = "dsnn.cross_entropy of dsnn.linear's logits, in row chunks";
+  let description = [{
+    The mean cross-entropy of the logits `input`·`weight`ᵀ (`input`
+    `[..., D]`, `weight` `[V, D]`, integer `targets` `[...]`) computed
+    `chunk` rows at a time, so no `[N, V]` logits exist: per chunk the
+    logits, their row max and Σ exp(x − max) are made and used, then
+    dropped. The logits are rounded to the input's element type, as
+    `dsnn.linear`'s result is, and the loss is f32. Equal to
+    `dsnn.cross_entropy(dsnn.cast(dsnn.linear(input, weight)))` up to the
+    order of float sums; ds-fuse-linear-cross-entropy makes it.
+
+      %loss = dsnn.linear_cross_entropy %x, %w, %t {chunk = 256 : i64}
+          : tensor<8x1024x768xf32>, tensor<50257x768xf32>, tensor<8x1024xi64> -> tensor<f32>
+  }];
+  let arguments = (ins NN_FloatTensor:$input, NN_FloatTensor:$weight,
+                       NN_IntTensor:$targets, I64Attr:$chunk,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs NN_ScalarTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $targets attr-dict `:` type($input) `,` type($weight) `,` type($targets) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def NN_CrossEntropyPartsOp : NN_Op<"cross_entropy_parts", [Pure]> {
   let summary = "A vocabulary piece's share of the cross-entropy statistics";
   let description = [{

@@ -331,7 +331,7 @@ const KeySet &topLevelKeys() {
        "optimizer", "scheduler", "pipeline", "moe", "tensor_parallel",
        "prescale_gradients", "gradient_predivide_factor",
        "gradient_allreduce_op", "allgather_size", "csv_monitor", "compile",
-       "sequence_parallel_size",
+       "sequence_parallel_size", "kernels",
        // Read only to check its keys (readActivationCheckpointing).
        "activation_checkpointing"},
       // Monitoring, profiling, logging and checkpoint-file options: they
@@ -894,6 +894,26 @@ void readPipeline(const Section &s, PipelineConfig &pipe,
   }
 }
 
+void readKernels(const Section &s, KernelsConfig &k) {
+  static const KeySet keys = {{"attention_block_size",
+                               "attention_block_threshold", "loss_chunk_rows",
+                               "loss_chunk_threshold"},
+                              {},
+                              {}};
+  s.checkKeys(keys);
+  s.read("attention_block_size", k.attentionBlockSize);
+  requireAtLeast<int64_t>(s.pathOf("attention_block_size"),
+                          k.attentionBlockSize, 0);
+  s.read("attention_block_threshold", k.attentionBlockThreshold);
+  requireAtLeast<int64_t>(s.pathOf("attention_block_threshold"),
+                          k.attentionBlockThreshold, 0);
+  s.read("loss_chunk_rows", k.lossChunkRows);
+  requireAtLeast<int64_t>(s.pathOf("loss_chunk_rows"), k.lossChunkRows, 1);
+  s.read("loss_chunk_threshold", k.lossChunkThreshold);
+  requireAtLeast<int64_t>(s.pathOf("loss_chunk_threshold"),
+                          k.lossChunkThreshold, 0);
+}
+
 void readMoE(const Section &s, MoEConfig &moe) {
   static const KeySet keys = {
       {"num_experts", "ep_size", "k", "capacity_factor", "eval_capacity_factor",
@@ -1358,6 +1378,8 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
   }
   if (auto s = top.section("moe"))
     readMoE(*s, c.moe);
+  if (auto s = top.section("kernels"))
+    readKernels(*s, c.kernels);
   if (auto s = top.section("activation_checkpointing"))
     readActivationCheckpointing(*s);
 

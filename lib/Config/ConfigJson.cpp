@@ -169,6 +169,11 @@ json toJson(const Config &c) {
 
   j["compile"] = {{"deepcompile", c.compile.deepcompile},
                   {"debug_log", c.compile.debugLog}};
+  j["kernels"] = {
+      {"attention_block_size", c.kernels.attentionBlockSize},
+      {"attention_block_threshold", c.kernels.attentionBlockThreshold},
+      {"loss_chunk_rows", c.kernels.lossChunkRows},
+      {"loss_chunk_threshold", c.kernels.lossChunkThreshold}};
 
   const Fp16Config &f = c.fp16;
   j["fp16"] = {{"enabled", f.enabled},

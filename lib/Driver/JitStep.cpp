@@ -43,7 +43,8 @@ namespace {
 
 /// The passes that take the step contract down to the level ds-lower-to-llvm
 /// starts from; every other lowering step lives in that pipeline.
-void addStepLowering(OpPassManager &pm, bool stack) {
+void addStepLowering(OpPassManager &pm, bool stack,
+                     const cfg::KernelsConfig &kernels) {
   // docs/architecture.md, "An entry point that does not grow with depth".
   // The layers, clipping and optimizer in one function first, so that the
   // step can take per-layer parameters and states stacked.
@@ -53,7 +54,10 @@ void addStepLowering(OpPassManager &pm, bool stack) {
     pm.addPass(mlir::ds::createStackArguments());
   }
   pm.addPass(mlir::ds::createOutlineLayers());
-  pm.addPass(mlir::ds::createLowerNNToLinalg());
+  mlir::ds::LowerNNToLinalgOptions nnToLinalg;
+  nnToLinalg.attentionBlockSize = kernels.attentionBlockSize;
+  nnToLinalg.attentionBlockThreshold = kernels.attentionBlockThreshold;
+  pm.addPass(mlir::ds::createLowerNNToLinalg(nnToLinalg));
   pm.addPass(mlir::ds::createLowerTrainToLinalg());
   // The step's glue as one function (@forward_backward into @train_step):
   // no call of thousands of tensors to bufferize and lower.
@@ -191,9 +195,13 @@ llvm::Expected<StepManifest> manifestOf(ModuleOp module, func::FuncOp step,
   if (auto attr = module->getAttrOfType<IntegerAttr>(
           mlir::ds::importer::kInitSeedAttrName))
     manifest.initSeed = attr.getInt();
-  module->walk([&](nn::CrossEntropyOp op) {
-    manifest.crossEntropyClasses =
-        cast<RankedTensorType>(op.getLogits().getType()).getShape().back();
+  module->walk([&](Operation *op) {
+    if (auto ce = dyn_cast<nn::CrossEntropyOp>(op))
+      manifest.crossEntropyClasses =
+          cast<RankedTensorType>(ce.getLogits().getType()).getShape().back();
+    else if (auto fused = dyn_cast<nn::LinearCrossEntropyOp>(op))
+      manifest.crossEntropyClasses =
+          cast<RankedTensorType>(fused.getWeight().getType()).getDimSize(0);
   });
   return manifest;
 }
@@ -354,7 +362,7 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   // keeps stacked groups contiguous).
   {
     PassManager pm(built.ctx.get());
-    addStepLowering(pm, stackLayers(config));
+    addStepLowering(pm, stackLayers(config), config.kernels);
     if (failed(pm.run(*built.module)))
       return createStringError("lowering the training step failed");
     auto signature = mlir::ds::exec::signatureOf(step);

@@ -74,6 +74,14 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     split.partition = cfg::stringifyPartitionMethod(pipe);
     pm.addPass(createPipelineSplit(split));
   }
+  {
+    // Before the autodiff, so that the gradient recomputes each chunk's
+    // logits instead of keeping them all.
+    FuseLinearCrossEntropyOptions fuse;
+    fuse.minLogits = config.kernels.lossChunkThreshold;
+    fuse.chunk = config.kernels.lossChunkRows;
+    pm.addPass(createFuseLinearCrossEntropy(fuse));
+  }
   if (pipelined && pipe.virtualStages > 1) {
     // Interleaved: each of the stage's model chunks is its own function.
     for (int64_t j = 0; j < pipe.virtualStages; ++j) {
@@ -175,6 +183,7 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     ScheduleCommOptions schedule;
     schedule.maxLiveParameters = config.zero.maxLiveParameters;
     schedule.prefetchBucketSize = config.zero.prefetchBucketSize;
+    schedule.reduceBucketSize = config.zero.reduceBucketSize;
     schedule.maxReuseDistance = config.zero.maxReuseDistance;
     schedule.printPlan = config.compile.debugLog;
     schedule.commProfile = commProfile.str();

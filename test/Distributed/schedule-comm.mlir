@@ -8,6 +8,7 @@
 // RUN: ds-opt %s --ds-schedule-comm="prefetch-bucket-size=8 max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=NONE
 // RUN: ds-opt %s --ds-schedule-comm="overlap-reduce=false max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=NORED
 // RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0 max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=NOFUSE
+// RUN: ds-opt %s --ds-schedule-comm="reduce-bucket-size=65536 max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=BUCKET
 // RUN: ds-opt %s --ds-schedule-comm="comm-profile=%S/Inputs/comm-profile-bandwidth.json max-reuse-distance=0" --split-input-file | FileCheck %s --check-prefix=NOFUSE
 // A memory budget of 64 bytes (one 16-element f32 layer) holds back layer
 // 1's gather as max-live-parameters=16 does.
@@ -25,7 +26,7 @@
 // RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0" --split-input-file | FileCheck %s --check-prefix=ALL
 // RUN: ds-opt %s --ds-schedule-comm="fuse-bytes=0 max-reuse-distance=64" --split-input-file | FileCheck %s --check-prefix=REUSE
 // RUN: not ds-opt %s --ds-schedule-comm="max-reuse-distance=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
-// NEGATIVE: error: ds-schedule-comm: max-live-parameters, prefetch-bucket-size, max-reuse-distance (elements), fuse-bytes and memory-budget (bytes) must be >= 0
+// NEGATIVE: error: ds-schedule-comm: max-live-parameters, prefetch-bucket-size, max-reuse-distance, reduce-bucket-size (elements), fuse-bytes and memory-budget (bytes) must be >= 0
 // RUN: ds-opt %s --ds-schedule-comm="selective-unshard=true" --split-input-file | FileCheck %s --check-prefix=ALL
 
 // CHECK-LABEL: func @layer_gathers_prefetched
@@ -252,6 +253,18 @@ module attributes {dsdist.grid = #dsdist.grid<dp = 2>} {
 // CHECK-NEXT:    tensor.extract_slice %[[C]]#0[0, 0] [1, 32768] [1, 1]
 // CHECK-NEXT:    tensor.extract_slice %[[C]]#1[0, 0] [1, 32768] [1, 1]
 // CHECK-NOT:     dsdist.reduce
+
+// With reduce-bucket-size 65536 (one bucket row of 2 x 32768) h.1's
+// reduction is waited before h.0's starts, so h.1's whole gradient dies
+// there rather than at the return.
+// BUCKET-LABEL: func @grads(
+// BUCKET:         %[[H1:.*]] = dsdist.reduce_scatter_start avg
+// BUCKET-NEXT:    %[[G0:.*]] = dsnn.layer "h.0.backward"
+// BUCKET:         %[[E0:.*]] = tensor.expand_shape %[[G0]]
+// BUCKET-NEXT:    %[[R1:.*]] = dsdist.wait %[[H1]]
+// BUCKET-NEXT:    %[[H0:.*]] = dsdist.reduce_scatter_start avg %[[E0]]
+// BUCKET-NEXT:    %[[R0:.*]] = dsdist.wait %[[H0]]
+// BUCKET-NEXT:    return %[[R1]], %[[R0]]
 
 // NORED-LABEL: func @grads
 // NORED-NOT:     dsdist

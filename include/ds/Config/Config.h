@@ -53,6 +53,21 @@ struct CompileConfig {
   bool debugLog = false;
 };
 
+/// kernels: ds's own section (DeepSpeed has no such key). Past these sizes
+/// attention and the LM head's loss are lowered in blocks, so the step's
+/// workspace grows linearly in the sequence and not with the vocabulary.
+struct KernelsConfig {
+  /// Keys per block of the online-softmax attention (0: never blocked).
+  int64_t attentionBlockSize = 256;
+  /// Attention over more keys than this is blocked.
+  int64_t attentionBlockThreshold = 1024;
+  /// Rows of logits per chunk of the fused LM head and cross-entropy.
+  int64_t lossChunkRows = 256;
+  /// The LM head and loss are fused when the logits would hold more
+  /// elements than this (0: always).
+  int64_t lossChunkThreshold = int64_t(1) << 25;
+};
+
 /// fp16 mixed precision with (by default dynamic) loss scaling.
 struct Fp16Config {
   bool enabled = false;
@@ -218,6 +233,7 @@ struct Config {
   MoEConfig moe;
   TensorParallelConfig tensorParallel;
   CompileConfig compile;
+  KernelsConfig kernels;
 
   /// Key paths that were accepted but do not change training (monitoring,
   /// profiling, switched-off features), sorted.

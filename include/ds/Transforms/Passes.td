@@ -174,6 +174,44 @@ def EvalStep : Pass<"ds-eval-step", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::ds::nn::NNDialect"];
 }
 
+def FuseLinearCrossEntropy
+    : Pass<"ds-fuse-linear-cross-entropy", "mlir::ModuleOp"> {
+  let summary = "The LM head and its cross-entropy as one op computed in "
+                "row chunks";
+  let description = [{
+    On the model contract, before ds-autodiff: a `dsnn.cross_entropy` of a
+    bias-free `dsnn.linear`'s logits (the LM head), with no other use of the
+    logits, becomes one `dsnn.linear_cross_entropy` when the logits would
+    hold more than `min-logits` elements. Its lowering makes `chunk` rows of
+    logits at a time and its gradient recomputes them, so neither the
+    `[N, V]` logits nor their gradient is ever whole: the step's workspace
+    no longer grows with batch × sequence × vocabulary (for GPT-2 at
+    micro-batch 8 and sequence 1024, 1.6 GB of logits and as much again
+    for their gradient).
+
+      %y = dsnn.linear %h, %wte : (tensor<4x1024x768xf32>, tensor<50257x768xf32>) -> tensor<4x1024x50257xf32>
+      %l = dsnn.cross_entropy %y, %t : tensor<4x1024x50257xf32>, tensor<4x1024xi64> -> tensor<f32>
+    becomes
+      %l = dsnn.linear_cross_entropy %h, %wte, %t {chunk = 256 : i64}
+          : tensor<4x1024x768xf32>, tensor<50257x768xf32>, tensor<4x1024xi64> -> tensor<f32>
+
+    The sums run in another order than one GEMM and one row reduction
+    (the weight's gradient is summed chunk by chunk), so results agree with
+    the materialized form to rounding, and bitwise from run to run.
+    Mixed precision's 16-bit logits widened for the loss (a `dsnn.cast`
+    between the two ops, with no other use) fuse too: the op rounds each
+    chunk's logits to the head's type first, as the linear did.
+    Vocabulary-parallel losses (with `stats`) are left as they are.
+  }];
+  let options = [
+    Option<"minLogits", "min-logits", "int64_t", "33554432",
+           "fuse when the logits would hold more elements than this "
+           "(default 2^25: 128 MiB of f32)">,
+    Option<"chunk", "chunk", "int64_t", "256",
+           "rows of logits per chunk">,
+  ];
+}
+
 def CheckpointActivations
     : Pass<"ds-checkpoint-activations", "mlir::ModuleOp"> {
   let summary = "Recompute each block of layers in its backward instead of "
@@ -997,6 +1035,12 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     An all-reduce bucket on 3 or more ranks moves whole (started after its
     last gradient): there the order of its sums depends on the message
     size.
+    Gradient buckets in flight (started, not waited) hold their whole
+    gradients: when a reduction would start with more than
+    `reduce-bucket-size` elements of buckets in flight (DeepSpeed's
+    reduce_bucket_size), the oldest are waited first, so the whole
+    gradients die as the backward goes and a rank keeps the reduced
+    chunks (ZeRO 2 and 3) rather than a whole gradient of the model.
     Under gradient accumulation (an `scf.for` calling the function once per
     micro-batch, summing the gradients, a bucket after it reducing the
     scaled sums), the last micro-batch runs after the loop through its own
@@ -1027,6 +1071,11 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
            "50000000",
            "stage3_prefetch_bucket_size: elements of all-gathers in flight "
            "at any point">,
+    Option<"reduceBucketSize", "reduce-bucket-size", "int64_t",
+           "500000000",
+           "reduce_bucket_size: elements of gradient buckets in flight at "
+           "any point; an older reduction is waited before a newer one "
+           "starts past it">,
     Option<"overlapReduce", "overlap-reduce", "bool", "true",
            "also start gradient reductions early and wait late "
            "(overlap_comm)">,
@@ -1063,6 +1112,9 @@ def ScheduleComm : Pass<"ds-schedule-comm", "mlir::ModuleOp"> {
     Statistic<"numSunk", "sunk-reductions",
               "gradient reduction buckets moved into the gradient "
               "function, split where the gradients become ready">,
+    Statistic<"numBounded", "bounded-reductions",
+              "gradient reductions waited before a later one starts, to "
+              "keep reduce-bucket-size elements in flight">,
     Statistic<"numPeeled", "peeled-micro-batches",
               "accumulation loops whose last micro-batch runs after them, "
               "so its backward overlaps the reduction">,

@@ -118,19 +118,6 @@ Value insertRows(OpBuilder &b, Location loc, Value block, Value dest,
                                        r.strides);
 }
 
-/// acc + x, written into `acc` (the generic's outs) so that bufferization
-/// updates a carried accumulator in place.
-Value addInto(OpBuilder &b, Location loc, Value x, Value acc) {
-  auto type = tensorType(acc);
-  AffineMap id = identityMap(b.getContext(), type.getRank());
-  return buildGeneric(b, loc, type.getShape(), x, id, acc, id, {},
-                      [](OpBuilder &b, Location loc,
-                         ValueRange a) -> SmallVector<Value> {
-                        return {arith::AddFOp::create(b, loc, a[1], a[0])};
-                      })
-      .front();
-}
-
 /// dS = P·(dP − r)·scale, r one value per row ([B, Tq] against [B, Tq, n]).
 Value scoreGrad(OpBuilder &b, Location loc, Value p, Value dp, Value r,
                 double scale) {
@@ -167,49 +154,6 @@ Value expMinusRow(OpBuilder &b, Location loc, Value x, Value r) {
                return {math::ExpOp::create(b, loc, d)};
              })
       .front();
-}
-
-/// Receives a block's start and static size and the carried values;
-/// returns their next values.
-using BlockFn = function_ref<SmallVector<Value>(
-    OpBuilder &, Location, Value start, int64_t size, ValueRange carried)>;
-
-/// Runs `body` in order over the whole blocks of [begin, end) (an scf.for;
-/// none when both are constants and the range is empty), then, when `rest`
-/// is positive, over [end, end + rest). Static shapes throughout.
-SmallVector<Value> forEachBlock(OpBuilder &b, Location loc, OpFoldResult begin,
-                                OpFoldResult end, int64_t blockSize,
-                                int64_t rest, ValueRange inits, BlockFn body) {
-  SmallVector<Value> carried(inits);
-  std::optional<int64_t> lo = getConstantIntValue(begin);
-  std::optional<int64_t> hi = getConstantIntValue(end);
-  auto value = [&](OpFoldResult v) -> Value {
-    if (auto c = getConstantIntValue(v))
-      return arith::ConstantIndexOp::create(b, loc, *c);
-    return cast<Value>(v);
-  };
-  if (!lo || !hi || *lo < *hi) {
-    Value step = arith::ConstantIndexOp::create(b, loc, blockSize);
-    auto loop = scf::ForOp::create(
-        b, loc, value(begin), value(end), step, carried,
-        [&](OpBuilder &nb, Location nloc, Value start, ValueRange iter) {
-          scf::YieldOp::create(nb, nloc,
-                               body(nb, nloc, start, blockSize, iter));
-        });
-    carried.assign(loop.getResults().begin(), loop.getResults().end());
-  }
-  if (rest > 0)
-    carried = body(b, loc, value(end), rest, carried);
-  return carried;
-}
-
-/// The blocks of [0, t).
-SmallVector<Value> forEachBlock(OpBuilder &b, Location loc, int64_t t,
-                                int64_t blockSize, ValueRange inits,
-                                BlockFn body) {
-  int64_t whole = t / blockSize * blockSize;
-  return forEachBlock(b, loc, b.getIndexAttr(0), b.getIndexAttr(whole),
-                      blockSize, t - whole, inits, body);
 }
 
 /// The online softmax of one query block (rows from `qStart`) over the key

@@ -21,7 +21,7 @@ using namespace mlir::ds::nntolinalg;
 
 namespace {
 
-/// Logits as [N, V] and targets as [N].
+/// Logits (or inputs) [..., V] as [N, V] and targets as [N].
 std::pair<Value, Value> flattenRows(OpBuilder &b, Location loc, Value logits,
                                     Value targets) {
   ArrayRef<int64_t> shape = tensorType(logits).getShape();
@@ -100,6 +100,113 @@ Value scalarTensorOp(OpBuilder &b, Location loc, ValueRange ins, Type elemType,
   return buildGeneric(b, loc, {}, ins, maps, init, scalar, {}, fn).front();
 }
 
+/// Σ over rows of -log softmax(logits)[target] and the count of rows, for
+/// the rows whose target is not `ignore`: two rank-0 compute-type tensors.
+/// `picked` (vocabulary-parallel: the target logits summed over the
+/// pieces) replaces the lookup in `logits` when given.
+SmallVector<Value> lossAndCount(OpBuilder &b, Location loc, Value logits,
+                                Value targets, Value max, Value sumExp,
+                                Value picked, int64_t ignore) {
+  Type ct = tensorType(max).getElementType();
+  int64_t n = tensorType(targets).getDimSize(0);
+  AffineMap id = identityMap(b.getContext(), 1);
+  SmallVector<Value> ins{targets, max, sumExp};
+  if (picked)
+    ins.push_back(picked);
+  size_t acc = ins.size();
+  return buildReduction(
+      b, loc, {n}, ins, SmallVector<AffineMap>(acc, id), {0}, ct, {0.0, 0.0},
+      [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
+        Value valid = isCounted(b, loc, a[0], ignore);
+        Value x;
+        if (picked) {
+          x = a[3];
+        } else {
+          // An ignored row reads column 0 so the load stays in bounds.
+          Value zero = arith::ConstantOp::create(
+              b, loc, b.getIntegerAttr(a[0].getType(), 0));
+          Value col = arith::IndexCastOp::create(
+              b, loc, b.getIndexType(),
+              arith::SelectOp::create(b, loc, valid, a[0], zero));
+          Value row = linalg::IndexOp::create(b, loc, 0);
+          x = convertScalar(
+              b, loc,
+              tensor::ExtractOp::create(b, loc, logits, ValueRange{row, col}),
+              ct);
+        }
+        Value lse = arith::AddFOp::create(
+            b, loc, math::LogOp::create(b, loc, a[2]), a[1]);
+        Value loss = arith::SubFOp::create(b, loc, lse, x);
+        Value one = floatConst(b, loc, ct, 1.0);
+        return {arith::AddFOp::create(b, loc, a[acc],
+                                      selectOrZero(b, loc, valid, loss)),
+                arith::AddFOp::create(b, loc, a[acc + 1],
+                                      selectOrZero(b, loc, valid, one))};
+      });
+}
+
+/// The number of rows whose target is not `ignore`, a rank-0 tensor.
+Value countedRows(OpBuilder &b, Location loc, Value targets, Type ct,
+                  int64_t ignore) {
+  return buildReduction(b, loc, tensorType(targets).getShape(), targets,
+                        identityMap(b.getContext(), 1), {0}, ct, {0.0},
+                        [&](OpBuilder &b, Location loc,
+                            ValueRange a) -> SmallVector<Value> {
+                          Value valid = isCounted(b, loc, a[0], ignore);
+                          Value one = floatConst(b, loc, ct, 1.0);
+                          return {arith::AddFOp::create(
+                              b, loc, a[1], selectOrZero(b, loc, valid, one))};
+                        })
+      .front();
+}
+
+/// dlogits = dloss · (softmax(logits) − onehot(target)) / count for [N, V]
+/// logits (columns from `offset` on, when given), 0 on ignored rows, in
+/// `elemType`.
+Value crossEntropyGradRows(OpBuilder &b, Location loc, Value logits,
+                           Value targets, Value max, Value sumExp, Value grad,
+                           Value count, Value offset, int64_t ignore,
+                           Type elemType) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> shape = tensorType(logits).getShape();
+  Type ct = tensorType(max).getElementType();
+  AffineMap id = identityMap(ctx, 2), row = dropDimsMap(ctx, 2, {1});
+  AffineMap scalar = AffineMap::get(2, 0, ctx);
+  return buildGeneric(
+             b, loc, shape,
+             ValueRange{logits, targets, max, sumExp, grad, count},
+             {id, row, row, row, scalar, scalar},
+             emptyTensor(b, loc, shape, elemType), id, {},
+             [&](OpBuilder &b, Location loc,
+                 ValueRange a) -> SmallVector<Value> {
+               Value p = arith::DivFOp::create(
+                   b, loc,
+                   math::ExpOp::create(
+                       b, loc, arith::SubFOp::create(b, loc, a[0], a[2])),
+                   a[3]);
+               Value col = arith::IndexCastOp::create(
+                   b, loc, a[1].getType(), linalg::IndexOp::create(b, loc, 1));
+               // A piece's column c is the vocabulary's offset + c.
+               if (offset)
+                 col = arith::AddIOp::create(
+                     b, loc, col,
+                     offset.getType() == col.getType()
+                         ? offset
+                         : arith::TruncIOp::create(b, loc, col.getType(),
+                                                   offset));
+               Value hit = arith::CmpIOp::create(
+                   b, loc, arith::CmpIPredicate::eq, col, a[1]);
+               Value onehot =
+                   selectOrZero(b, loc, hit, floatConst(b, loc, ct, 1.0));
+               Value scale = arith::DivFOp::create(b, loc, a[4], a[5]);
+               Value g = arith::MulFOp::create(
+                   b, loc, scale, arith::SubFOp::create(b, loc, p, onehot));
+               return {
+                   selectOrZero(b, loc, isCounted(b, loc, a[1], ignore), g)};
+             })
+      .front();
+}
+
 struct CrossEntropyLowering : OpRewritePattern<nn::CrossEntropyOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -108,51 +215,16 @@ struct CrossEntropyLowering : OpRewritePattern<nn::CrossEntropyOp> {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     int64_t ignore = op.getIgnoreIndexAttr().getInt();
     auto [logits, targets] =
         flattenRows(rewriter, loc, op.getLogits(), op.getTargets());
     auto [max, sumExp] =
         rowStats(rewriter, loc, logits, op.getMax(), op.getSumExp());
-    Type ct = tensorType(max).getElementType();
-    int64_t n = tensorType(targets).getDimSize(0);
-    AffineMap id = identityMap(ctx, 1);
-    SmallVector<Value> ins{targets, max, sumExp};
-    // Vocabulary-parallel: the target logits come summed over the pieces.
-    if (Value picked = op.getPicked())
-      ins.push_back(flatStat(rewriter, loc, picked));
-    size_t acc = ins.size();
-
-    SmallVector<Value> totals = buildReduction(
-        rewriter, loc, {n}, ins, SmallVector<AffineMap>(acc, id), {0}, ct,
-        {0.0, 0.0},
-        [&](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
-          Value valid = isCounted(b, loc, a[0], ignore);
-          Value picked;
-          if (acc == 4) {
-            picked = a[3];
-          } else {
-            // An ignored row reads column 0 so the load stays in bounds.
-            Value zero = arith::ConstantOp::create(
-                b, loc, b.getIntegerAttr(a[0].getType(), 0));
-            Value col = arith::IndexCastOp::create(
-                b, loc, b.getIndexType(),
-                arith::SelectOp::create(b, loc, valid, a[0], zero));
-            Value row = linalg::IndexOp::create(b, loc, 0);
-            picked = convertScalar(
-                b, loc,
-                tensor::ExtractOp::create(b, loc, logits, ValueRange{row, col}),
-                ct);
-          }
-          Value lse = arith::AddFOp::create(
-              b, loc, math::LogOp::create(b, loc, a[2]), a[1]);
-          Value loss = arith::SubFOp::create(b, loc, lse, picked);
-          Value one = floatConst(b, loc, ct, 1.0);
-          return {arith::AddFOp::create(b, loc, a[acc],
-                                        selectOrZero(b, loc, valid, loss)),
-                  arith::AddFOp::create(b, loc, a[acc + 1],
-                                        selectOrZero(b, loc, valid, one))};
-        });
+    Value picked;
+    if (op.getPicked())
+      picked = flatStat(rewriter, loc, op.getPicked());
+    SmallVector<Value> totals =
+        lossAndCount(rewriter, loc, logits, targets, max, sumExp, picked, ignore);
     Value mean = scalarTensorOp(
         rewriter, loc, totals, op.getType().getElementType(),
         [](OpBuilder &b, Location loc, ValueRange a) -> SmallVector<Value> {
@@ -173,64 +245,17 @@ struct CrossEntropyGradLowering : OpRewritePattern<nn::CrossEntropyGradOp> {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     int64_t ignore = op.getIgnoreIndexAttr().getInt();
     auto [logits, targets] =
         flattenRows(rewriter, loc, op.getLogits(), op.getTargets());
     auto [max, sumExp] =
         rowStats(rewriter, loc, logits, op.getMax(), op.getSumExp());
     Type ct = tensorType(max).getElementType();
-    auto flatType = tensorType(logits);
     Value offset = vocabOffset(rewriter, loc, op.getOffset());
-
-    Value count =
-        buildReduction(rewriter, loc, tensorType(targets).getShape(), targets,
-                       identityMap(ctx, 1), {0}, ct, {0.0},
-                       [&](OpBuilder &b, Location loc,
-                           ValueRange a) -> SmallVector<Value> {
-                         Value valid = isCounted(b, loc, a[0], ignore);
-                         Value one = floatConst(b, loc, ct, 1.0);
-                         return {arith::AddFOp::create(
-                             b, loc, a[1], selectOrZero(b, loc, valid, one))};
-                       })
-            .front();
-
-    AffineMap id = identityMap(ctx, 2), row = dropDimsMap(ctx, 2, {1});
-    AffineMap scalar = AffineMap::get(2, 0, ctx);
-    Value init = emptyTensor(rewriter, loc, flatType.getShape(),
-                             flatType.getElementType());
-    Value d =
-        buildGeneric(
-            rewriter, loc, flatType.getShape(),
-            ValueRange{logits, targets, max, sumExp, op.getGrad(), count},
-            {id, row, row, row, scalar, scalar}, init, id, {},
-            [&](OpBuilder &b, Location loc,
-                ValueRange a) -> SmallVector<Value> {
-              Value p = arith::DivFOp::create(
-                  b, loc,
-                  math::ExpOp::create(
-                      b, loc, arith::SubFOp::create(b, loc, a[0], a[2])),
-                  a[3]);
-              Value col = arith::IndexCastOp::create(
-                  b, loc, a[1].getType(), linalg::IndexOp::create(b, loc, 1));
-              // A piece's column c is the vocabulary's offset + c.
-              if (offset)
-                col = arith::AddIOp::create(
-                    b, loc, col,
-                    offset.getType() == col.getType()
-                        ? offset
-                        : arith::TruncIOp::create(b, loc, col.getType(),
-                                                  offset));
-              Value hit = arith::CmpIOp::create(
-                  b, loc, arith::CmpIPredicate::eq, col, a[1]);
-              Value onehot =
-                  selectOrZero(b, loc, hit, floatConst(b, loc, ct, 1.0));
-              Value scale = arith::DivFOp::create(b, loc, a[4], a[5]);
-              Value g = arith::MulFOp::create(
-                  b, loc, scale, arith::SubFOp::create(b, loc, p, onehot));
-              return {selectOrZero(b, loc, isCounted(b, loc, a[1], ignore), g)};
-            })
-            .front();
+    Value count = countedRows(rewriter, loc, targets, ct, ignore);
+    Value d = crossEntropyGradRows(rewriter, loc, logits, targets, max, sumExp,
+                                   op.getGrad(), count, offset, ignore,
+                                   tensorType(logits).getElementType());
     rewriter.replaceOp(op,
                        reshapeTo(rewriter, loc, d, op.getType().getShape()));
     return success();
@@ -282,6 +307,130 @@ struct CrossEntropyPartsLowering : OpRewritePattern<nn::CrossEntropyPartsOp> {
   }
 };
 
+/// Rows [start, start + size) of a rank-1 or rank-2 tensor.
+Value chunkRows(OpBuilder &b, Location loc, Value v, Value start,
+                int64_t size) {
+  auto type = tensorType(v);
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = size;
+  SmallVector<OpFoldResult> offsets(shape.size(), b.getIndexAttr(0)),
+      sizes, strides(shape.size(), b.getIndexAttr(1));
+  offsets[0] = start;
+  for (int64_t d : shape)
+    sizes.push_back(b.getIndexAttr(d));
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), v, offsets,
+      sizes, strides);
+}
+
+/// A chunk's logits x·Wᵀ, [rows, V], rounded to x's element type as
+/// dsnn.linear's result is (a no-op in f32).
+Value chunkLogits(OpBuilder &b, Location loc, Value x, Value w) {
+  return castElements(
+      b, loc,
+      buildMatmul(b, loc, x, w, /*transposeA=*/false, /*transposeB=*/true),
+      tensorType(x).getElementType());
+}
+
+/// The mean over the chunks: each chunk's loss and count are added to the
+/// carried totals, then one division.
+struct LinearCrossEntropyLowering
+    : OpRewritePattern<nn::LinearCrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::LinearCrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Location loc = op.getLoc();
+    int64_t ignore = op.getIgnoreIndexAttr().getInt();
+    auto [x, targets] =
+        flattenRows(rewriter, loc, op.getInput(), op.getTargets());
+    Type ct = getComputeType(tensorType(x).getElementType());
+    int64_t n = tensorType(x).getDimSize(0);
+    SmallVector<Value> zeros{filledTensor(rewriter, loc, {}, ct, 0.0),
+                             filledTensor(rewriter, loc, {}, ct, 0.0)};
+    SmallVector<Value> totals = forEachBlock(
+        rewriter, loc, n, op.getChunk(), zeros,
+        [&](OpBuilder &b, Location loc, Value start, int64_t size,
+            ValueRange carried) -> SmallVector<Value> {
+          Value logits = chunkLogits(b, loc, chunkRows(b, loc, x, start, size),
+                                     op.getWeight());
+          auto [max, sumExp] = rowMaxAndSumExp(b, loc, logits);
+          SmallVector<Value> part =
+              lossAndCount(b, loc, logits, chunkRows(b, loc, targets, start, size),
+                           max, sumExp, Value(), ignore);
+          return {addInto(b, loc, part[0], carried[0]),
+                  addInto(b, loc, part[1], carried[1])};
+        });
+    rewriter.replaceOp(
+        op, scalarTensorOp(rewriter, loc, totals, op.getType().getElementType(),
+                           [](OpBuilder &b, Location loc,
+                              ValueRange a) -> SmallVector<Value> {
+                             return {arith::DivFOp::create(b, loc, a[0], a[1])};
+                           }));
+    return success();
+  }
+};
+
+/// Per chunk: the logits again, dlogits = dloss · (softmax − onehot) /
+/// count (0 on ignored rows), its rows of dinput = dlogits·W, and dW +=
+/// dlogitsᵀ·x in the compute type, cast once at the end.
+struct LinearCrossEntropyGradLowering
+    : OpRewritePattern<nn::LinearCrossEntropyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(nn::LinearCrossEntropyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!hasStaticShapes(op))
+      return rewriter.notifyMatchFailure(op, "dynamic shape");
+    Location loc = op.getLoc();
+    int64_t ignore = op.getIgnoreIndexAttr().getInt();
+    auto [x, targets] =
+        flattenRows(rewriter, loc, op.getInput(), op.getTargets());
+    auto xType = tensorType(x);
+    Type et = xType.getElementType(), ct = getComputeType(et);
+    int64_t n = xType.getDimSize(0);
+    ArrayRef<int64_t> wShape = tensorType(op.getWeight()).getShape();
+
+    Value count = countedRows(rewriter, loc, targets, ct, ignore);
+    Value dx0 = emptyTensor(rewriter, loc, xType.getShape(), et);
+    Value dw0 = filledTensor(rewriter, loc, wShape, ct, 0.0);
+
+    SmallVector<Value> grads = forEachBlock(
+        rewriter, loc, n, op.getChunk(), ValueRange{dx0, dw0},
+        [&](OpBuilder &b, Location loc, Value start, int64_t size,
+            ValueRange carried) -> SmallVector<Value> {
+          Value xc = chunkRows(b, loc, x, start, size);
+          Value tc = chunkRows(b, loc, targets, start, size);
+          Value logits = chunkLogits(b, loc, xc, op.getWeight());
+          auto [max, sumExp] = rowMaxAndSumExp(b, loc, logits);
+          Value dl = crossEntropyGradRows(b, loc, logits, tc, max, sumExp,
+                                          op.getGrad(), count, Value(), ignore,
+                                          et);
+          Value dxc = castElements(
+              b, loc,
+              buildMatmul(b, loc, dl, op.getWeight(), /*transposeA=*/false,
+                          /*transposeB=*/false),
+              et);
+          SmallVector<OpFoldResult> offsets{start, b.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sizes{b.getIndexAttr(size),
+                                          b.getIndexAttr(xType.getDimSize(1))};
+          SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+          Value dx = tensor::InsertSliceOp::create(b, loc, dxc, carried[0],
+                                                   offsets, sizes, strides);
+          Value dwc = buildMatmul(b, loc, dl, xc, /*transposeA=*/true,
+                                  /*transposeB=*/false);
+          return {dx, addInto(b, loc, dwc, carried[1])};
+        });
+    rewriter.replaceOp(
+        op, {reshapeTo(rewriter, loc, grads[0],
+                       tensorType(op.getInput()).getShape()),
+             castElements(rewriter, loc, grads[1], et)});
+    return success();
+  }
+};
+
 struct MSELossLowering : OpRewritePattern<nn::MSELossOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -323,6 +472,7 @@ struct MSELossLowering : OpRewritePattern<nn::MSELossOp> {
 
 void mlir::ds::nntolinalg::populateLossPatterns(RewritePatternSet &patterns) {
   patterns.add<CrossEntropyLowering, CrossEntropyGradLowering,
-               CrossEntropyPartsLowering, MSELossLowering>(
+               CrossEntropyPartsLowering, LinearCrossEntropyLowering,
+               LinearCrossEntropyGradLowering, MSELossLowering>(
       patterns.getContext());
 }

@@ -3,8 +3,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -332,6 +334,51 @@ int64_t numElements(ArrayRef<int64_t> shape) {
   for (int64_t s : shape)
     n *= s;
   return n;
+}
+
+Value addInto(OpBuilder &b, Location loc, Value x, Value acc) {
+  auto type = tensorType(acc);
+  AffineMap id = identityMap(b.getContext(), type.getRank());
+  return buildGeneric(b, loc, type.getShape(), x, id, acc, id, {},
+                      [](OpBuilder &b, Location loc,
+                         ValueRange a) -> SmallVector<Value> {
+                        return {arith::AddFOp::create(b, loc, a[1], a[0])};
+                      })
+      .front();
+}
+
+SmallVector<Value> forEachBlock(OpBuilder &b, Location loc, OpFoldResult begin,
+                                OpFoldResult end, int64_t blockSize,
+                                int64_t rest, ValueRange inits, BlockFn body) {
+  SmallVector<Value> carried(inits);
+  std::optional<int64_t> lo = getConstantIntValue(begin);
+  std::optional<int64_t> hi = getConstantIntValue(end);
+  auto value = [&](OpFoldResult v) -> Value {
+    if (auto c = getConstantIntValue(v))
+      return arith::ConstantIndexOp::create(b, loc, *c);
+    return cast<Value>(v);
+  };
+  if (!lo || !hi || *lo < *hi) {
+    Value step = arith::ConstantIndexOp::create(b, loc, blockSize);
+    auto loop = scf::ForOp::create(
+        b, loc, value(begin), value(end), step, carried,
+        [&](OpBuilder &nb, Location nloc, Value start, ValueRange iter) {
+          scf::YieldOp::create(nb, nloc,
+                               body(nb, nloc, start, blockSize, iter));
+        });
+    carried.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  if (rest > 0)
+    carried = body(b, loc, value(end), rest, carried);
+  return carried;
+}
+
+SmallVector<Value> forEachBlock(OpBuilder &b, Location loc, int64_t t,
+                                int64_t blockSize, ValueRange inits,
+                                BlockFn body) {
+  int64_t whole = t / blockSize * blockSize;
+  return forEachBlock(b, loc, b.getIndexAttr(0), b.getIndexAttr(whole),
+                      blockSize, t - whole, inits, body);
 }
 
 } // namespace mlir::ds::nntolinalg

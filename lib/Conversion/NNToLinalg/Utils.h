@@ -109,6 +109,27 @@ Value castElements(OpBuilder &b, Location loc, Value v, Type elemType);
 /// max-reduce, exp(x - max), sum-reduce, then divide (or x - max - log sum).
 Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t dim, bool log);
 
+/// acc + x, written into `acc` (the generic's outs) so that bufferization
+/// updates a carried accumulator in place.
+Value addInto(OpBuilder &b, Location loc, Value x, Value acc);
+
+/// Receives a block's start and static size and the carried values;
+/// returns their next values.
+using BlockFn = function_ref<SmallVector<Value>(
+    OpBuilder &, Location, Value start, int64_t size, ValueRange carried)>;
+
+/// Runs `body` in order over the whole blocks of [begin, end) (an scf.for;
+/// none when both are constants and the range is empty), then, when `rest`
+/// is positive, over [end, end + rest). Static shapes throughout.
+SmallVector<Value> forEachBlock(OpBuilder &b, Location loc, OpFoldResult begin,
+                                OpFoldResult end, int64_t blockSize,
+                                int64_t rest, ValueRange inits, BlockFn body);
+
+/// The blocks of [0, t).
+SmallVector<Value> forEachBlock(OpBuilder &b, Location loc, int64_t t,
+                                int64_t blockSize, ValueRange inits,
+                                BlockFn body);
+
 /// True when every operand and result of `op` has a static shape.
 bool hasStaticShapes(Operation *op);
 

@@ -195,6 +195,9 @@ private:
   /// Sum of budgeted elements (bytes) live / in flight before op k.
   int64_t liveAt(ArrayRef<Async> done, size_t k, bool bytes = false) const;
   int64_t inFlightAt(ArrayRef<Async> done, size_t k) const;
+  /// Waits for the oldest gradient reductions before a newer one starts
+  /// while more than reduce-bucket-size elements would be in flight.
+  void boundReductions(Block &block);
   void emitPlan(Block &block, ArrayRef<Async> placed,
                 ArrayRef<Operation *> ops);
   /// Parameters `unshard` kept gathered, per block (for the plan).
@@ -562,6 +565,56 @@ void ScheduleCommPass::scheduleBlock(Block &block) {
     emitPlan(block, placed, ops);
 }
 
+void ScheduleCommPass::boundReductions(Block &block) {
+  // A reduction's operand (the bucket of whole gradients) lives until its
+  // wait; waited at the function's end, every bucket of the backward would
+  // be live at once, a whole gradient of the model. DeepSpeed reduces
+  // through buffers of reduce_bucket_size elements; so here a start waits
+  // first for the oldest reductions still in flight while the elements in
+  // flight would pass that size. Only waits move: the sums are the same.
+  struct Flying {
+    Operation *wait;
+    int64_t elements;
+  };
+  SmallVector<Flying> inFlight;
+  int64_t flying = 0;
+  // The block's order before any wait moves: a moved wait is then not
+  // visited again.
+  SmallVector<Operation *> order;
+  for (Operation &op : block)
+    order.push_back(&op);
+  for (Operation *opPtr : order) {
+    Operation &op = *opPtr;
+    if (isa<dist::WaitOp>(op)) {
+      auto it = llvm::find_if(inFlight,
+                              [&](const Flying &f) { return f.wait == &op; });
+      if (it != inFlight.end()) {
+        flying -= it->elements;
+        inFlight.erase(it);
+      }
+      continue;
+    }
+    if (!isa<dist::ReduceScatterStartOp, dist::AllReduceStartOp>(op))
+      continue;
+    Operation *wait = nullptr;
+    for (Operation *user : op.getResult(0).getUsers())
+      if (isa<dist::WaitOp>(user) && user->getBlock() == &block)
+        wait = user;
+    if (!wait)
+      continue;
+    int64_t elements =
+        cast<RankedTensorType>(op.getOperand(0).getType()).getNumElements();
+    while (!inFlight.empty() && flying + elements > reduceBucketSize) {
+      inFlight.front().wait->moveBefore(&op);
+      flying -= inFlight.front().elements;
+      inFlight.erase(inFlight.begin());
+      ++numBounded;
+    }
+    inFlight.push_back({wait, elements});
+    flying += elements;
+  }
+}
+
 /// One remark per collective and one per function: where the start and
 /// the wait are, the predicted communication and the compute between them
 /// that hides it, and the most gathered bytes live at once.
@@ -620,11 +673,11 @@ void ScheduleCommPass::emitPlan(Block &block, ArrayRef<Async> placed,
 void ScheduleCommPass::runOnOperation() {
   ModuleOp module = getOperation();
   if (maxLiveParameters < 0 || prefetchBucketSize < 0 || maxReuseDistance < 0 ||
-      fuseBytes < 0 || memoryBudget < 0) {
+      reduceBucketSize < 0 || fuseBytes < 0 || memoryBudget < 0) {
     module.emitError()
         << "ds-schedule-comm: max-live-parameters, prefetch-bucket-size, "
-           "max-reuse-distance (elements), fuse-bytes and memory-budget "
-           "(bytes) must be >= 0";
+           "max-reuse-distance, reduce-bucket-size (elements), fuse-bytes "
+           "and memory-budget (bytes) must be >= 0";
     return signalPassFailure();
   }
   if (!commProfile.empty()) {
@@ -665,6 +718,8 @@ void ScheduleCommPass::runOnOperation() {
     if (fuseBytes > 0)
       fuseGathers(fn.getBody().front());
     scheduleBlock(fn.getBody().front());
+    if (overlapReduce)
+      boundReductions(fn.getBody().front());
   }
 }
 

@@ -526,6 +526,21 @@ struct CrossEntropyVJP : VJP<CrossEntropyVJP, CrossEntropyOp> {
   }
 };
 
+struct LinearCrossEntropyVJP
+    : VJP<LinearCrossEntropyVJP, LinearCrossEntropyOp> {
+  // Recomputes each chunk's logits rather than keeping [N, V] of them.
+  LogicalResult vjp(LinearCrossEntropyOp op, OpBuilder &b, Location loc,
+                    ValueRange dys, SmallVectorImpl<Value> &dxs) const {
+    auto grad = LinearCrossEntropyGradOp::create(
+        b, loc, op.getInput().getType(), op.getWeight().getType(),
+        op.getInput(), op.getWeight(), op.getTargets(), dys[0],
+        op.getChunkAttr(), op.getIgnoreIndexAttr());
+    dxs.append(grad->result_begin(), grad->result_end());
+    dxs.push_back(Value());
+    return success();
+  }
+};
+
 struct MSELossVJP : VJP<MSELossVJP, MSELossOp> {
   // L = mean((x − t)²): dx = dL·2(x − t)/N, dt = −dx.
   LogicalResult vjp(MSELossOp op, OpBuilder &b, Location loc, ValueRange dys,
@@ -683,6 +698,7 @@ void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
     ReduceSumOp::attachInterface<ReduceSumVJP>(*ctx);
     ReduceMeanOp::attachInterface<ReduceMeanVJP>(*ctx);
     CrossEntropyOp::attachInterface<CrossEntropyVJP>(*ctx);
+    LinearCrossEntropyOp::attachInterface<LinearCrossEntropyVJP>(*ctx);
     MSELossOp::attachInterface<MSELossVJP>(*ctx);
     MoERouteOp::attachInterface<MoERouteVJP>(*ctx);
     MoEGateOp::attachInterface<MoEGateVJP>(*ctx);

@@ -261,7 +261,26 @@ def loss_attention_grads():
 """, ["0", "1", "2", "3"], [ce, dq, dk, dv], tolerance=(1e-4, 1e-5))
 
 
+def linear_cross_entropy():
+    x, w = rnd(3, 7, 8, seed=90), rnd(13, 8, scale=2.0, seed=91)
+    t = torch.tensor([[1, 12, -100, 0, 5, 5, 7], [3, -100, 2, 11, 9, 4, 6],
+                      [8, 10, 1, -100, 0, 12, 3]])
+    dl = torch.tensor(1.5)
+
+    def loss(x, w):
+        return F.cross_entropy(F.linear(x, w).reshape(21, 13), t.reshape(21))
+    dx, dw = vjp(loss, [x, w], dl)
+    write("linear-cross-entropy",
+          ["linear_cross_entropy and its gradient in chunks of 4 of the 21 rows",
+           "(5 whole chunks, then 1 row), with ignored positions."],
+          [("x", x), ("w", w), ("t", t), ("dl", dl)],
+          """
+%0 = dsnn.linear_cross_entropy %x, %w, %t {chunk = 4 : i64} : tensor<3x7x8xf32>, tensor<13x8xf32>, tensor<3x7xi64> -> tensor<f32>
+%1, %2 = dsnn.linear_cross_entropy_grad %x, %w, %t, %dl {chunk = 4 : i64} : tensor<3x7x8xf32>, tensor<13x8xf32>, tensor<3x7xi64>, tensor<f32>
+""", ["0", "1", "2"], [loss(x, w), dx, dw], tolerance=(1e-5, 1e-6))
+
+
 if __name__ == "__main__":
     for case in (matmul, elementwise, shape, softmax_loss, norm, attention, embedding,
-                 grads, loss_attention_grads):
+                 grads, loss_attention_grads, linear_cross_entropy):
         case()
