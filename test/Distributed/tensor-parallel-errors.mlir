@@ -43,8 +43,9 @@ module {
 
 // -----
 
-// A whole operand (here a table, as RoPE's cos/sin) combined with a cut
-// value has no per-rank slice yet: refused with the op.
+// A whole operand that spans the cut dim (here a table the shape of the
+// cut value; RoPE's tables, which broadcast along heads, are fine) has no
+// per-rank slice yet: refused with the op.
 module {
   func.func @forward(
     %up: tensor<8x4xf32> {dsnn.param = #dsnn.param<name = "up.weight", init = normal, std = 0.02>},
