@@ -141,3 +141,87 @@ module {
     return %s : tensor<f32>
   }
 }
+
+// -----
+
+// A Llama attention block: RoPE and grouped-query attention (4 query heads,
+// 2 KV heads of 4 dims, a batch of 1). Each rank holds 2 query heads and
+// their KV head. RoPE acts on each head alone: the cos/sin tables [T, D]
+// broadcast along heads and stay whole, and rotate_half's split, neg and
+// concat run along head_dim. GQA's repeat (a reshape, the add of zeros
+// [H/KV, T, D] and a reshape back) keeps each rank's KV head next to its
+// query heads.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME:    %[[WQ:[^:]*]]: tensor<8x8xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [16, 8]>
+// CHECK-SAME:    %[[WK:[^:]*]]: tensor<4x8xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [8, 8]>
+// CHECK-SAME:    %[[WV:[^:]*]]: tensor<4x8xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [8, 8]>
+// CHECK-SAME:    %[[WO:[^:]*]]: tensor<8x8xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 1, blocks = 1, shape = [8, 16]>
+// CHECK:         %[[F:.*]] = dsdist.copy_to_group %{{.*}} over ["tp"] : tensor<1x3x8xf32>
+// CHECK:         %[[COS:.*]] = arith.constant dense<1.000000e+00> : tensor<3x4xf32>
+// CHECK:         %[[Q:.*]] = dsnn.linear %[[F]], %[[WQ]] : (tensor<1x3x8xf32>, tensor<8x8xf32>) -> tensor<1x3x8xf32>
+// CHECK-NEXT:    %[[Q4:.*]] = dsnn.reshape %[[Q]] : tensor<1x3x8xf32> -> tensor<1x3x2x4xf32>
+// CHECK-NEXT:    %[[QH:.*]] = dsnn.transpose %[[Q4]] perm [0, 2, 1, 3] : tensor<1x3x2x4xf32> -> tensor<1x2x3x4xf32>
+// CHECK-NEXT:    %[[QS:.*]]:2 = dsnn.split %[[QH]] dim 3 : tensor<1x2x3x4xf32> -> tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>
+// CHECK-NEXT:    %[[QN:.*]] = dsnn.neg %[[QS]]#1 : tensor<1x2x3x2xf32>
+// CHECK-NEXT:    %[[QT:.*]] = dsnn.concat %[[QN]], %[[QS]]#0 dim 3 : tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32> -> tensor<1x2x3x4xf32>
+// CHECK-NEXT:    %[[QC:.*]] = dsnn.mul %[[QH]], %[[COS]] : tensor<1x2x3x4xf32>, tensor<3x4xf32> -> tensor<1x2x3x4xf32>
+// CHECK:         %[[K:.*]] = dsnn.linear %[[F]], %[[WK]] : (tensor<1x3x8xf32>, tensor<4x8xf32>) -> tensor<1x3x4xf32>
+// CHECK:         %[[K5:.*]] = dsnn.reshape %{{.*}} : tensor<1x1x3x4xf32> -> tensor<1x1x1x3x4xf32>
+// CHECK-NEXT:    %[[KE:.*]] = dsnn.add %[[K5]], %{{.*}} : tensor<1x1x1x3x4xf32>, tensor<2x3x4xf32> -> tensor<1x1x2x3x4xf32>
+// CHECK-NEXT:    %[[KK:.*]] = dsnn.reshape %[[KE]] : tensor<1x1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+// CHECK:         %[[V:.*]] = dsnn.linear %[[F]], %[[WV]] : (tensor<1x3x8xf32>, tensor<4x8xf32>) -> tensor<1x3x4xf32>
+// CHECK:         %[[ATT:.*]] = dsnn.attention %{{.*}}, %[[KK]], %{{.*}} {causal} : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+// CHECK:         %[[Y:.*]] = dsnn.reshape %{{.*}} : tensor<1x3x2x4xf32> -> tensor<1x3x8xf32>
+// CHECK-NEXT:    %[[O:.*]] = dsnn.linear %[[Y]], %[[WO]] : (tensor<1x3x8xf32>, tensor<8x8xf32>) -> tensor<1x3x8xf32>
+// CHECK-NEXT:    dsdist.all_reduce sum %[[O]] over ["tp"] : tensor<1x3x8xf32>
+// The backward: %x needs no gradient, so the shared f adds no all-reduce,
+// and the constant tables get no cotangent to reduce: g is the only one.
+// GRAD-LABEL: func.func @forward_backward(
+// GRAD:         dsdist.all_reduce sum %{{.*}} over ["tp"] : tensor<1x3x8xf32>
+// GRAD-NOT:     dsdist.all_reduce
+// GRAD:         return
+module {
+  func.func @forward(
+    %wq: tensor<16x8xf32> {dsnn.param = #dsnn.param<name = "self_attn.q_proj.weight", init = normal, std = 0.02>},
+    %wk: tensor<8x8xf32> {dsnn.param = #dsnn.param<name = "self_attn.k_proj.weight", init = normal, std = 0.02>},
+    %wv: tensor<8x8xf32> {dsnn.param = #dsnn.param<name = "self_attn.v_proj.weight", init = normal, std = 0.02>},
+    %wo: tensor<8x16xf32> {dsnn.param = #dsnn.param<name = "self_attn.o_proj.weight", init = normal, std = 0.02>},
+    %x: tensor<1x3x8xf32>) -> tensor<f32> {
+    %cos = arith.constant dense<1.0> : tensor<3x4xf32>
+    %sin = arith.constant dense<0.5> : tensor<3x4xf32>
+    %zeros = arith.constant dense<0.0> : tensor<2x3x4xf32>
+    %q = dsnn.linear %x, %wq : (tensor<1x3x8xf32>, tensor<16x8xf32>) -> tensor<1x3x16xf32>
+    %q4 = dsnn.reshape %q : tensor<1x3x16xf32> -> tensor<1x3x4x4xf32>
+    %qh = dsnn.transpose %q4 perm [0, 2, 1, 3] : tensor<1x3x4x4xf32> -> tensor<1x4x3x4xf32>
+    %q1, %q2 = dsnn.split %qh dim 3 : tensor<1x4x3x4xf32> -> tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32>
+    %qn = dsnn.neg %q2 : tensor<1x4x3x2xf32>
+    %qt = dsnn.concat %qn, %q1 dim 3 : tensor<1x4x3x2xf32>, tensor<1x4x3x2xf32> -> tensor<1x4x3x4xf32>
+    %qc = dsnn.mul %qh, %cos : tensor<1x4x3x4xf32>, tensor<3x4xf32> -> tensor<1x4x3x4xf32>
+    %qs = dsnn.mul %qt, %sin : tensor<1x4x3x4xf32>, tensor<3x4xf32> -> tensor<1x4x3x4xf32>
+    %qr = dsnn.add %qc, %qs : tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32> -> tensor<1x4x3x4xf32>
+    %k = dsnn.linear %x, %wk : (tensor<1x3x8xf32>, tensor<8x8xf32>) -> tensor<1x3x8xf32>
+    %k4 = dsnn.reshape %k : tensor<1x3x8xf32> -> tensor<1x3x2x4xf32>
+    %kh = dsnn.transpose %k4 perm [0, 2, 1, 3] : tensor<1x3x2x4xf32> -> tensor<1x2x3x4xf32>
+    %k1, %k2 = dsnn.split %kh dim 3 : tensor<1x2x3x4xf32> -> tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32>
+    %kn = dsnn.neg %k2 : tensor<1x2x3x2xf32>
+    %kt = dsnn.concat %kn, %k1 dim 3 : tensor<1x2x3x2xf32>, tensor<1x2x3x2xf32> -> tensor<1x2x3x4xf32>
+    %kc = dsnn.mul %kh, %cos : tensor<1x2x3x4xf32>, tensor<3x4xf32> -> tensor<1x2x3x4xf32>
+    %ks = dsnn.mul %kt, %sin : tensor<1x2x3x4xf32>, tensor<3x4xf32> -> tensor<1x2x3x4xf32>
+    %kr = dsnn.add %kc, %ks : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+    %k5 = dsnn.reshape %kr : tensor<1x2x3x4xf32> -> tensor<1x2x1x3x4xf32>
+    %ke = dsnn.add %k5, %zeros : tensor<1x2x1x3x4xf32>, tensor<2x3x4xf32> -> tensor<1x2x2x3x4xf32>
+    %kk = dsnn.reshape %ke : tensor<1x2x2x3x4xf32> -> tensor<1x4x3x4xf32>
+    %v = dsnn.linear %x, %wv : (tensor<1x3x8xf32>, tensor<8x8xf32>) -> tensor<1x3x8xf32>
+    %v4 = dsnn.reshape %v : tensor<1x3x8xf32> -> tensor<1x3x2x4xf32>
+    %vh = dsnn.transpose %v4 perm [0, 2, 1, 3] : tensor<1x3x2x4xf32> -> tensor<1x2x3x4xf32>
+    %v5 = dsnn.reshape %vh : tensor<1x2x3x4xf32> -> tensor<1x2x1x3x4xf32>
+    %ve = dsnn.add %v5, %zeros : tensor<1x2x1x3x4xf32>, tensor<2x3x4xf32> -> tensor<1x2x2x3x4xf32>
+    %vv = dsnn.reshape %ve : tensor<1x2x2x3x4xf32> -> tensor<1x4x3x4xf32>
+    %att = dsnn.attention %qr, %kk, %vv {causal} : tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32>, tensor<1x4x3x4xf32> -> tensor<1x4x3x4xf32>
+    %attT = dsnn.transpose %att perm [0, 2, 1, 3] : tensor<1x4x3x4xf32> -> tensor<1x3x4x4xf32>
+    %attC = dsnn.reshape %attT : tensor<1x3x4x4xf32> -> tensor<1x3x16xf32>
+    %o = dsnn.linear %attC, %wo : (tensor<1x3x16xf32>, tensor<8x16xf32>) -> tensor<1x3x8xf32>
+    %s = dsnn.reduce_sum %o dims [0, 1, 2] : tensor<1x3x8xf32> -> tensor<f32>
+    return %s : tensor<f32>
+  }
+}

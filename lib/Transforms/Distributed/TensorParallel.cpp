@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -54,7 +55,9 @@ int64_t rankOf(Value v) {
 
 /// Where the cut dim `dim` of the reshape's input lands in its result: the
 /// result dim with the same product of dims before it, when the cut slices
-/// that dim evenly (its size is a multiple of `t`).
+/// that dim evenly (its size is a multiple of `t`). Size-1 dims are passed
+/// over: with a batch of 1, [1, KV, r, T, D] -> [1, H, T, D] keeps KV heads
+/// in dim 1, not in dim 0.
 std::optional<int64_t> reshapedDim(nn::ReshapeOp op, int64_t dim) {
   auto in = cast<RankedTensorType>(op.getInput().getType());
   auto out = cast<RankedTensorType>(op.getResult().getType());
@@ -63,7 +66,7 @@ std::optional<int64_t> reshapedDim(nn::ReshapeOp op, int64_t dim) {
     before *= in.getDimSize(d);
   int64_t product = 1;
   for (int64_t d = 0; d < out.getRank(); ++d) {
-    if (product == before)
+    if (product == before && out.getDimSize(d) != 1)
       return d;
     product *= out.getDimSize(d);
   }
@@ -77,11 +80,65 @@ struct Reach {
   llvm::SetVector<Operation *> rows;
   /// Operands a multi-input op needs cut too, with the dim it expects.
   SmallVector<std::pair<OpOperand *, int64_t>> needs;
+  /// Operands broadcast along the cut dim: each rank reads them whole.
+  SmallVector<OpOperand *> wholes;
+  /// The op the cut could not follow through.
+  Operation *stop = nullptr;
   int64_t blocks = 1;
   /// A width the group does not divide: reported only if the cut holds.
   std::string indivisible;
   bool ok = true;
 };
+
+/// Where a binary op puts its operand `use`'s cut dim `dim` under NumPy
+/// broadcasting, noting what the other operand needs: cut alike where it
+/// spans that dim, read whole where it broadcasts along it (RoPE's cos/sin
+/// tables [T, D] against heads [B, H, T, D]; the zeros that repeat GQA's KV
+/// heads). Nullopt when the cut dim itself is the one broadcast.
+std::optional<int64_t> broadcastDim(Reach &r, OpOperand &use, int64_t dim) {
+  Operation *op = use.getOwner();
+  auto result = cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t at = dim + result.getRank() - rankOf(use.get());
+  if (cast<RankedTensorType>(use.get().getType()).getDimSize(dim) !=
+      result.getDimSize(at))
+    return std::nullopt;
+  OpOperand &other = op->getOpOperand(1 - use.getOperandNumber());
+  auto type = cast<RankedTensorType>(other.get().getType());
+  int64_t otherDim = at - (result.getRank() - type.getRank());
+  if (otherDim >= 0 && type.getDimSize(otherDim) != 1)
+    r.needs.push_back({&other, otherDim});
+  else
+    r.wholes.push_back(&other);
+  return at;
+}
+
+/// Whether `column`'s output reaches a dsnn.attention before any other
+/// linear: it is then a Q, K or V projection.
+bool feedsAttention(nn::LinearOp column) {
+  SmallVector<Value> work{column.getResult()};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (Operation *user : v.getUsers()) {
+      if (isa<nn::AttentionOp>(user))
+        return true;
+      if (!isa<nn::LinearOp>(user))
+        llvm::append_range(work, user->getResults());
+    }
+  }
+  return false;
+}
+
+/// The name of a cuttable linear's weight, for messages.
+StringRef weightName(nn::LinearOp op) {
+  auto arg = cast<BlockArgument>(op.getWeight());
+  auto fn = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  return fn
+      .getArgAttrOfType<nn::ParamAttr>(arg.getArgNumber(), nn::kParamAttrName)
+      .getName();
+}
 
 struct TensorParallelPass
     : mlir::ds::impl::TensorParallelBase<TensorParallelPass> {
@@ -119,8 +176,8 @@ void TensorParallelPass::visit(
                       "' result dim " + std::to_string(d) + " is " +
                       std::to_string(n) + ", which tensor-parallel size " +
                       std::to_string(size) +
-                      " does not divide (heads and MLP width must split "
-                      "evenly over the ranks)";
+                      " does not divide (heads, key/value heads and MLP width "
+                      "must split evenly over the ranks)";
     work.push_back({result, d});
   };
   if (auto linear = dyn_cast<nn::LinearOp>(user)) {
@@ -129,14 +186,20 @@ void TensorParallelPass::visit(
       r.rows.insert(linear);
       return;
     }
-  } else if (isa<nn::GeluOp, nn::ReluOp, nn::SiluOp, nn::TanhOp>(user)) {
+  } else if (isa<nn::GeluOp, nn::ReluOp, nn::SiluOp, nn::TanhOp, nn::NegOp>(
+                 user)) {
     return cutTo(user->getResult(0), dim);
   } else if (isa<nn::AddOp, nn::MulOp, nn::SubOp, nn::DivOp>(user)) {
-    // Both operands cut alike: no broadcasting against a whole value.
-    if (user->getOperand(0).getType() == user->getOperand(1).getType() &&
-        user->getOperand(0).getType() == user->getResult(0).getType()) {
-      r.needs.push_back({&user->getOpOperand(1 - use.getOperandNumber()), dim});
-      return cutTo(user->getResult(0), dim);
+    if (std::optional<int64_t> d = broadcastDim(r, use, dim))
+      return cutTo(user->getResult(0), *d);
+  } else if (auto concat = dyn_cast<nn::ConcatOp>(user)) {
+    // RoPE's rotate_half joins pieces of head_dim: each head stays on its
+    // rank. Joining along the cut dim would interleave the ranks' pieces.
+    if (concat.getDim() != dim) {
+      for (OpOperand &operand : user->getOpOperands())
+        if (&operand != &use)
+          r.needs.push_back({&operand, dim});
+      return cutTo(concat.getResult(), dim);
     }
   } else if (auto split = dyn_cast<nn::SplitOp>(user)) {
     // Along the cut dim only as a fused projection's equal blocks (Q, K,
@@ -168,6 +231,7 @@ void TensorParallelPass::visit(
     }
   }
   r.ok = false;
+  r.stop = user;
 }
 
 Reach TensorParallelPass::follow(nn::LinearOp column) {
@@ -179,6 +243,8 @@ Reach TensorParallelPass::follow(nn::LinearOp column) {
     auto [it, inserted] = r.dims.insert({v, dim});
     if (!inserted) {
       r.ok = it->second == dim;
+      if (!r.ok)
+        r.stop = v.getDefiningOp();
       continue;
     }
     for (OpOperand &use : v.getUses()) {
@@ -202,6 +268,16 @@ LogicalResult TensorParallelPass::checkNeeds(const Reach &all) {
                       "a column-parallel linear; ds cannot place this op on "
                       "a tensor-parallel shard yet (a whole table or mask "
                       "combined with heads), use autotp_size 1");
+  }
+  // A whole operand broadcast over the cut gets on each rank only its
+  // part's gradient; constants (RoPE's tables) have none to lose.
+  for (OpOperand *operand : all.wholes) {
+    if (!matchPattern(operand->get(), m_Constant()))
+      return fail(operand->getOwner(),
+                  "operand #" + Twine(operand->getOperandNumber()) +
+                      " is broadcast along the tensor-parallel cut of the "
+                      "other operand but is not a constant: each rank would "
+                      "see only its part of its gradient; use autotp_size 1");
   }
   return success();
 }
@@ -413,6 +489,15 @@ void TensorParallelPass::runOnOperation() {
     if (rows.contains(op) || all.dims.contains(op.getInput()))
       continue;
     Reach r = follow(op);
+    // Megatron cuts attention by heads: a projection that stays whole
+    // would be a silent change of layout, so the op that stopped it is
+    // named instead.
+    if (!r.ok && r.stop && feedsAttention(op))
+      return (void)fail(r.stop,
+                        "cannot follow the heads of '" + weightName(op) +
+                            "' (an attention projection) through this op, "
+                            "so ds cannot cut that attention by heads; use "
+                            "autotp_size 1");
     if (!r.ok || r.rows.empty())
       continue;
     int64_t out =
@@ -424,10 +509,12 @@ void TensorParallelPass::runOnOperation() {
                                 "tensor-parallel size " +
                                 Twine(size) + " per block");
     if (!r.indivisible.empty())
-      return (void)fail(op, "cutting this linear's output: " + r.indivisible);
+      return (void)fail(op, "cutting the output of '" + weightName(op) +
+                                "': " + r.indivisible);
     for (auto [v, d] : r.dims)
       all.dims.insert({v, d});
     all.needs.append(r.needs);
+    all.wholes.append(r.wholes);
     rows.insert(r.rows.begin(), r.rows.end());
     columns.push_back({op, r.blocks});
   }
