@@ -422,10 +422,33 @@ std::optional<llvm::Error> Mapper::mapNormAndActivation(const ts::Node &n) {
                      "supported yet");
     if (numArg(n.inputs[4]) != 0)
       return fail(n, "dropout_p > 0 is not supported");
-    if (n.inputs.size() > 7 && intArg(n.inputs[7]))
-      return fail(n, "enable_gqa is not supported yet; repeat the key and "
-                     "value heads before the call");
     Value q = in(0), key = in(1), v = in(2);
+    if (n.inputs.size() > 7 && intArg(n.inputs[7])) {
+      // enable_gqa: each key/value head serves `group` consecutive query
+      // heads (repeat_interleave on dim -3), so repeat them as Hugging
+      // Face's repeat_kv does: [.., Hkv, 1, S, D] -> expand -> reshape.
+      auto sq = shapeOf(q), sk = shapeOf(key);
+      if (sq.size() < 3 || sk.size() != sq.size() || shapeOf(v) != sk ||
+          sk.end()[-3] == 0 || sq.end()[-3] % sk.end()[-3] != 0)
+        return fail(n, "enable_gqa needs query heads " +
+                           formatShape(sq) +
+                           " a multiple of key/value heads " +
+                           formatShape(sk) + " on dim -3");
+      int64_t group = sq.end()[-3] / sk.end()[-3];
+      auto repeat = [&](Value x) {
+        if (group == 1)
+          return x;
+        SmallVector<int64_t> one(sk.begin(), sk.end()), wide, out;
+        one.insert(one.end() - 2, 1);
+        wide = one;
+        wide.end()[-3] = group;
+        out.assign(sk.begin(), sk.end());
+        out.end()[-3] *= group;
+        return mb.reshape(mb.expand(mb.reshape(x, one), wide), out);
+      };
+      key = repeat(key);
+      v = repeat(v);
+    }
     bool causal = intArg(n.inputs[5]) != 0 || causalMask;
     if (causal && shapeOf(q).end()[-2] != shapeOf(key).end()[-2])
       return fail(n, "is_causal needs as many queries as keys");

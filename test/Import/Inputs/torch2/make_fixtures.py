@@ -6,9 +6,11 @@ wrote):
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py test/Import/Inputs/torch2
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --fuzz-seed test/fuzz/corpus/pt2
 
-For each model NAME (nanogpt-sdpa, docs-gpt, hf-gpt2): NAME.pt2 (torch.export.save of a module whose forward
-returns the loss) and NAME.reference.json (the losses of STEPS AdamW steps of
-the same module in torch, and the torch version that made both). tokens.bin
+For each model NAME (nanogpt-sdpa, nanogpt-gqa, docs-gpt, hf-gpt2, hf-llama, hf-qwen3,
+hf-mistral): NAME.pt2 (torch.export.save of a module whose forward returns
+the loss) and NAME.reference.json (the losses of STEPS AdamW steps of the
+same module in torch, and the torch and, for Hugging Face models,
+transformers versions that made both). tokens.bin
 and adamw.json are the data and config of that loop (test/Train/Inputs/
 byom.py's sequential batches and AdamW settings).
 """
@@ -38,6 +40,11 @@ MODELS = {
     # nanoGPT's shape: F.scaled_dot_product_attention(is_causal=True), tied head.
     "nanogpt-sdpa": lambda: measure.NanoGPT(n_layer=2, C=32, n_head=4,
                                             vocab=byom.VOCAB, block=byom.SEQ),
+    # The same with grouped-query attention: 2 key/value heads for 4, by
+    # SDPA's enable_gqa.
+    "nanogpt-gqa": lambda: measure.NanoGPT(n_layer=2, C=32, n_head=4,
+                                           vocab=byom.VOCAB, block=byom.SEQ,
+                                           n_kv_head=2),
     # The docs' GPT: matmul/softmax attention under a ones().tril() mask.
     "docs-gpt": lambda: fixtures.GPT(n_layer=2, n_embd=32, n_head=4,
                                      vocab_size=byom.VOCAB, n_positions=byom.SEQ),
@@ -47,6 +54,13 @@ MODELS = {
 # forward returns the loss of labels=targets.
 HF_MODELS = {
     "hf-gpt2": lambda: measure.hf("gpt2"),
+    # Rotary tables computed in the graph from the inv_freq buffer (cos and
+    # sin of constants), RMSNorm decomposed (pow, mean, rsqrt), SwiGLU,
+    # grouped-query attention by repeat_kv (2 key/value heads for 4).
+    "hf-llama": lambda: measure.hf("llama3"),
+    # The same plus RMSNorm of each head's queries and keys (q_norm, k_norm).
+    "hf-qwen3": lambda: measure.hf("qwen3"),
+    "hf-mistral": lambda: measure.hf("mistral"),
 }
 
 
@@ -113,9 +127,13 @@ def main(out):
         ref = os.path.join(out, "reference.json")
         losses = json.load(open(ref))["losses"]
         os.remove(ref)
+        versions = {"torch_version": torch.__version__}
+        if name in HF_MODELS:
+            import transformers
+            versions["transformers_version"] = transformers.__version__
         with open(os.path.join(out, f"{name}.reference.json"), "w") as f:
-            json.dump({"torch_version": torch.__version__,
-                       "steps": byom.STEPS, "losses": losses}, f, indent=1)
+            json.dump({**versions, "steps": byom.STEPS, "losses": losses}, f,
+                      indent=1)
             f.write("\n")
 
 
