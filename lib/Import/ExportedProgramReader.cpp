@@ -11,8 +11,9 @@
 // value (torch.export traced it), so unlike TorchScript nothing needs
 // evaluating: each node keeps its op name without the overload
 // ("aten::linear"), its arguments are put in schema order with defaults
-// filled in, and the few nodes that only compute constants (arange,
-// a causal mask from ones/tril/bitwise_not) are folded here.
+// filled in, and the nodes that only compute constants (arange, a causal
+// mask from ones/tril/bitwise_not, a rotary table from the inv_freq buffer
+// with cat/cos/sin) are folded here.
 //
 //===----------------------------------------------------------------------===//
 #include "ExportedProgramReader.h"
@@ -226,6 +227,8 @@ std::optional<std::vector<double>> matmul(const ts::Value &a,
   int64_t count = 1;
   for (int64_t d : shape)
     count *= d;
+  if (count == 0)
+    return std::vector<double>();
   // A rotary table's product has K = 1; anything far larger is no constant
   // a model computes.
   if (k > (int64_t(1) << 20) || count * k > (int64_t(1) << 26))
@@ -308,6 +311,14 @@ double numberOf(const Given &given, const char *arg, double otherwise) {
   return otherwise;
 }
 
+/// `x` as an index: out-of-range values (INT64_MAX for "to the end", or a
+/// malformed program's) stay out of range without overflowing, NaN too.
+int64_t indexOf(double x) {
+  if (std::isnan(x))
+    return std::numeric_limits<int64_t>::min() / 2;
+  return int64_t(std::clamp(x, -1e18, 1e18));
+}
+
 /// The elements of constant `x` through the view `name` (transpose, t,
 /// permute, slice, select) as a `shape` result. nullopt if `name` is no such
 /// view; an empty inner optional if the view does not give `shape`.
@@ -328,12 +339,12 @@ view(llvm::StringRef name, const Given &given,
   std::vector<int64_t> sizes = x->shape, steps = strides;
   int64_t base = 0;
   auto axis = [&](const char *arg) -> std::optional<int64_t> {
-    double d = numberOf(given, arg, 0);
+    int64_t d = indexOf(numberOf(given, arg, 0));
     if (d < 0)
-      d += double(rank);
-    if (d < 0 || d >= double(rank))
+      d += rank;
+    if (d < 0 || d >= rank)
       return std::nullopt;
-    return int64_t(d);
+    return d;
   };
   if (name == "aten.transpose.int" || name == "aten.t.default") {
     std::optional<int64_t> a = rank - 2, b = rank - 1;
@@ -367,28 +378,29 @@ view(llvm::StringRef name, const Given &given,
     auto d = axis("dim");
     if (!d)
       return mismatch;
-    double size = double(x->shape[*d]);
+    int64_t size = x->shape[*d];
     // Negative bounds count from the end; out-of-range ones clamp (a slice
     // to the end says INT64_MAX).
-    auto bound = [&](const char *arg, double otherwise) {
-      double at = numberOf(given, arg, otherwise);
+    auto bound = [&](const char *arg, int64_t otherwise) {
+      int64_t at = indexOf(numberOf(given, arg, double(otherwise)));
       if (at < 0)
         at += size;
-      return std::clamp(at, 0.0, size);
+      return std::clamp<int64_t>(at, 0, size);
     };
     if (name == "aten.select.int") {
-      double at = numberOf(given, "index", 0);
+      int64_t at = indexOf(numberOf(given, "index", 0));
       if (at < 0)
         at += size;
       if (at < 0 || at >= size)
         return mismatch;
-      base = int64_t(at) * strides[*d];
+      base = at * strides[*d];
       sizes.erase(sizes.begin() + *d);
       steps.erase(steps.begin() + *d);
     } else {
-      int64_t start = int64_t(bound("start", 0)),
-              end = int64_t(bound("end", size));
-      int64_t step = int64_t(numberOf(given, "step", 1));
+      int64_t start = bound("start", 0), end = bound("end", size);
+      // A step past the end takes one element, as the size's step would.
+      int64_t step = std::min(indexOf(numberOf(given, "step", 1)),
+                              std::max<int64_t>(size, 1));
       if (step < 1)
         return mismatch;
       base = start * strides[*d];
@@ -1092,7 +1104,7 @@ Reader::fold(llvm::StringRef name, const json &n,
          x += step)
       data.push_back(x);
   } else if (name == "aten.cat.default") {
-    auto joined = concat(list, int64_t(number("dim", 0)), v.shape);
+    auto joined = concat(list, indexOf(number("dim", 0)), v.shape);
     if (!joined)
       return error(where(node) + ": " + name +
                    " of constants that do not concatenate to its result's "

@@ -6,12 +6,12 @@ wrote):
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py test/Import/Inputs/torch2
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --fuzz-seed test/fuzz/corpus/pt2
 
-For each model NAME (nanogpt-sdpa, nanogpt-gqa, docs-gpt, hf-gpt2, hf-llama, hf-qwen3,
-hf-mistral): NAME.pt2 (torch.export.save of a module whose forward returns
-the loss) and NAME.reference.json (the losses of STEPS AdamW steps of the
-same module in torch, and the torch and, for Hugging Face models,
-transformers versions that made both). tokens.bin
-and adamw.json are the data and config of that loop (test/Train/Inputs/
+For each model NAME (nanogpt-sdpa, nanogpt-gqa, rotary-ops, docs-gpt,
+hf-gpt2, hf-llama, hf-qwen3, hf-mistral): NAME.pt2 (torch.export.save of a
+module whose forward returns the loss) and NAME.reference.json (the losses
+of STEPS AdamW steps of the same module in torch, and the torch and, for
+Hugging Face models, transformers versions that made both). tokens.bin and
+adamw.json are the data and config of that loop (test/Train/Inputs/
 byom.py's sequential batches and AdamW settings).
 """
 import importlib.util
@@ -45,6 +45,8 @@ MODELS = {
     "nanogpt-gqa": lambda: measure.NanoGPT(n_layer=2, C=32, n_head=4,
                                            vocab=byom.VOCAB, block=byom.SEQ,
                                            n_kv_head=2),
+    # Rotary tables through every view and product of constants that folds.
+    "rotary-ops": lambda: RotaryOps(byom.VOCAB),
     # The docs' GPT: matmul/softmax attention under a ones().tril() mask.
     "docs-gpt": lambda: fixtures.GPT(n_layer=2, n_embd=32, n_head=4,
                                      vocab_size=byom.VOCAB, n_positions=byom.SEQ),
@@ -62,6 +64,39 @@ HF_MODELS = {
     "hf-qwen3": lambda: measure.hf("qwen3"),
     "hf-mistral": lambda: measure.hf("mistral"),
 }
+
+
+class RotaryOps(torch.nn.Module):
+    """Rotary tables computed from a buffer the other ways models write
+    them (a batched matmul of inv_freq and the positions as older
+    transformers did, then transpose, select, t, permute, a strided slice,
+    an mm with a full() matrix): all constants, so all fold; only the
+    products with the activations map."""
+
+    def __init__(self, vocab, C=32):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, C)
+        self.head = torch.nn.Linear(C, vocab)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, C, 2).float() / C))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, idx, targets):
+        B, T = idx.shape
+        C = self.inv_freq.shape[0] * 2
+        pos = torch.arange(T)[None, :].expand(B, -1)
+        inv = self.inv_freq[None, :, None].float().expand(B, -1, 1)
+        freqs = (inv @ pos[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = emb.cos()[0].t().t()
+        sin = emb.sin().permute(0, 2, 1).permute(0, 2, 1)
+        sin = torch.cat((sin[..., ::2], sin[..., 1::2]), dim=-1)
+        avg = torch.mm(cos, torch.full((C, C), 1.0 / C))
+        x = self.emb(idx)
+        half = torch.cat((-x[..., C // 2:], x[..., :C // 2]), dim=-1)
+        x = x * cos + half * sin + avg
+        logits = self.head(x)
+        return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)),
+                                                 targets.view(-1))
 
 
 class Tiny(torch.nn.Module):
