@@ -1110,7 +1110,7 @@ Reader::fold(llvm::StringRef name, const json &n,
                    " of constants that do not concatenate to its result's "
                    "shape");
     data = std::move(*joined);
-  } else if (mat2 || (name == "aten.matmul.default" && other)) {
+  } else if (self && (mat2 || (name == "aten.matmul.default" && other))) {
     auto product = matmul(*self, mat2 ? *mat2 : *other, v.shape);
     if (!product)
       return error(where(node) + ": " + name +
