@@ -542,8 +542,21 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
       k == "aten::flatten" || k == "aten::unsqueeze" || k == "aten::squeeze" ||
       k == "aten::view_as" || k == "aten::reshape_as")
     return out(mb.reshape(in(0), result.shape));
-  if (k == "aten::expand" || k == "aten::expand_as")
-    return out(mb.expand(in(0), result.shape));
+  if (k == "aten::expand" || k == "aten::expand_as") {
+    // A malformed program's result shape must not reach the builder.
+    Value x = in(0);
+    auto have = shapeOf(x);
+    ArrayRef<int64_t> want = result.shape;
+    bool ok = have.size() <= want.size();
+    for (size_t i = 0; ok && i < have.size(); ++i) {
+      int64_t w = want[want.size() - have.size() + i];
+      ok = have[i] == w || have[i] == 1;
+    }
+    if (!ok)
+      return fail(n, "cannot expand " + formatShape(have) + " to " +
+                         formatShape(want));
+    return out(mb.expand(x, want));
+  }
   if (k == "aten::transpose" || k == "aten::t") {
     Value x = in(0);
     int64_t rank = shapeOf(x).size();
@@ -580,9 +593,15 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
   if (k == "aten::slice" || k == "aten::select") {
     Value x = in(0);
     auto shape = shapeOf(x);
-    int64_t d = dim(intArg(n.inputs[1]), shape.size()), size = shape[d];
+    int64_t d = dim(intArg(n.inputs[1]), shape.size());
+    if (d < 0 || d >= int64_t(shape.size()))
+      return fail(n, "dim " + Twine(intArg(n.inputs[1])) + " out of range");
+    int64_t size = shape[d];
     if (k == "aten::select") {
       int64_t start = dim(intArg(n.inputs[2]), size);
+      if (start < 0 || start >= size)
+        return fail(n, "index " + Twine(intArg(n.inputs[2])) +
+                           " out of range");
       return out(mb.reshape(range(x, d, start, start + 1), result.shape));
     }
     auto clampIndex = [&](int id, int64_t dflt) {
