@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -567,6 +568,8 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
       a = dim(intArg(n.inputs[1]), rank);
       b = dim(intArg(n.inputs[2]), rank);
     }
+    if (a < 0 || a >= rank || b < 0 || b >= rank)
+      return fail(n, "dims out of range for rank " + Twine(rank));
     SmallVector<int64_t> perm;
     for (int64_t i = 0; i < rank; ++i)
       perm.push_back(i == a ? b : i == b ? a : i);
@@ -574,9 +577,18 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
   }
   if (k == "aten::permute") {
     Value x = in(0);
+    int64_t rank = shapeOf(x).size();
     SmallVector<int64_t> perm;
-    for (int64_t d : val(n.inputs[1]).ints)
-      perm.push_back(dim(d, shapeOf(x).size()));
+    llvm::SmallBitVector seen(rank);
+    for (int64_t d : val(n.inputs[1]).ints) {
+      int64_t p = dim(d, rank);
+      if (p < 0 || p >= rank || seen.test(p))
+        return fail(n, "dims are no permutation of rank " + Twine(rank));
+      seen.set(p);
+      perm.push_back(p);
+    }
+    if (int64_t(perm.size()) != rank)
+      return fail(n, "dims are no permutation of rank " + Twine(rank));
     return out(mb.transpose(x, perm));
   }
   if (k == "aten::contiguous" || k == "aten::clone" || k == "aten::to" ||
