@@ -20,7 +20,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 status=0
 "$py" "$fixtures/make_fixtures.py" "$work" || exit 1
-for model in nanogpt-sdpa docs-gpt hf-gpt2; do
+for model in nanogpt-sdpa nanogpt-gqa rotary-ops docs-gpt hf-gpt2 hf-llama hf-qwen3 hf-mistral; do
   if ! "$bin/ds-import" "$work/$model.pt2" -o "$work/$model.mlir"; then
     status=1
     continue

@@ -37,27 +37,33 @@ def docs_gpt():
 
 
 class SdpaAttention(nn.Module):
-    def __init__(self, C, n_head):
+    """n_kv_head < n_head: grouped-query attention by SDPA's enable_gqa."""
+
+    def __init__(self, C, n_head, n_kv_head=None):
         super().__init__()
         self.n_head = n_head
-        self.c_attn = nn.Linear(C, 3 * C)
+        self.n_kv_head = n_kv_head or n_head
+        self.kv = self.n_kv_head * (C // n_head)
+        self.c_attn = nn.Linear(C, C + 2 * self.kv)
         self.c_proj = nn.Linear(C, C)
 
     def forward(self, x):
         B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        q, k, v = self.c_attn(x).split([C, self.kv, self.kv], dim=2)
+        hd = C // self.n_head
+        q = q.view(B, T, self.n_head, hd).transpose(1, 2)
+        k = k.view(B, T, self.n_kv_head, hd).transpose(1, 2)
+        v = v.view(B, T, self.n_kv_head, hd).transpose(1, 2)
+        gqa = {"enable_gqa": True} if self.n_kv_head != self.n_head else {}
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
 class NanoBlock(nn.Module):
-    def __init__(self, C, n_head):
+    def __init__(self, C, n_head, n_kv_head=None):
         super().__init__()
         self.ln_1 = nn.LayerNorm(C)
-        self.attn = SdpaAttention(C, n_head)
+        self.attn = SdpaAttention(C, n_head, n_kv_head)
         self.ln_2 = nn.LayerNorm(C)
         self.c_fc = nn.Linear(C, 4 * C)
         self.c_proj = nn.Linear(4 * C, C)
@@ -70,11 +76,13 @@ class NanoBlock(nn.Module):
 class NanoGPT(nn.Module):
     """nanoGPT's model.py shape: SDPA attention, tied head."""
 
-    def __init__(self, n_layer=2, C=32, n_head=4, vocab=VOCAB, block=SEQ):
+    def __init__(self, n_layer=2, C=32, n_head=4, vocab=VOCAB, block=SEQ,
+                 n_kv_head=None):
         super().__init__()
         self.wte = nn.Embedding(vocab, C)
         self.wpe = nn.Embedding(block, C)
-        self.h = nn.ModuleList(NanoBlock(C, n_head) for _ in range(n_layer))
+        self.h = nn.ModuleList(NanoBlock(C, n_head, n_kv_head)
+                               for _ in range(n_layer))
         self.ln_f = nn.LayerNorm(C)
         self.lm_head = nn.Linear(C, vocab, bias=False)
         self.wte.weight = self.lm_head.weight

@@ -11,8 +11,9 @@
 // value (torch.export traced it), so unlike TorchScript nothing needs
 // evaluating: each node keeps its op name without the overload
 // ("aten::linear"), its arguments are put in schema order with defaults
-// filled in, and the few nodes that only compute constants (arange,
-// a causal mask from ones/tril/bitwise_not) are folded here.
+// filled in, and the nodes that only compute constants (arange, a causal
+// mask from ones/tril/bitwise_not, a rotary table from the inv_freq buffer
+// with cat/cos/sin) are folded here.
 //
 //===----------------------------------------------------------------------===//
 #include "ExportedProgramReader.h"
@@ -27,6 +28,7 @@
 #include <nlohmann/json.hpp>
 #include <zip.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -161,6 +163,254 @@ broadcast(const ts::Value &x, const std::vector<int64_t> &shape) {
     out[k] = x.floats.empty() ? double(x.ints[at]) : x.floats[at];
   }
   return out;
+}
+
+/// The elements of a constant tensor, or nullopt if it holds fewer or more
+/// than its shape says (a malformed program).
+std::optional<std::vector<double>> elementsOf(const ts::Value &x) {
+  int64_t count = 1;
+  for (int64_t d : x.shape)
+    count *= d;
+  if (size_t(count) != std::max(x.floats.size(), x.ints.size()))
+    return std::nullopt;
+  if (!x.floats.empty())
+    return x.floats;
+  return std::vector<double>(x.ints.begin(), x.ints.end());
+}
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// Gathers `shape`'s elements from `x`: element (c_0, ..., c_n) of the
+/// result reads x at offset(c), with offset(c) = sum_i c_i * steps[i] +
+/// base. Every view the rotary tables take (transpose, permute, slice,
+/// select) is one such gather.
+std::vector<double> gather(const std::vector<double> &x,
+                           const std::vector<int64_t> &shape,
+                           const std::vector<int64_t> &steps, int64_t base) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  std::vector<double> out(count);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t rest = k, at = base;
+    for (size_t d = shape.size(); d-- > 0;) {
+      at += rest % shape[d] * steps[d];
+      rest /= shape[d];
+    }
+    out[k] = x[at];
+  }
+  return out;
+}
+
+/// The product of constants `a` [..., M, K] and `b` [..., K, N] with
+/// broadcast batch dims, as a `shape` result; nullopt if the shapes do not
+/// multiply to it.
+std::optional<std::vector<double>> matmul(const ts::Value &a,
+                                          const ts::Value &b,
+                                          const std::vector<int64_t> &shape) {
+  size_t rank = shape.size();
+  if (a.shape.size() < 2 || b.shape.size() < 2 || rank < 2)
+    return std::nullopt;
+  int64_t m = a.shape.end()[-2], k = a.shape.back(), n = b.shape.back();
+  if (b.shape.end()[-2] != k || shape[rank - 2] != m || shape[rank - 1] != n)
+    return std::nullopt;
+  std::vector<int64_t> aShape(shape.begin(), shape.end() - 2),
+      bShape = aShape;
+  aShape.insert(aShape.end(), {m, k});
+  bShape.insert(bShape.end(), {k, n});
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  if (count == 0)
+    return std::vector<double>();
+  // A rotary table's product has K = 1; anything far larger is no constant
+  // a model computes.
+  if (k > (int64_t(1) << 20) || count * k > (int64_t(1) << 26))
+    return std::nullopt;
+  auto x = broadcast(a, aShape), y = broadcast(b, bShape);
+  if (!x || !y)
+    return std::nullopt;
+  std::vector<double> out(count);
+  for (int64_t at = 0; at < count; ++at) {
+    int64_t batch = at / (m * n), i = at / n % m, j = at % n;
+    double sum = 0;
+    for (int64_t l = 0; l < k; ++l)
+      sum += (*x)[(batch * m + i) * k + l] * (*y)[(batch * k + l) * n + j];
+    out[at] = sum;
+  }
+  return out;
+}
+
+/// Constants `xs` concatenated along `dim` as a `shape` result (empty 1-D
+/// tensors skipped, as torch.cat does); nullopt if they do not fit it.
+std::optional<std::vector<double>> concat(const std::vector<ts::Value> &xs,
+                                          int64_t dim,
+                                          const std::vector<int64_t> &shape) {
+  int64_t rank = shape.size();
+  if (dim < 0)
+    dim += rank;
+  if (dim < 0 || dim >= rank)
+    return std::nullopt;
+  std::vector<std::vector<double>> parts;
+  std::vector<int64_t> widths;
+  int64_t total = 0;
+  for (const ts::Value &x : xs) {
+    if (x.shape.size() == 1 && x.shape[0] == 0)
+      continue;
+    auto elts = elementsOf(x);
+    if (!elts || int64_t(x.shape.size()) != rank)
+      return std::nullopt;
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != dim && x.shape[d] != shape[d])
+        return std::nullopt;
+    parts.push_back(std::move(*elts));
+    widths.push_back(x.shape[dim]);
+    total += x.shape[dim];
+  }
+  if (total != shape[dim])
+    return std::nullopt;
+  // Rows of the dims before `dim`, each the concatenation of every part's
+  // block of width * inner elements.
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (int64_t d = dim + 1; d < rank; ++d)
+    inner *= shape[d];
+  std::vector<double> out;
+  out.reserve(outer * total * inner);
+  for (int64_t r = 0; r < outer; ++r)
+    for (size_t p = 0; p < parts.size(); ++p) {
+      auto first = parts[p].begin() + r * widths[p] * inner;
+      out.insert(out.end(), first, first + widths[p] * inner);
+    }
+  return out;
+}
+
+/// A node's arguments by name.
+using Given = std::unordered_map<std::string, const json *>;
+
+/// The number argument `arg` (an int, bool or float), or `otherwise` when it
+/// is absent or None.
+double numberOf(const Given &given, const char *arg, double otherwise) {
+  auto it = given.find(arg);
+  if (it == given.end())
+    return otherwise;
+  const json &a = *it->second;
+  if (a.contains("as_int"))
+    return double(jsonInteger<int64_t>(a, "as_int"));
+  if (a.contains("as_bool"))
+    return a.at("as_bool").get<bool>() ? 1.0 : 0.0;
+  if (a.contains("as_float"))
+    return floatOf(a.at("as_float"));
+  return otherwise;
+}
+
+/// `x` as an index: out-of-range values (INT64_MAX for "to the end", or a
+/// malformed program's) stay out of range without overflowing, NaN too.
+int64_t indexOf(double x) {
+  if (std::isnan(x))
+    return std::numeric_limits<int64_t>::min() / 2;
+  return int64_t(std::clamp(x, -1e18, 1e18));
+}
+
+/// The elements of constant `x` through the view `name` (transpose, t,
+/// permute, slice, select) as a `shape` result. nullopt if `name` is no such
+/// view; an empty inner optional if the view does not give `shape`.
+std::optional<std::optional<std::vector<double>>>
+view(llvm::StringRef name, const Given &given,
+     const std::optional<ts::Value> &x, const std::vector<int64_t> &shape) {
+  static const llvm::StringSet<> views = {
+      "aten.transpose.int", "aten.t.default", "aten.permute.default",
+      "aten.slice.Tensor", "aten.select.int"};
+  if (!x || !views.contains(name))
+    return std::nullopt;
+  std::optional<std::vector<double>> mismatch;
+  auto elements = elementsOf(*x);
+  if (!elements)
+    return mismatch;
+  int64_t rank = x->shape.size();
+  std::vector<int64_t> strides = stridesOf(x->shape);
+  std::vector<int64_t> sizes = x->shape, steps = strides;
+  int64_t base = 0;
+  auto axis = [&](const char *arg) -> std::optional<int64_t> {
+    int64_t d = indexOf(numberOf(given, arg, 0));
+    if (d < 0)
+      d += rank;
+    if (d < 0 || d >= rank)
+      return std::nullopt;
+    return d;
+  };
+  if (name == "aten.transpose.int" || name == "aten.t.default") {
+    std::optional<int64_t> a = rank - 2, b = rank - 1;
+    if (name == "aten.transpose.int") {
+      a = axis("dim0");
+      b = axis("dim1");
+      if (!a || !b)
+        return mismatch;
+    }
+    if (rank >= 2) {
+      std::swap(sizes[*a], sizes[*b]);
+      std::swap(steps[*a], steps[*b]);
+    }
+  } else if (name == "aten.permute.default") {
+    auto it = given.find("dims");
+    if (it == given.end() || !it->second->contains("as_ints"))
+      return mismatch;
+    std::vector<int64_t> perm = jsonIntegers(*it->second, "as_ints");
+    std::vector<bool> seen(rank);
+    if (int64_t(perm.size()) != rank)
+      return mismatch;
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t p = perm[i] < 0 ? perm[i] + rank : perm[i];
+      if (p < 0 || p >= rank || seen[p])
+        return mismatch;
+      seen[p] = true;
+      sizes[i] = x->shape[p];
+      steps[i] = strides[p];
+    }
+  } else {
+    auto d = axis("dim");
+    if (!d)
+      return mismatch;
+    int64_t size = x->shape[*d];
+    // Negative bounds count from the end; out-of-range ones clamp (a slice
+    // to the end says INT64_MAX).
+    auto bound = [&](const char *arg, int64_t otherwise) {
+      int64_t at = indexOf(numberOf(given, arg, double(otherwise)));
+      if (at < 0)
+        at += size;
+      return std::clamp<int64_t>(at, 0, size);
+    };
+    if (name == "aten.select.int") {
+      int64_t at = indexOf(numberOf(given, "index", 0));
+      if (at < 0)
+        at += size;
+      if (at < 0 || at >= size)
+        return mismatch;
+      base = at * strides[*d];
+      sizes.erase(sizes.begin() + *d);
+      steps.erase(steps.begin() + *d);
+    } else {
+      int64_t start = bound("start", 0), end = bound("end", size);
+      // A step past the end takes one element, as the size's step would.
+      int64_t step = std::min(indexOf(numberOf(given, "step", 1)),
+                              std::max<int64_t>(size, 1));
+      if (step < 1)
+        return mismatch;
+      base = start * strides[*d];
+      sizes[*d] = end > start ? (end - start + step - 1) / step : 0;
+      steps[*d] *= step;
+    }
+  }
+  if (sizes != shape)
+    return mismatch;
+  return gather(*elements, sizes, steps, base);
 }
 
 /// torch/_export/serde/schema.py's ScalarType.
@@ -772,41 +1022,57 @@ Reader::fold(llvm::StringRef name, const json &n,
       "aten.mul.Tensor", "aten.le.Tensor", "aten.lt.Tensor", "aten.ge.Tensor",
       "aten.gt.Tensor", "aten.eq.Tensor", "aten.ne.Tensor",
       "aten.bitwise_and.Tensor", "aten.bitwise_or.Tensor",
-      "aten.logical_and.default", "aten.logical_or.default"};
+      "aten.logical_and.default", "aten.logical_or.default",
+      // A rotary table from the inv_freq buffer and the positions (Hugging
+      // Face's Llama, Qwen3, Mistral): their product, its views, cat, cos
+      // and sin.
+      "aten.matmul.default", "aten.mm.default", "aten.bmm.default",
+      "aten.transpose.int", "aten.t.default", "aten.permute.default",
+      "aten.slice.Tensor", "aten.select.int", "aten.cat.default",
+      "aten.cos.default", "aten.sin.default"};
   if (!foldable.contains(name))
     return std::nullopt;
   auto number = [&](const char *arg, double otherwise) {
-    auto it = given.find(arg);
-    if (it == given.end())
-      return otherwise;
-    const json &a = *it->second;
-    if (a.contains("as_int"))
-      return double(jsonInteger<int64_t>(a, "as_int"));
-    if (a.contains("as_bool"))
-      return a.at("as_bool").get<bool>() ? 1.0 : 0.0;
-    if (a.contains("as_float"))
-      return floatOf(a.at("as_float"));
-    return otherwise;
+    return numberOf(given, arg, otherwise);
   };
-  // tril, triu and not fold only on a constant tensor.
-  std::optional<ts::Value> self; // a copy: adding values moves them
-  if (given.count("self")) {
-    const json &a = *given.at("self");
-    if (!a.contains("as_tensor"))
-      return std::nullopt;
-    auto it = ids.find(a.at("as_tensor").at("name").get<std::string>());
+  // Only constant operands fold; a copy: adding values moves them.
+  auto constant = [&](const json &t) -> std::optional<ts::Value> {
+    auto it = ids.find(t.at("name").get<std::string>());
     if (it == ids.end() || g.values[it->second].dynamic)
       return std::nullopt;
-    self = g.values[it->second];
+    return g.values[it->second];
+  };
+  std::optional<ts::Value> self, mat2;
+  for (auto [arg, value] :
+       {std::pair{"self", &self}, std::pair{"mat2", &mat2}}) {
+    if (!given.count(arg))
+      continue;
+    const json &a = *given.at(arg);
+    if (!a.contains("as_tensor"))
+      return std::nullopt;
+    *value = constant(a.at("as_tensor"));
+    if (!*value)
+      return std::nullopt;
+  }
+  std::vector<ts::Value> list;
+  if (given.count("tensors")) {
+    const json &a = *given.at("tensors");
+    if (!a.contains("as_tensors"))
+      return std::nullopt;
+    for (const json &t : a.at("as_tensors")) {
+      auto x = constant(t);
+      if (!x)
+        return std::nullopt;
+      list.push_back(std::move(*x));
+    }
   }
   std::optional<ts::Value> other;
   if (given.count("other")) {
     const json &a = *given.at("other");
     if (a.contains("as_tensor")) {
-      auto it = ids.find(a.at("as_tensor").at("name").get<std::string>());
-      if (it == ids.end() || g.values[it->second].dynamic)
+      other = constant(a.at("as_tensor"));
+      if (!other)
         return std::nullopt;
-      other = g.values[it->second];
     } else {
       other = ts::Value();
       other->kind = Kind::Tensor;
@@ -837,6 +1103,25 @@ Reader::fold(llvm::StringRef name, const json &n,
          (step > 0 ? x < end : x > end) && int64_t(data.size()) <= numel;
          x += step)
       data.push_back(x);
+  } else if (name == "aten.cat.default") {
+    auto joined = concat(list, indexOf(number("dim", 0)), v.shape);
+    if (!joined)
+      return error(where(node) + ": " + name +
+                   " of constants that do not concatenate to its result's "
+                   "shape");
+    data = std::move(*joined);
+  } else if (self && (mat2 || (name == "aten.matmul.default" && other))) {
+    auto product = matmul(*self, mat2 ? *mat2 : *other, v.shape);
+    if (!product)
+      return error(where(node) + ": " + name +
+                   " of constants that do not multiply to its result's "
+                   "shape, or too large to fold");
+    data = std::move(*product);
+  } else if (auto viewed = view(name, given, self, v.shape)) {
+    if (!*viewed)
+      return error(where(node) + ": " + name +
+                   " of a constant does not give its result's shape");
+    data = std::move(**viewed);
   } else if (!self && !given.count("self")) {
     double fill = name == "aten.ones.default"    ? 1.0
                   : name == "aten.zeros.default" ? 0.0
@@ -889,6 +1174,12 @@ Reader::fold(llvm::StringRef name, const json &n,
     } else if (name.contains("_not")) {
       for (double &x : data)
         x = v.dtype == DType::Bool ? double(x == 0) : double(~int64_t(x));
+    } else if (name == "aten.cos.default") {
+      for (double &x : data)
+        x = std::cos(x);
+    } else if (name == "aten.sin.default") {
+      for (double &x : data)
+        x = std::sin(x);
     }
   }
   if (int64_t(data.size()) != numel)
@@ -899,8 +1190,10 @@ Reader::fold(llvm::StringRef name, const json &n,
   bool isFloat = v.dtype == DType::F32 || v.dtype == DType::F64 ||
                  v.dtype == DType::F16 || v.dtype == DType::BF16;
   for (double x : data) {
+    // Each step rounds to the result's type, as torch computes it (a rotary
+    // table's angles are f32 before their cosine).
     if (isFloat)
-      v.floats.push_back(x);
+      v.floats.push_back(v.dtype == DType::F32 ? double(float(x)) : x);
     else
       v.ints.push_back(int64_t(x));
   }

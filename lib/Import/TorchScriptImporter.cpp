@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 
@@ -422,10 +423,33 @@ std::optional<llvm::Error> Mapper::mapNormAndActivation(const ts::Node &n) {
                      "supported yet");
     if (numArg(n.inputs[4]) != 0)
       return fail(n, "dropout_p > 0 is not supported");
-    if (n.inputs.size() > 7 && intArg(n.inputs[7]))
-      return fail(n, "enable_gqa is not supported yet; repeat the key and "
-                     "value heads before the call");
     Value q = in(0), key = in(1), v = in(2);
+    if (n.inputs.size() > 7 && intArg(n.inputs[7])) {
+      // enable_gqa: each key/value head serves `group` consecutive query
+      // heads (repeat_interleave on dim -3), so repeat them as Hugging
+      // Face's repeat_kv does: [.., Hkv, 1, S, D] -> expand -> reshape.
+      auto sq = shapeOf(q), sk = shapeOf(key);
+      if (sq.size() < 3 || sk.size() != sq.size() || shapeOf(v) != sk ||
+          sk.end()[-3] == 0 || sq.end()[-3] % sk.end()[-3] != 0)
+        return fail(n, "enable_gqa needs query heads " +
+                           formatShape(sq) +
+                           " a multiple of key/value heads " +
+                           formatShape(sk) + " on dim -3");
+      int64_t group = sq.end()[-3] / sk.end()[-3];
+      auto repeat = [&](Value x) {
+        if (group == 1)
+          return x;
+        SmallVector<int64_t> one(sk.begin(), sk.end()), wide, out;
+        one.insert(one.end() - 2, 1);
+        wide = one;
+        wide.end()[-3] = group;
+        out.assign(sk.begin(), sk.end());
+        out.end()[-3] *= group;
+        return mb.reshape(mb.expand(mb.reshape(x, one), wide), out);
+      };
+      key = repeat(key);
+      v = repeat(v);
+    }
     bool causal = intArg(n.inputs[5]) != 0 || causalMask;
     if (causal && shapeOf(q).end()[-2] != shapeOf(key).end()[-2])
       return fail(n, "is_causal needs as many queries as keys");
@@ -519,8 +543,21 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
       k == "aten::flatten" || k == "aten::unsqueeze" || k == "aten::squeeze" ||
       k == "aten::view_as" || k == "aten::reshape_as")
     return out(mb.reshape(in(0), result.shape));
-  if (k == "aten::expand" || k == "aten::expand_as")
-    return out(mb.expand(in(0), result.shape));
+  if (k == "aten::expand" || k == "aten::expand_as") {
+    // A malformed program's result shape must not reach the builder.
+    Value x = in(0);
+    auto have = shapeOf(x);
+    ArrayRef<int64_t> want = result.shape;
+    bool ok = have.size() <= want.size();
+    for (size_t i = 0; ok && i < have.size(); ++i) {
+      int64_t w = want[want.size() - have.size() + i];
+      ok = have[i] == w || have[i] == 1;
+    }
+    if (!ok)
+      return fail(n, "cannot expand " + formatShape(have) + " to " +
+                         formatShape(want));
+    return out(mb.expand(x, want));
+  }
   if (k == "aten::transpose" || k == "aten::t") {
     Value x = in(0);
     int64_t rank = shapeOf(x).size();
@@ -531,6 +568,8 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
       a = dim(intArg(n.inputs[1]), rank);
       b = dim(intArg(n.inputs[2]), rank);
     }
+    if (a < 0 || a >= rank || b < 0 || b >= rank)
+      return fail(n, "dims out of range for rank " + Twine(rank));
     SmallVector<int64_t> perm;
     for (int64_t i = 0; i < rank; ++i)
       perm.push_back(i == a ? b : i == b ? a : i);
@@ -538,9 +577,18 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
   }
   if (k == "aten::permute") {
     Value x = in(0);
+    int64_t rank = shapeOf(x).size();
     SmallVector<int64_t> perm;
-    for (int64_t d : val(n.inputs[1]).ints)
-      perm.push_back(dim(d, shapeOf(x).size()));
+    llvm::SmallBitVector seen(rank);
+    for (int64_t d : val(n.inputs[1]).ints) {
+      int64_t p = dim(d, rank);
+      if (p < 0 || p >= rank || seen.test(p))
+        return fail(n, "dims are no permutation of rank " + Twine(rank));
+      seen.set(p);
+      perm.push_back(p);
+    }
+    if (int64_t(perm.size()) != rank)
+      return fail(n, "dims are no permutation of rank " + Twine(rank));
     return out(mb.transpose(x, perm));
   }
   if (k == "aten::contiguous" || k == "aten::clone" || k == "aten::to" ||
@@ -557,9 +605,15 @@ std::optional<llvm::Error> Mapper::mapShape(const ts::Node &n) {
   if (k == "aten::slice" || k == "aten::select") {
     Value x = in(0);
     auto shape = shapeOf(x);
-    int64_t d = dim(intArg(n.inputs[1]), shape.size()), size = shape[d];
+    int64_t d = dim(intArg(n.inputs[1]), shape.size());
+    if (d < 0 || d >= int64_t(shape.size()))
+      return fail(n, "dim " + Twine(intArg(n.inputs[1])) + " out of range");
+    int64_t size = shape[d];
     if (k == "aten::select") {
       int64_t start = dim(intArg(n.inputs[2]), size);
+      if (start < 0 || start >= size)
+        return fail(n, "index " + Twine(intArg(n.inputs[2])) +
+                           " out of range");
       return out(mb.reshape(range(x, d, start, start + 1), result.shape));
     }
     auto clampIndex = [&](int id, int64_t dflt) {

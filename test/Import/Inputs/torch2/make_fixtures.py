@@ -6,10 +6,12 @@ wrote):
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py test/Import/Inputs/torch2
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --fuzz-seed test/fuzz/corpus/pt2
 
-For each model NAME (nanogpt-sdpa, docs-gpt, hf-gpt2): NAME.pt2 (torch.export.save of a module whose forward
-returns the loss) and NAME.reference.json (the losses of STEPS AdamW steps of
-the same module in torch, and the torch version that made both). tokens.bin
-and adamw.json are the data and config of that loop (test/Train/Inputs/
+For each model NAME (nanogpt-sdpa, nanogpt-gqa, rotary-ops, docs-gpt,
+hf-gpt2, hf-llama, hf-qwen3, hf-mistral): NAME.pt2 (torch.export.save of a
+module whose forward returns the loss) and NAME.reference.json (the losses
+of STEPS AdamW steps of the same module in torch, and the torch and, for
+Hugging Face models, transformers versions that made both). tokens.bin and
+adamw.json are the data and config of that loop (test/Train/Inputs/
 byom.py's sequential batches and AdamW settings).
 """
 import importlib.util
@@ -38,6 +40,13 @@ MODELS = {
     # nanoGPT's shape: F.scaled_dot_product_attention(is_causal=True), tied head.
     "nanogpt-sdpa": lambda: measure.NanoGPT(n_layer=2, C=32, n_head=4,
                                             vocab=byom.VOCAB, block=byom.SEQ),
+    # The same with grouped-query attention: 2 key/value heads for 4, by
+    # SDPA's enable_gqa.
+    "nanogpt-gqa": lambda: measure.NanoGPT(n_layer=2, C=32, n_head=4,
+                                           vocab=byom.VOCAB, block=byom.SEQ,
+                                           n_kv_head=2),
+    # Rotary tables through every view and product of constants that folds.
+    "rotary-ops": lambda: RotaryOps(byom.VOCAB),
     # The docs' GPT: matmul/softmax attention under a ones().tril() mask.
     "docs-gpt": lambda: fixtures.GPT(n_layer=2, n_embd=32, n_head=4,
                                      vocab_size=byom.VOCAB, n_positions=byom.SEQ),
@@ -47,7 +56,47 @@ MODELS = {
 # forward returns the loss of labels=targets.
 HF_MODELS = {
     "hf-gpt2": lambda: measure.hf("gpt2"),
+    # Rotary tables computed in the graph from the inv_freq buffer (cos and
+    # sin of constants), RMSNorm decomposed (pow, mean, rsqrt), SwiGLU,
+    # grouped-query attention by repeat_kv (2 key/value heads for 4).
+    "hf-llama": lambda: measure.hf("llama3"),
+    # The same plus RMSNorm of each head's queries and keys (q_norm, k_norm).
+    "hf-qwen3": lambda: measure.hf("qwen3"),
+    "hf-mistral": lambda: measure.hf("mistral"),
 }
+
+
+class RotaryOps(torch.nn.Module):
+    """Rotary tables computed from a buffer the other ways models write
+    them (a batched matmul of inv_freq and the positions as older
+    transformers did, then transpose, select, t, permute, a strided slice,
+    an mm with a full() matrix): all constants, so all fold; only the
+    products with the activations map."""
+
+    def __init__(self, vocab, C=32):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, C)
+        self.head = torch.nn.Linear(C, vocab)
+        inv_freq = 1.0 / (10000 ** (torch.arange(0, C, 2).float() / C))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, idx, targets):
+        B, T = idx.shape
+        C = self.inv_freq.shape[0] * 2
+        pos = torch.arange(T)[None, :].expand(B, -1)
+        inv = self.inv_freq[None, :, None].float().expand(B, -1, 1)
+        freqs = (inv @ pos[:, None, :].float()).transpose(1, 2)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        cos = emb.cos()[0].t().t()
+        sin = emb.sin().permute(0, 2, 1).permute(0, 2, 1)
+        sin = torch.cat((sin[..., ::2], sin[..., 1::2]), dim=-1)
+        avg = torch.mm(cos, torch.full((C, C), 1.0 / C))
+        x = self.emb(idx)
+        half = torch.cat((-x[..., C // 2:], x[..., :C // 2]), dim=-1)
+        x = x * cos + half * sin + avg
+        logits = self.head(x)
+        return torch.nn.functional.cross_entropy(logits.view(-1, logits.size(-1)),
+                                                 targets.view(-1))
 
 
 class Tiny(torch.nn.Module):
@@ -68,7 +117,8 @@ class Tiny(torch.nn.Module):
 
 
 class Unsupported(torch.nn.Module):
-    """Ops ds does not map, for the one-error-lists-them-all test."""
+    """Ops ds does not map, for the one-error-lists-them-all test; cos of a
+    computed value stays an op (only constants fold)."""
 
     def __init__(self):
         super().__init__()
@@ -76,7 +126,7 @@ class Unsupported(torch.nn.Module):
 
     def forward(self, x, y):
         h = torch.cumsum(self.lin(x), dim=-1)
-        h = torch.erf(h)
+        h = torch.cos(torch.erf(h))
         return torch.nn.functional.mse_loss(h, y)
 
 
@@ -113,9 +163,13 @@ def main(out):
         ref = os.path.join(out, "reference.json")
         losses = json.load(open(ref))["losses"]
         os.remove(ref)
+        versions = {"torch_version": torch.__version__}
+        if name in HF_MODELS:
+            import transformers
+            versions["transformers_version"] = transformers.__version__
         with open(os.path.join(out, f"{name}.reference.json"), "w") as f:
-            json.dump({"torch_version": torch.__version__,
-                       "steps": byom.STEPS, "losses": losses}, f, indent=1)
+            json.dump({**versions, "steps": byom.STEPS, "losses": losses}, f,
+                      indent=1)
             f.write("\n")
 
 

@@ -3,6 +3,7 @@
 
   pt2tool.py truncate IN OUT BYTES     the first BYTES of IN
   pt2tool.py set-version IN OUT MAJOR  IN with models/model.json's schema major set
+  pt2tool.py set-shape IN OUT TENSOR AxB...  IN with graph tensor TENSOR's shape set
   pt2tool.py check REFERENCE METRICS   ds-train's losses vs torch's, relative 1e-5
 """
 import json
@@ -19,15 +20,28 @@ def truncate(src, dst, size):
         f.write(data)
 
 
-def set_version(src, dst, major):
+def edit_program(src, dst, edit):
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
         for info in zin.infolist():
             data = zin.read(info.filename)
             if info.filename.endswith("models/model.json"):
                 program = json.loads(data)
-                program["schema_version"]["major"] = int(major)
+                edit(program)
                 data = json.dumps(program).encode()
             zout.writestr(info, data)
+
+
+def set_version(src, dst, major):
+    def edit(program):
+        program["schema_version"]["major"] = int(major)
+    edit_program(src, dst, edit)
+
+
+def set_shape(src, dst, tensor, dims):
+    def edit(program):
+        meta = program["graph_module"]["graph"]["tensor_values"][tensor]
+        meta["sizes"] = [{"as_int": int(d)} for d in dims.split("x")]
+    edit_program(src, dst, edit)
 
 
 def check(reference, metrics):
@@ -50,5 +64,7 @@ if __name__ == "__main__":
         truncate(*args)
     elif cmd == "set-version":
         set_version(*args)
+    elif cmd == "set-shape":
+        set_shape(*args)
     else:
         sys.exit(check(*args))
