@@ -89,6 +89,23 @@ llvm::Error ds::driver::checkStepFits(const StepManifest &manifest,
                                   "which ZeRO-3 shards the model states",
                                   config.dpSize)
                         .str());
+  // Where ds-schedule-comm overlaps communication, two more budgets of
+  // DeepSpeed's shape what one rank holds at once.
+  bool scheduled = (config.zero.overlapComm || config.compile.deepcompile) &&
+                   config.dpSize > 1;
+  if (scheduled && config.zero.stage == 3)
+    knobs.push_back(llvm::formatv("a smaller "
+                                  "zero_optimization.stage3_max_live_"
+                                  "parameters (now {0}: the gathered "
+                                  "parameters held at once)",
+                                  config.zero.maxLiveParameters)
+                        .str());
+  if (scheduled && config.zero.stage >= 2)
+    knobs.push_back(llvm::formatv("a smaller zero_optimization.reduce_bucket_"
+                                  "size (now {0}: the whole gradients "
+                                  "reductions in flight hold)",
+                                  config.zero.reduceBucketSize)
+                        .str());
   if (config.trainMicroBatchSizePerGpu > 1)
     knobs.push_back(llvm::formatv("a smaller train_micro_batch_size_per_gpu "
                                   "(now {0}; gradient_accumulation_steps "
@@ -103,7 +120,8 @@ llvm::Error ds::driver::checkStepFits(const StepManifest &manifest,
                                 config.pipeline.stages)
                       .str());
   std::string shared =
-      memory.ranksHere > 1
+      // DS_MEMORY_BYTES is a rank's memory already.
+      memory.ranksHere > 1 && memory.source != "DS_MEMORY_BYTES"
           ? llvm::formatv(" shared by {0} ranks", memory.ranksHere).str()
           : std::string();
   return llvm::createStringError(llvm::formatv(
