@@ -16,10 +16,15 @@ python3 "$(dirname "$0")/fault.py" --fault "$fault" --after-step 5 \
   "$TRAIN" $TRAIN_ARGS --steps 1000 --metrics "$T/m.jsonl" --save ck \
   --save-interval 2
 if [ "$fault" = cut ]; then
-  # What each rank said, from its own stderr (host B's never reaches the
-  # launcher over the cut link).
-  for r in 0 1 2 3; do
-    echo "rank $r: $(grep -o 'world rank.*did not answer' err.$r)"
+  # What each host's ranks said, from their own stderr (host B's never
+  # reaches the launcher over the cut link). Per host, not per rank: both
+  # ranks of a host time out together, and mpirun ends the slower one once
+  # the first has failed, sometimes before its own report. A rank naming
+  # other peers shows as a second line.
+  for host in "a 0 1" "b 2 3"; do
+    set -- $host
+    echo "host $1: $(cat err.$2 err.$3 | grep -o 'world rank.*did not answer' |
+      sort -u | paste -sd '|')"
   done
   ip link set "$DS_MH_IF" up
 fi

@@ -42,11 +42,13 @@ def main():
     cut = rest.index("--")
     launcher, program = rest[:cut], rest[cut + 1:]
     # Each rank's stderr also goes to DIR/err.RANK: what a rank behind a cut
-    # link says never reaches the launcher.
+    # link says never reaches the launcher. tee runs in its own session, so
+    # mpirun ending the job's process groups once a rank fails cannot kill it
+    # before it has written what the rank said.
     wrapped = launcher + ["--", "bash", "-c",
                           f'echo $$ > {a.dir}/pid.$RANK; '
-                          f'exec "$0" "$@" 2> >(tee {a.dir}/err.$RANK >&2)'
-                          ] + program
+                          f'exec "$0" "$@" 2> >(setsid tee {a.dir}/err.$RANK'
+                          f' >&2)'] + program
     log = open(os.path.join(a.dir, "launcher.out"), "w")
     job = subprocess.Popen(wrapped, stdout=log, stderr=subprocess.STDOUT,
                            start_new_session=True)
