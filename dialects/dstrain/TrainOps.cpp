@@ -151,6 +151,26 @@ LogicalResult ApplyOp::verify() {
 // Loss scaling, norms, clipping
 //===----------------------------------------------------------------------===//
 
+// A global_norm's result (and `init`) type: tensor<f32> unless printed
+// after `->`, which only a chain of f64 running sums needs.
+static ParseResult
+parseSquaresType(OpAsmParser &parser, Type &result, Type &init,
+                 std::optional<OpAsmParser::UnresolvedOperand> initOperand) {
+  Type type = RankedTensorType::get({}, parser.getBuilder().getF32Type());
+  if (succeeded(parser.parseOptionalArrow()) && parser.parseType(type))
+    return failure();
+  result = type;
+  if (initOperand)
+    init = type;
+  return success();
+}
+
+static void printSquaresType(OpAsmPrinter &printer, Operation *, Type result,
+                             Type, Value) {
+  if (!cast<RankedTensorType>(result).getElementType().isF32())
+    printer << " -> " << result;
+}
+
 static LogicalResult verifyNonEmpty(Operation *op, ValueRange values) {
   if (values.empty())
     return op->emitOpError("needs at least one tensor");
@@ -165,6 +185,13 @@ LogicalResult GlobalNormOp::verify() {
   if (getInit() && !getSquared())
     return emitOpError("takes `init` only with `squared`: a running sum of "
                        "squares continues another sum of squares");
+  if (getInit() && getInit().getType() != getType())
+    return emitOpError("continues `init` of type ")
+           << getInit().getType() << " into a result of type " << getType()
+           << "; a running sum keeps its type";
+  if (!getSquared() && !getType().getElementType().isF32())
+    return emitOpError("returns the norm as tensor<f32>; only a `squared` "
+                       "running sum may be f64");
   return verifyNonEmpty(*this, getInputs());
 }
 

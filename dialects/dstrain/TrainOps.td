@@ -12,6 +12,9 @@ def Train_FloatTensor : RankedTensorOf<[AnyFloat]>;
 // 0-d tensors with one fixed type: buildable, so formats need not spell them.
 def Train_F32Scalar : 0DTensorOf<[F32]>,
   BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getF32Type())">;
+// A running sum of squares: f64 where one rank chains the sums (see
+// global_norm), f32 where ranks add theirs up.
+def Train_SquaresScalar : 0DTensorOf<[F32, F64]>;
 def Train_I64Scalar : 0DTensorOf<[I64]>,
   BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI64Type())">;
 def Train_I1Scalar : 0DTensorOf<[I1]>,
@@ -213,22 +216,26 @@ def Train_GlobalNormOp : Train_Op<"global_norm", [Pure,
     AttrSizedOperandSegments]> {
   let summary = "L2 norm over all elements of all tensors";
   let description = [{
-    `sqrt(sum of squares)` over every tensor, accumulated in f32 in operand
-    order; with `squared`, the sum of squares itself, which ranks holding
-    shards add up before the square root (ds-zero). With `init` (only with
-    `squared`) the sum continues from that running sum instead of 0: a chain
-    of such ops adds the squares in the same order as one op over all of
-    their inputs (ds-stack-arguments sums stacked gradients layer by layer).
+    `sqrt(sum of squares)` over every tensor, the squares accumulated in
+    f64 in operand order (a model's hundreds of millions of squares drift by
+    1e-4 relative in f32) and rounded to f32 once; with `squared`, the sum of
+    squares itself, which ranks holding shards add up before the square root
+    (ds-zero). With `init` (only with `squared`) the sum continues from that
+    running sum instead of 0. A squared result may be f64 (then `init` is
+    too): a chain of such ops adds the squares in the same order, and
+    rounds them at the same point, as one op over all of their inputs
+    (ds-stack-arguments sums stacked gradients layer by layer).
 
       %norm = dstrain.global_norm %g0, %g1 : tensor<4096xf32>, tensor<64xf32>
-      %part = dstrain.global_norm %s0 squared : tensor<2048xf32>
-      %more = dstrain.global_norm %s1 squared init %part : tensor<64xf32>
+      %part = dstrain.global_norm %s0 squared : tensor<2048xf32> -> tensor<f32>
+      %more = dstrain.global_norm %s1 squared init %run : tensor<64xf32> -> tensor<f64>
   }];
   let arguments = (ins Variadic<Train_FloatTensor>:$inputs, UnitAttr:$squared,
-                       Optional<Train_F32Scalar>:$init);
-  let results = (outs Train_F32Scalar:$result);
+                       Optional<Train_SquaresScalar>:$init);
+  let results = (outs Train_SquaresScalar:$result);
   let assemblyFormat = [{
     $inputs (`squared` $squared^)? (`init` $init^)? attr-dict `:` type($inputs)
+    custom<SquaresType>(type($result), type($init), ref($init))
   }];
   let hasVerifier = 1;
 }

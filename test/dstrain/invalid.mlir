@@ -114,6 +114,22 @@ func.func @norm_init_unsquared(%g: tensor<8xf32>, %s: tensor<f32>) {
 
 // -----
 
+func.func @norm_init_type(%g: tensor<8xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{'dstrain.global_norm' op continues `init` of type 'tensor<f32>' into a result of type 'tensor<f64>'; a running sum keeps its type}}
+  %0 = "dstrain.global_norm"(%g, %s) {squared, operandSegmentSizes = array<i32: 1, 1>} : (tensor<8xf32>, tensor<f32>) -> tensor<f64>
+  return
+}
+
+// -----
+
+func.func @norm_f64_unsquared(%g: tensor<8xf32>) {
+  // expected-error @+1 {{'dstrain.global_norm' op returns the norm as tensor<f32>; only a `squared` running sum may be f64}}
+  %0 = "dstrain.global_norm"(%g) {operandSegmentSizes = array<i32: 1, 0>} : (tensor<8xf32>) -> tensor<f64>
+  return
+}
+
+// -----
+
 func.func @clip_max_norm(%g: tensor<8xf32>) {
   // expected-error @+1 {{'dstrain.clip_grad_norm' op max_norm is -1 but must be > 0}}
   %0, %n = dstrain.clip_grad_norm %g max_norm -1.0 : tensor<8xf32>

@@ -63,6 +63,11 @@ func.func @norms(%g0: tensor<4096xf32>, %g1: tensor<64xbf16>) -> (tensor<4096xf3
   // CHECK: dstrain.global_norm %{{.*}} squared init %[[S]] : tensor<64xbf16>
   %s = dstrain.global_norm %g0 squared : tensor<4096xf32>
   %s2 = dstrain.global_norm %g1 squared init %s : tensor<64xbf16>
+  // An f64 running sum prints its type; an f32 one does not.
+  // CHECK: %[[S64:.*]] = dstrain.global_norm %{{.*}} squared : tensor<4096xf32> -> tensor<f64>
+  // CHECK: dstrain.global_norm %{{.*}} squared init %[[S64]] : tensor<64xbf16> -> tensor<f64>
+  %t = dstrain.global_norm %g0 squared : tensor<4096xf32> -> tensor<f64>
+  %t2 = dstrain.global_norm %g1 squared init %t : tensor<64xbf16> -> tensor<f64>
   // CHECK: %{{.*}}:2, %{{.*}} = dstrain.clip_grad_norm %{{.*}}, %{{.*}} max_norm 1.000000e+00 : tensor<4096xf32>, tensor<64xbf16>
   %c:2, %norm = dstrain.clip_grad_norm %g0, %g1 max_norm 1.0 : tensor<4096xf32>, tensor<64xbf16>
   return %c#0, %c#1, %norm, %n : tensor<4096xf32>, tensor<64xbf16>, tensor<f32>, tensor<f32>

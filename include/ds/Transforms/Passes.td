@@ -1310,12 +1310,13 @@ def StackArguments : Pass<"ds-stack-arguments", "mlir::ModuleOp"> {
 
     Each update's gradient must be the slice of the backward run's stacked
     gradient at its layer, through `dstrain.clip_grad_norm` or directly.
-    Clipping keeps its order of summation: the squares are added in f32
-    operand by operand, layer-major, so the pass sums the operands before
-    the run with one `dstrain.global_norm squared`, then loops over the
-    layers summing each layer's slices in slot order (`init` threads the
-    running sum), then the operands after it, and gives the clip that norm
-    (`norm`); the clip then scales the stacks as wholes. A group or run
+    Clipping keeps its order of summation: the squares are added in f64
+    operand by operand, layer-major, and rounded to f32 once, so the pass
+    sums the operands before the run with one f64 `dstrain.global_norm
+    squared`, then loops over the layers summing each layer's slices in
+    slot order (`init` threads the f64 running sum), then the operands after
+    it, rounds, and gives the clip that norm (`norm`); the clip then scales
+    the stacks as wholes. A group or run
     that does not match (other users, a different optimizer, attributes or
     step operands that differ, an fp16 overflow check, sharded gradients)
     is left as `ds-stack-layers` made it.

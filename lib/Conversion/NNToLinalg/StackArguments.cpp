@@ -225,7 +225,9 @@ struct StackArgumentsPass : ds::impl::StackArgumentsBase<StackArgumentsPass> {
 
 Value StackArgumentsPass::sumOfSquares(OpBuilder &b, Location loc,
                                        ValueRange inputs, Value init) {
-  auto scalar = RankedTensorType::get({}, b.getF32Type());
+  // f64 running sums: rounded to f32 once at the end of the chain, as the
+  // one op over every gradient they stand for rounds its sum.
+  auto scalar = RankedTensorType::get({}, b.getF64Type());
   return train::GlobalNormOp::create(b, loc, scalar, inputs, b.getUnitAttr(),
                                      init);
 }
@@ -240,9 +242,10 @@ SmallVector<Value> StackArgumentsPass::restackClip(train::ClipGradNormOp clip,
   ValueRange grads = clip.getGrads();
   SmallVector<Value> before(grads.take_front(lo)), after(grads.drop_front(hi));
   auto scalar = RankedTensorType::get({}, b.getF32Type());
+  auto scalar64 = RankedTensorType::get({}, b.getF64Type());
   Value sum = before.empty()
                   ? arith::ConstantOp::create(
-                        b, loc, cast<TypedAttr>(b.getZeroAttr(scalar)))
+                        b, loc, cast<TypedAttr>(b.getZeroAttr(scalar64)))
                         .getResult()
                   : sumOfSquares(b, loc, before, Value());
   // Layer by layer, each layer's slots in operand order.
@@ -263,7 +266,10 @@ SmallVector<Value> StackArgumentsPass::restackClip(train::ClipGradNormOp clip,
   if (!after.empty())
     sum = sumOfSquares(b, loc, after, sum);
   Value norm = math::SqrtOp::create(
-      b, loc, tensor::ExtractOp::create(b, loc, sum, ValueRange{}));
+      b, loc,
+      arith::TruncFOp::create(
+          b, loc, b.getF32Type(),
+          tensor::ExtractOp::create(b, loc, sum, ValueRange{})));
   norm = tensor::FromElementsOp::create(b, loc, scalar, norm);
 
   SmallVector<Value> operands(before);

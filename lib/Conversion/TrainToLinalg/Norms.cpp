@@ -1,9 +1,9 @@
 //===- Norms.cpp - global_norm, clip_grad_norm and has_overflow -----------===//
 //
-// All three read every gradient once into a 0-d accumulator threaded from
-// one tensor's reduction to the next, so there is no per-tensor partial to
-// combine (PyTorch takes the norm of the per-tensor norms; the sum of all
-// squares is the same number up to rounding).
+// All three read every gradient once into a 0-d accumulator (f64 for the
+// norms) threaded from one tensor's reduction to the next, so there is no
+// per-tensor partial to combine (PyTorch takes the norm of the per-tensor
+// norms; the sum of all squares is the same number up to rounding).
 //
 //===----------------------------------------------------------------------===//
 #include "Patterns.h"
@@ -46,9 +46,10 @@ struct GlobalNormLowering : OpRewritePattern<train::GlobalNormOp> {
     Location loc = op.getLoc();
     Value result =
         op.getSquared()
-            ? extractScalar(
-                  rewriter, loc,
-                  sumOfSquares(rewriter, loc, op.getInputs(), op.getInit()))
+            ? extractScalar(rewriter, loc,
+                            sumOfSquares(rewriter, loc, op.getInputs(),
+                                         op.getInit(),
+                                         op.getType().getElementType()))
             : globalNorm(rewriter, loc, op.getInputs());
     rewriter.replaceOp(op, scalarTensor(rewriter, loc, result));
     return success();

@@ -33,11 +33,12 @@ Value powConst(OpBuilder &b, Location loc, double base, Value exponent);
 /// quadratic in such an alias set (one per parameter of the step).
 Value freshAccumulator(OpBuilder &b, Location loc, Value acc);
 
-/// The 0-d f32 sum of squares of every element of every input, each
-/// accumulated in f32 by one reduction generic chained into the next,
-/// starting from the 0-d f32 tensor `init` when given (else from 0).
+/// The 0-d sum of squares of every element of every input, each
+/// accumulated in f64 by one reduction generic chained into the next,
+/// starting from the 0-d tensor `init` when given (else from 0), and
+/// converted to `elemType` (f32 when null) once at the end.
 Value sumOfSquares(OpBuilder &b, Location loc, ValueRange inputs,
-                   Value init = {});
+                   Value init = {}, Type elemType = {});
 
 // Pattern groups; one per file.
 /// With `skipKernelOps`, updates isServedByOptimizerKernels accepts are left.

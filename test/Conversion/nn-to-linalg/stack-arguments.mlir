@@ -17,12 +17,13 @@
 // CHECK-NOT:       scf.index_switch
 // CHECK:           %[[WJ:.*]] = tensor.extract_slice %[[W]][%[[J]], 0] [1, 4] [1, 1] : tensor<2x4xf32> to tensor<4xf32>
 // CHECK:           arith.mulf %{{.*}}, %[[WJ]]
-// CHECK:         %[[S0:.*]] = dstrain.global_norm %[[GB]] squared : tensor<4xf32>
-// CHECK:         %[[S1:.*]] = scf.for %[[K:.*]] = %{{.*}} to %c2{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[S0]]) -> (tensor<f32>)
+// CHECK:         %[[S0:.*]] = dstrain.global_norm %[[GB]] squared : tensor<4xf32> -> tensor<f64>
+// CHECK:         %[[S1:.*]] = scf.for %[[K:.*]] = %{{.*}} to %c2{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[S0]]) -> (tensor<f64>)
 // CHECK:           %[[GK:.*]] = tensor.extract_slice %[[GS]][%[[K]], 0] [1, 4] [1, 1]
-// CHECK:           %[[NEXT:.*]] = dstrain.global_norm %[[GK]] squared init %[[ACC]] : tensor<4xf32>
+// CHECK:           %[[NEXT:.*]] = dstrain.global_norm %[[GK]] squared init %[[ACC]] : tensor<4xf32> -> tensor<f64>
 // CHECK:           scf.yield %[[NEXT]]
-// CHECK:         %[[SUM:.*]] = tensor.extract %[[S1]][]
+// CHECK:         %[[SUM64:.*]] = tensor.extract %[[S1]][]
+// CHECK:         %[[SUM:.*]] = arith.truncf %[[SUM64]] : f64 to f32
 // CHECK:         %[[ROOT:.*]] = math.sqrt %[[SUM]]
 // CHECK:         %[[NORM:.*]] = tensor.from_elements %[[ROOT]]
 // CHECK:         %[[C:.*]]:2, %[[N:.*]] = dstrain.clip_grad_norm %[[GB]], %[[GS]] max_norm 1.000000e+00 norm %[[NORM]] : tensor<4xf32>, tensor<2x4xf32>

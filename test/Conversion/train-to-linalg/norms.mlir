@@ -1,18 +1,21 @@
 // RUN: ds-opt %s --ds-lower-train-to-linalg --split-input-file | FileCheck %s --implicit-check-not="dstrain."
 
-// The norm is one reduction per tensor into one running f32 accumulator,
-// carried from one to the next as a new 0-d tensor (a chain of in-place
-// writes to one buffer is quadratic to bufferize); 16-bit inputs are
-// widened inside the loop.
+// The norm is one reduction per tensor into one running f64 accumulator
+// (hundreds of millions of squares), carried from one to the next as a new
+// 0-d tensor (a chain of in-place writes to one buffer is quadratic to
+// bufferize) and rounded to f32 once; inputs are widened inside the loop.
 // CHECK-LABEL: func @global_norm
 // CHECK-SAME:    (%[[A:[^:]*]]: tensor<4x8xf32>, %[[B:[^:]*]]: tensor<8xbf16>)
-// CHECK:         %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<f32>)
-// CHECK:         %[[S0:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[A]] : tensor<4x8xf32>) outs(%[[ZERO]] : tensor<f32>)
+// CHECK:         %[[ZERO:.*]] = linalg.fill ins(%{{.*}} : f64) outs(%{{.*}} : tensor<f64>)
+// CHECK:         %[[S0:.*]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[A]] : tensor<4x8xf32>) outs(%[[ZERO]] : tensor<f64>)
+// CHECK:           arith.extf %{{.*}} : f32 to f64
 // CHECK:         %[[V0:.*]] = tensor.extract %[[S0]][]
-// CHECK:         %[[C0:.*]] = tensor.from_elements %[[V0]] : tensor<f32>
-// CHECK:         %[[S1:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[B]] : tensor<8xbf16>) outs(%[[C0]] : tensor<f32>)
+// CHECK:         %[[C0:.*]] = tensor.from_elements %[[V0]] : tensor<f64>
+// CHECK:         %[[S1:.*]] = linalg.generic {{.*}} iterator_types = ["reduction"]} ins(%[[B]] : tensor<8xbf16>) outs(%[[C0]] : tensor<f64>)
 // CHECK:           arith.extf %{{.*}} : bf16 to f32
-// CHECK:         %[[SUM:.*]] = tensor.extract %[[S1]][]
+// CHECK:           arith.extf %{{.*}} : f32 to f64
+// CHECK:         %[[SUM64:.*]] = tensor.extract %[[S1]][]
+// CHECK:         %[[SUM:.*]] = arith.truncf %[[SUM64]] : f64 to f32
 // CHECK:         %[[NORM:.*]] = math.sqrt %[[SUM]] : f32
 // CHECK:         %[[T:.*]] = tensor.from_elements %[[NORM]] : tensor<f32>
 // CHECK:         return %[[T]]
@@ -23,22 +26,43 @@ func.func @global_norm(%a: tensor<4x8xf32>, %b: tensor<8xbf16>) -> tensor<f32> {
 
 // -----
 
-// `init` continues a running sum of squares: the first reduction adds into a
-// fresh copy of it, as every later one does, and no square root follows.
+// `init` continues a running sum of squares: the first reduction adds into
+// an f64 copy of it, as every later one does into a fresh copy, and no
+// square root follows.
 // CHECK-LABEL: func @global_norm_init
 // CHECK-SAME:    (%[[A:[^:]*]]: tensor<4xf32>, %[[S:[^:]*]]: tensor<f32>)
 // CHECK-NOT:     linalg.fill
 // CHECK:         %[[V:.*]] = tensor.extract %[[S]][]
-// CHECK:         %[[C:.*]] = tensor.from_elements %[[V]] : tensor<f32>
-// CHECK:         %[[R:.*]] = linalg.generic {{.*}} ins(%[[A]] : tensor<4xf32>) outs(%[[C]] : tensor<f32>)
+// CHECK:         %[[W:.*]] = arith.extf %[[V]] : f32 to f64
+// CHECK:         %[[C:.*]] = tensor.from_elements %[[W]] : tensor<f64>
+// CHECK:         %[[R:.*]] = linalg.generic {{.*}} ins(%[[A]] : tensor<4xf32>) outs(%[[C]] : tensor<f64>)
 // CHECK-NOT:     math.sqrt
-// CHECK:         %[[SUM:.*]] = tensor.extract %[[R]][]
+// CHECK:         %[[SUM64:.*]] = tensor.extract %[[R]][]
+// CHECK:         %[[SUM:.*]] = arith.truncf %[[SUM64]] : f64 to f32
 // CHECK-NOT:     math.sqrt
 // CHECK:         %[[T:.*]] = tensor.from_elements %[[SUM]] : tensor<f32>
 // CHECK:         return %[[T]]
 func.func @global_norm_init(%a: tensor<4xf32>, %s: tensor<f32>) -> tensor<f32> {
   %n = dstrain.global_norm %a squared init %s : tensor<4xf32>
   return %n : tensor<f32>
+}
+
+// -----
+
+// An f64 running sum (ds-stack-arguments' chains) continues and stays f64:
+// no conversion on either side.
+// CHECK-LABEL: func @global_norm_init_f64
+// CHECK-SAME:    (%[[A:[^:]*]]: tensor<4xf32>, %[[S:[^:]*]]: tensor<f64>)
+// CHECK:         %[[V:.*]] = tensor.extract %[[S]][]
+// CHECK:         %[[C:.*]] = tensor.from_elements %[[V]] : tensor<f64>
+// CHECK:         %[[R:.*]] = linalg.generic {{.*}} ins(%[[A]] : tensor<4xf32>) outs(%[[C]] : tensor<f64>)
+// CHECK:         %[[SUM:.*]] = tensor.extract %[[R]][]
+// CHECK-NOT:     arith.truncf
+// CHECK:         %[[T:.*]] = tensor.from_elements %[[SUM]] : tensor<f64>
+// CHECK:         return %[[T]]
+func.func @global_norm_init_f64(%a: tensor<4xf32>, %s: tensor<f64>) -> tensor<f64> {
+  %n = dstrain.global_norm %a squared init %s : tensor<4xf32> -> tensor<f64>
+  return %n : tensor<f64>
 }
 
 // -----
