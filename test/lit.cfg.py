@@ -179,6 +179,23 @@ def multihost_available():
 if multihost_available():
     config.available_features.add("multihost")
 
+# Tests that train a model near a billion parameters need the machine's
+# memory (two ranks and the PyTorch reference, one after the other): they
+# say REQUIRES: memory-20g and are reported unsupported on smaller machines.
+def memory_gib():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return 0
+
+
+if memory_gib() >= 20:
+    config.available_features.add("memory-20g")
+
 # Filesystems a test mounts itself (a small tmpfs that fills up, or is
 # remounted read-only): root and a private mount namespace (unshare -m), so
 # the mount goes away with the test's process even when it fails. Tests say

@@ -9,8 +9,9 @@ ds-train on the same weights and batches.
       the model), DIR/tokens.bin, and trains STEPS AdamW steps of 2
       sequences (no clipping, weight decay 0.01) in PyTorch, writing the
       losses to DIR/reference.json
-  gpt_vs_torch.py check DIR JSONL TOL
-      compares JSONL's losses with DIR/reference.json (relative TOL)
+  gpt_vs_torch.py check DIR JSONL TOL [--grad-norms]
+      compares JSONL's losses (and gradient norms) with DIR/reference.json
+      (relative TOL)
 
 Run with Debian's /usr/bin/python3 (python3-torch).
 """
@@ -67,19 +68,22 @@ def prepare(out, spec_path, seq, steps):
     with open(f"{out}/tokens.bin", "wb") as f:
         f.write(struct.pack(f"<{len(tokens)}H", *tokens))
     opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=0.01)
-    losses = []
+    losses, norms = [], []
     for step in range(steps):
         loss = model(*batch(tokens, step, seq))
         opt.zero_grad()
         loss.backward()
+        # The global gradient norm, in f64: what ds reports as grad_norm.
+        norms.append(sum(p.grad.double().square().sum().item()
+                         for p in model.parameters()) ** 0.5)
         opt.step()
         losses.append(loss.item())
-    json.dump({"losses": losses, "parameters":
+    json.dump({"losses": losses, "grad_norms": norms, "parameters":
                sum(p.numel() for p in model.parameters())},
               open(f"{out}/reference.json", "w"))
 
 
-def check(out, jsonl, tol):
+def check(out, jsonl, tol, grad_norms=False):
     ref = json.load(open(f"{out}/reference.json"))
     got = [json.loads(line)["loss"] for line in open(jsonl) if '"loss"' in line]
     if len(got) != len(ref["losses"]):
@@ -89,6 +93,17 @@ def check(out, jsonl, tol):
     print(f"{ref['parameters']} parameters, {len(got)} losses ds vs torch: "
           f"max rel err {worst:.1e} {'ok' if ok else 'FAIL'} "
           f"({', '.join(f'{a:.6f} vs {b:.6f}' for a, b in zip(got, ref['losses']))})")
+    if grad_norms:
+        norms = [json.loads(line)["grad_norm"] for line in open(jsonl)
+                 if '"grad_norm"' in line]
+        if len(norms) != len(ref["grad_norms"]):
+            sys.exit(f"{jsonl}: {len(norms)} gradient norms, the reference "
+                     f"has {len(ref['grad_norms'])}")
+        bad = max(abs(a - b) / abs(b) for a, b in zip(norms, ref["grad_norms"]))
+        ok &= bad <= tol
+        print(f"{len(norms)} gradient norms ds vs torch: max rel err "
+              f"{bad:.1e} {'ok' if bad <= tol else 'FAIL'} "
+              f"({', '.join(f'{a:.6f} vs {b:.6f}' for a, b in zip(norms, ref['grad_norms']))})")
     sys.exit(0 if ok else 1)
 
 
@@ -96,4 +111,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "prepare":
         prepare(sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]))
     else:
-        check(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+        check(sys.argv[2], sys.argv[3], float(sys.argv[4]),
+              "--grad-norms" in sys.argv[5:])
