@@ -1013,10 +1013,6 @@ void checkTensorParallel(const Config &c, int64_t t) {
   if (c.bf16.enabled)
     fail(tp + " with bf16.enabled: the f32 master copies of the pieces are "
               "not drawn from the whole tensors yet; use fp32");
-  if (c.zero.stage == 3)
-    fail(tp + " with zero_optimization.stage 3: ZeRO-3's chunks of a "
-              "tensor-parallel piece are not drawn from the whole tensor "
-              "yet; use stage 0, 1 or 2");
 }
 
 /// The combinations Ulysses sequence parallelism does not compose with yet,

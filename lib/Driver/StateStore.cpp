@@ -93,6 +93,21 @@ const ArgSpec *tensorParallelParamOf(const StepManifest &manifest,
   return numElements(arg.shape) == numElements(param.shape) ? &param : nullptr;
 }
 
+/// The run's tensor-parallel size, 1 without. TP ranks are the grid's
+/// innermost (consecutive) axis; pipelines are refused with it.
+int64_t tensorParallelSize(const StepManifest &manifest) {
+  for (const ArgSpec &arg : manifest.args)
+    if (arg.tpSize)
+      return arg.tpSize;
+  return 1;
+}
+
+/// This rank's place in its data-parallel group, by which its ZeRO chunks
+/// are placed: the ranks of one TP group hold the same chunk index.
+int64_t dataParallelIndex(const StepManifest &manifest, int rank) {
+  return rank / tensorParallelSize(manifest);
+}
+
 /// Where argument `arg` of this rank sits in the checkpoint's tensor, which
 /// is always the whole tensor of the one-rank model: its shape, the
 /// elements this rank holds, and whether it writes them. Expert
@@ -114,7 +129,8 @@ Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
   at.whole = param ? param->wholeShape() : arg.wholeShape();
   int64_t whole = numElements(at.whole);
   if (!param) {
-    at.held = arg.fullShape ? chunkRange(whole, arg.shape[0], rank)
+    at.held = arg.fullShape ? chunkRange(whole, arg.shape[0],
+                                         dataParallelIndex(manifest, rank))
                             : ChunkRange{0, whole};
     return at;
   }
@@ -328,17 +344,25 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
     const ArgSpec &p = manifest.args[i];
     Tensor &value = currentValues[i];
     if (p.kind == ArgSpec::Param && parameters && p.tpSize) {
-      // The one-rank model's values of this rank's piece.
-      if (p.dtype != DType::F32 || p.fullShape)
+      // The one-rank model's values of this rank's piece; at ZeRO-3 the
+      // rank keeps its chunk of the flattened piece, by its place in the
+      // data-parallel group (TP is the grid's innermost axis).
+      if (p.dtype != DType::F32)
         return createStringError(
-            "parameter \"%s\": a tensor-parallel piece is drawn only as "
-            "f32 and whole on its rank (no bf16, no ZeRO-3)",
+            "parameter \"%s\": a tensor-parallel piece is drawn only as f32",
             p.name.c_str());
-      float *into = value.data<float>();
+      int64_t pieceSize = numElements(p.wholeShape());
+      std::vector<float> piece(p.fullShape ? pieceSize : 0);
+      float *into = piece.empty() ? value.data<float>() : piece.data();
       for (ChunkRange run : tensorParallelRuns(p, rank % p.tpSize)) {
         initParameter(p.name, p.init, p.initStd, seed, run.first, run.count,
                       into);
         into += run.count;
+      }
+      if (p.fullShape) {
+        ChunkRange c = chunkRange(pieceSize, p.shape[0],
+                                  dataParallelIndex(manifest, rank));
+        std::copy_n(piece.data() + c.first, c.count, value.data<float>());
       }
     } else if (p.kind == ArgSpec::Param && parameters) {
       // The same values as one rank would draw; a shard draws its slice.
@@ -502,6 +526,14 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
 }
 
 namespace {
+/// The grid-axis bit of the group ZeRO chunks a dense tensor over: dp, the
+/// fastest axis (a pipeline's pp comes first), or the one before tp.
+uint64_t dataParallelAxis(const StepManifest &manifest) {
+  size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
+  bool tensorParallel = tensorParallelSize(manifest) > 1 && axes > 1;
+  return uint64_t(1) << (axes - (tensorParallel ? 2 : 1));
+}
+
 /// Fills the f32 tensor `into` by an all-gather over the grid axes of `mask`.
 llvm::Error gatherOver(uint64_t mask, const void *from, Tensor &into) {
   if (dsrt_all_gather(dsrt_comm_axes(mask), from, into.data(),
@@ -512,8 +544,8 @@ llvm::Error gatherOver(uint64_t mask, const void *from, Tensor &into) {
 
 /// The whole f32 tensor of a sharded argument (a ZeRO-3 parameter chunk, an
 /// expert parameter, a 16-bit parameter's master chunk), gathered from the
-/// ranks holding its parts. Without experts the data-parallel axis is the
-/// grid's fastest (a pipeline's pp comes first). With experts the grid is
+/// ranks holding its parts. Without experts, over the data-parallel axis
+/// (dataParallelAxis). With experts the grid is
 /// dp x ep: an expert parameter is cut over ep, its master further over dp
 /// (the ranks holding the same experts), a dense master over both.
 llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
@@ -525,7 +557,11 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
   const ArgSpec *param = expertParamOf(manifest, arg);
   Tensor whole =
       Tensor::zeros(DType::F32, param ? param->wholeShape() : arg.wholeShape());
-  if (!experts || (arg.expertShards && !isExpertChunk(arg, *param))) {
+  if (!experts) {
+    if (llvm::Error err =
+            gatherOver(dataParallelAxis(manifest), value.data(), whole))
+      return std::move(err);
+  } else if (arg.expertShards && !isExpertChunk(arg, *param)) {
     if (llvm::Error err = gatherOver(fastest, value.data(), whole))
       return std::move(err);
   } else if (!param) {
@@ -548,14 +584,23 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
 
 /// The whole f32 tensor of a tensor-parallel piece: the group's pieces
 /// gathered over tp (the grid's fastest axis), each put back in its runs.
+/// A ZeRO-3 chunk of a piece is first gathered into the piece over dp.
 llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
                                             const ArgSpec &arg,
                                             const Tensor &value) {
   size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
-  int64_t local = numElements(arg.shape);
+  const void *held = value.data();
+  Tensor piece;
+  if (arg.fullShape) {
+    piece = Tensor::zeros(DType::F32, *arg.fullShape);
+    if (llvm::Error err =
+            gatherOver(dataParallelAxis(manifest), value.data(), piece))
+      return std::move(err);
+    held = piece.data();
+  }
+  int64_t local = numElements(arg.wholeShape());
   Tensor pieces = Tensor::zeros(DType::F32, {arg.tpSize * local});
-  if (llvm::Error err =
-          gatherOver(uint64_t(1) << (axes - 1), value.data(), pieces))
+  if (llvm::Error err = gatherOver(uint64_t(1) << (axes - 1), held, pieces))
     return std::move(err);
   Tensor whole = Tensor::zeros(DType::F32, arg.tpShape);
   const float *from = pieces.data<float>();
@@ -631,7 +676,8 @@ llvm::Error receiveWeights(int peer, std::vector<SafeTensorView> &views,
 llvm::Error StateStore::saveWeights(llvm::StringRef path,
                                     const CkptPlace &place) const {
   // Sharded parameters are gathered over the stage's data-parallel group
-  // (every rank takes part; dp is the grid's fastest axis), and expert
+  // (every rank takes part; dataParallelAxis), tensor-parallel pieces then
+  // over tp, and expert
   // parameters over their expert-parallel group (ep, then the fastest).
   std::vector<Tensor> gathered;
   std::vector<SafeTensorView> views;
