@@ -1009,14 +1009,7 @@ void checkTensorParallel(const Config &c, int64_t t) {
   if (c.fp16.enabled)
     fail(tp + " with fp16.enabled: the overflow check sees only this "
               "rank's gradient shards, so tensor-parallel ranks could skip "
-              "different steps; use fp32");
-  // At ZeRO-0 a bf16 run keeps f32 parameters (cast per use), drawn like
-  // fp32's; from stage 1 it keeps bf16 ones next to f32 master chunks.
-  if (c.bf16.enabled && c.zero.stage > 0)
-    fail(tp + " with bf16.enabled and zero_optimization.stage " +
-         num(c.zero.stage) +
-         ": the f32 master copies of the pieces are not drawn from the "
-         "whole tensors yet; use stage 0 or fp32");
+              "different steps; use bf16 or fp32");
 }
 
 /// The combinations Ulysses sequence parallelism does not compose with yet,

@@ -74,7 +74,7 @@ const ArgSpec *expertParamOf(const StepManifest &manifest, const ArgSpec &arg) {
 }
 
 llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
-                                            const ArgSpec &arg,
+                                            const ArgSpec &param, bool chunked,
                                             const Tensor &value);
 
 /// The tensor-parallel parameter whose piece argument `arg` holds: `arg`
@@ -145,6 +145,26 @@ Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
   }
   at.held.first += expertRank * slice;
   return at;
+}
+
+/// Draws the one-rank model's values of rank `rank`'s piece of
+/// tensor-parallel parameter `param` into `into` (f32): the whole piece, or
+/// with `chunk` > 0 its chunk of the flattened piece by the rank's dp index
+/// (ZeRO; the rest of the chunk is left as it is).
+void drawPiece(const StepManifest &manifest, const ArgSpec &param,
+               uint64_t seed, int rank, int64_t chunk, float *into) {
+  std::vector<float> piece(chunk ? numElements(param.wholeShape()) : 0);
+  float *at = piece.empty() ? into : piece.data();
+  for (ChunkRange run : tensorParallelRuns(param, rank % param.tpSize)) {
+    initParameter(param.name, param.init, param.initStd, seed, run.first,
+                  run.count, at);
+    at += run.count;
+  }
+  if (chunk) {
+    ChunkRange c = chunkRange(int64_t(piece.size()), chunk,
+                              dataParallelIndex(manifest, rank));
+    std::copy_n(piece.data() + c.first, c.count, into);
+  }
 }
 
 /// Rounds f32 values to the nearest even 16-bit float of `dtype`, as the
@@ -344,26 +364,14 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
     const ArgSpec &p = manifest.args[i];
     Tensor &value = currentValues[i];
     if (p.kind == ArgSpec::Param && parameters && p.tpSize) {
-      // The one-rank model's values of this rank's piece; at ZeRO-3 the
-      // rank keeps its chunk of the flattened piece, by its place in the
-      // data-parallel group (TP is the grid's innermost axis).
-      if (p.dtype != DType::F32)
-        return createStringError(
-            "parameter \"%s\": a tensor-parallel piece is drawn only as f32",
-            p.name.c_str());
-      int64_t pieceSize = numElements(p.wholeShape());
-      std::vector<float> piece(p.fullShape ? pieceSize : 0);
-      float *into = piece.empty() ? value.data<float>() : piece.data();
-      for (ChunkRange run : tensorParallelRuns(p, rank % p.tpSize)) {
-        initParameter(p.name, p.init, p.initStd, seed, run.first, run.count,
-                      into);
-        into += run.count;
-      }
-      if (p.fullShape) {
-        ChunkRange c = chunkRange(pieceSize, p.shape[0],
-                                  dataParallelIndex(manifest, rank));
-        std::copy_n(piece.data() + c.first, c.count, value.data<float>());
-      }
+      // A ZeRO-3 chunk of the piece or the whole piece, rounded to 16 bits
+      // when the parameter is (bf16 at ZeRO 1-2).
+      std::vector<float> drawn(p.dtype == DType::F32 ? 0
+                                                     : numElements(p.shape));
+      float *into = drawn.empty() ? value.data<float>() : drawn.data();
+      drawPiece(manifest, p, seed, rank, p.fullShape ? p.shape[0] : 0, into);
+      if (!drawn.empty())
+        storeAs(p.dtype, drawn.data(), int64_t(drawn.size()), value.data());
     } else if (p.kind == ArgSpec::Param && parameters) {
       // The same values as one rank would draw; a shard draws its slice.
       ChunkRange r = placementOf(manifest, p, rank).held;
@@ -381,9 +389,14 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
                                  "\"%s\" or no sharding",
                                  p.name.c_str(), p.owner.c_str());
       const ArgSpec &o = manifest.args[*owner];
-      ChunkRange r = placementOf(manifest, p, rank).held;
-      initParameter(o.name, o.init, o.initStd, seed, r.first, r.count,
-                    value.data<float>());
+      if (o.tpSize) {
+        // A dp chunk of the piece, as the parameter's moments are.
+        drawPiece(manifest, o, seed, rank, p.shape[0], value.data<float>());
+      } else {
+        ChunkRange r = placementOf(manifest, p, rank).held;
+        initParameter(o.name, o.init, o.initStd, seed, r.first, r.count,
+                      value.data<float>());
+      }
     }
     if (p.kind == ArgSpec::State && p.stateInit.kind != StateInit::Zeros) {
       int64_t n = numElements(p.shape);
@@ -494,7 +507,8 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
       continue;
     if (const ArgSpec *param = tensorParallelParamOf(manifest, p)) {
       // Whole on every rank once gathered: written as a whole tensor.
-      auto whole = gatherTensorParallel(manifest, *param, currentValues[i]);
+      auto whole = gatherTensorParallel(
+          manifest, *param, p.fullShape.has_value(), currentValues[i]);
       if (!whole)
         return whole.takeError();
       wholePieces.push_back(std::move(*whole));
@@ -582,30 +596,32 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
   return whole;
 }
 
-/// The whole f32 tensor of a tensor-parallel piece: the group's pieces
-/// gathered over tp (the grid's fastest axis), each put back in its runs.
-/// A ZeRO-3 chunk of a piece is first gathered into the piece over dp.
+/// The whole f32 tensor of tensor-parallel parameter `param` from `value`,
+/// this rank's piece of it: the group's pieces gathered over tp (the grid's
+/// fastest axis), each put back in its runs. A `chunked` value (a ZeRO
+/// chunk of the piece: the parameter at ZeRO-3, a bf16 parameter's master)
+/// is first gathered into the piece over dp.
 llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
-                                            const ArgSpec &arg,
+                                            const ArgSpec &param, bool chunked,
                                             const Tensor &value) {
   size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
   const void *held = value.data();
   Tensor piece;
-  if (arg.fullShape) {
-    piece = Tensor::zeros(DType::F32, *arg.fullShape);
+  if (chunked) {
+    piece = Tensor::zeros(DType::F32, param.wholeShape());
     if (llvm::Error err =
             gatherOver(dataParallelAxis(manifest), value.data(), piece))
       return std::move(err);
     held = piece.data();
   }
-  int64_t local = numElements(arg.wholeShape());
-  Tensor pieces = Tensor::zeros(DType::F32, {arg.tpSize * local});
+  int64_t local = numElements(param.wholeShape());
+  Tensor pieces = Tensor::zeros(DType::F32, {param.tpSize * local});
   if (llvm::Error err = gatherOver(uint64_t(1) << (axes - 1), held, pieces))
     return std::move(err);
-  Tensor whole = Tensor::zeros(DType::F32, arg.tpShape);
+  Tensor whole = Tensor::zeros(DType::F32, param.tpShape);
   const float *from = pieces.data<float>();
-  for (int64_t r = 0; r < arg.tpSize; ++r)
-    for (ChunkRange run : tensorParallelRuns(arg, r)) {
+  for (int64_t r = 0; r < param.tpSize; ++r)
+    for (ChunkRange run : tensorParallelRuns(param, r)) {
       std::copy_n(from, run.count, whole.data<float>() + run.first);
       from += run.count;
     }
@@ -685,21 +701,23 @@ llvm::Error StateStore::saveWeights(llvm::StringRef path,
     const ArgSpec &p = manifest.args[i];
     if (p.kind != ArgSpec::Param)
       continue;
-    // A 16-bit parameter is saved from its f32 master copy.
+    // A 16-bit parameter is saved from its f32 master copy (of a
+    // tensor-parallel piece: a dp chunk of it).
     size_t from = manifest.masterOf(p).value_or(i);
     const ArgSpec &src = manifest.args[from];
     const void *data = currentValues[from].data();
     llvm::ArrayRef<int64_t> shape = src.shape;
-    if (src.tpSize || src.fullShape) {
+    if (p.tpSize || src.fullShape) {
       llvm::Expected<Tensor> whole =
-          src.tpSize ? gatherTensorParallel(manifest, src, currentValues[from])
-                     : gatherWhole(manifest, src, currentValues[from]);
+          p.tpSize
+              ? gatherTensorParallel(manifest, p, src.fullShape.has_value(),
+                                     currentValues[from])
+              : gatherWhole(manifest, src, currentValues[from]);
       if (!whole)
         return createStringError("gathering \"%s\" to save it: %s",
                                  p.name.c_str(),
                                  llvm::toString(whole.takeError()).c_str());
-      shape =
-          src.tpSize ? llvm::ArrayRef<int64_t>(src.tpShape) : p.wholeShape();
+      shape = p.tpSize ? llvm::ArrayRef<int64_t>(p.tpShape) : p.wholeShape();
       gathered.push_back(std::move(*whole));
       data = gathered.back().data();
     }
