@@ -295,9 +295,10 @@ struct CheckpointSaver::Pending {
   std::vector<CkptTensor> tensors; // data pointers unused after the copy
   std::vector<ShardSlice> slices;
   // Async: the writer thread hashes and write()s straight from the live
-  // buffers while the next step runs (the compiled step never writes its
-  // inputs); the kernel's copy into the page cache is the snapshot. The
-  // step after that overwrites those buffers, so it waits for `copied`.
+  // buffers while the step loop reports and feeds the next batch; the
+  // kernel's copy into the page cache is the snapshot. The next step
+  // updates those buffers in place, so it waits for `copied` (the fsync
+  // and the commit stay off the training thread).
   int64_t overwriteStep = 0;
   std::promise<void> copiedPromise;
   std::shared_future<void> copied;
@@ -520,7 +521,8 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
     fs::remove(manifest);
 
   if (async) {
-    p->overwriteStep = run.step + 2;
+    // The next step updates the model states in place.
+    p->overwriteStep = run.step + 1;
     p->copied = p->copiedPromise.get_future().share();
     for (CkptTensor &t : p->tensors)
       t.data = nullptr;

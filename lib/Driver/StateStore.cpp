@@ -317,11 +317,10 @@ ds::driver::readCheckpointState(const CheckpointReader &ckpt,
 }
 
 StateStore::StateStore(const StepManifest &manifest, int rank)
-    : manifest(manifest), rank(rank), currentValues(manifest.args.size()),
-      nextValues(manifest.args.size()) {
-  // A stacked group's values back to back in layer order, current and next
-  // each in one buffer: the step takes them as one tensor without a copy
-  // (PackedCall.h). setArgStacks checked that they share a type.
+    : manifest(manifest), rank(rank), currentValues(manifest.args.size()) {
+  // A stacked group's values back to back in layer order, in one buffer:
+  // the step takes them as one tensor without a copy (PackedCall.h).
+  // setArgStacks checked that they share a type.
   for (const std::vector<size_t> &group : manifest.argStacks) {
     if (group.empty() || !llvm::all_of(group, [&](size_t i) {
           return manifest.args[i].isModelState();
@@ -331,20 +330,17 @@ StateStore::StateStore(const StepManifest &manifest, int rank)
     std::vector<int64_t> shape = {int64_t(group.size())};
     shape.insert(shape.end(), first.shape.begin(), first.shape.end());
     int64_t bytes = localBytes(first);
-    for (std::vector<Tensor> *values : {&currentValues, &nextValues}) {
-      stackBuffers.push_back(Tensor::zeros(first.dtype, shape));
-      auto *base = static_cast<char *>(stackBuffers.back().data());
-      for (auto [k, i] : llvm::enumerate(group))
-        (*values)[i] =
-            Tensor::borrow(first.dtype, first.shape, base + int64_t(k) * bytes);
-    }
+    stackBuffers.push_back(Tensor::zeros(first.dtype, shape));
+    auto *base = static_cast<char *>(stackBuffers.back().data());
+    for (auto [k, i] : llvm::enumerate(group))
+      currentValues[i] =
+          Tensor::borrow(first.dtype, first.shape, base + int64_t(k) * bytes);
   }
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     const ArgSpec &arg = manifest.args[i];
     if (!arg.isModelState() || !currentValues[i].isNull())
       continue;
     currentValues[i] = Tensor::zeros(arg.dtype, arg.shape);
-    nextValues[i] = Tensor::zeros(arg.dtype, arg.shape);
   }
 }
 
@@ -487,13 +483,7 @@ void StateStore::bind(std::vector<Tensor> &args,
       args[i] = currentValues[i];
   for (size_t k = 0; k < manifest.results.size(); ++k)
     if (manifest.results[k].updates >= 0)
-      results[k] = nextValues[manifest.results[k].updates];
-}
-
-void StateStore::swap() {
-  for (size_t i = 0; i < manifest.args.size(); ++i)
-    if (manifest.args[i].isModelState())
-      std::swap(currentValues[i], nextValues[i]);
+      results[k] = currentValues[manifest.results[k].updates];
 }
 
 llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {

@@ -95,13 +95,15 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
   store.bind(args, results);
   feeder.bind(args);
   // What the step holds besides its heap buffers (libdsrt counts those):
-  // its arguments and result buffers (the model states twice, current and
-  // next) and the loaded code's arenas.
+  // its arguments, the result buffers that are not also arguments (a model
+  // state's next value is written over its current one) and the loaded
+  // code's arenas.
   int64_t heldBytes = manifest->arenaBytes;
   for (const Tensor &t : args)
     heldBytes += t.byteSize();
-  for (const Tensor &t : results)
-    heldBytes += t.byteSize();
+  for (size_t k = 0; k < results.size(); ++k)
+    if (manifest->results[k].updates < 0)
+      heldBytes += results[k].byteSize();
   dsrt_mem_hold(heldBytes);
   auto unhold = llvm::make_scope_exit([&] { dsrt_mem_hold(-heldBytes); });
   int64_t modelStateBytes =
@@ -144,9 +146,6 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     }
     r.commMs = dsrt_comm_seconds() * 1000.0;
     r.bubbleMs = dsrt_p2p_seconds() * 1000.0;
-    // The new parameters and state become the next step's inputs.
-    store.swap();
-    store.bind(args, results);
     r.stepMs =
         std::chrono::duration<double, std::milli>(Clock::now() - stepStart)
             .count();

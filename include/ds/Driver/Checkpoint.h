@@ -116,9 +116,9 @@ public:
   llvm::Error finish();
 
   /// Call before running (1-based) step `step`: an async save of step N
-  /// reads the buffers while step N+1 runs, so step N+2, which overwrites
-  /// them, waits here until the shard's bytes are hashed and handed to the
-  /// kernel. Returns the seconds waited.
+  /// reads the model-state buffers, which step N+1 updates in place, so
+  /// step N+1 waits here until the shard's bytes are hashed and handed to
+  /// the kernel. Returns the seconds waited.
   double beforeStep(int64_t step);
 
   /// Waits for a write in flight and drops it (error paths: the buffers it

@@ -1,10 +1,11 @@
 //===- StateStore.h - Parameters and optimizer state of a run ---*- C++ -*-===//
 //
 // The model states @train_step reads and writes: every parameter and state
-// argument held twice, the step reading one set and writing the other,
-// which swap roles every step (no allocation per step). The arguments the
-// step takes stacked (StepManifest::argStacks) are held back to back in
-// layer order, so the call passes each group without a copy. Initial
+// argument held once, the step writing its next value over the current one
+// (its result buffer is its argument's: the step reads an argument only
+// before it writes the matching result, see docs/architecture.md). The
+// arguments the step takes stacked (StepManifest::argStacks) are held back
+// to back in layer order, so the call passes each group without a copy. Initial
 // values come from the seed, from --init-from safetensors or from a
 // checkpoint; the final parameters can be gathered into --save-weights.
 //
@@ -44,11 +45,9 @@ public:
   /// Overwrites the arguments `restored` holds bytes for.
   void restore(const std::vector<std::vector<char>> &restored);
 
-  /// Puts the current values into `args` and the buffers the step writes
-  /// into `results`, at the manifest's positions.
+  /// Puts the current values into `args` and, at the results that update
+  /// them, the same buffers into `results`: the step updates in place.
   void bind(std::vector<Tensor> &args, std::vector<Tensor> &results) const;
-  /// After a step: what it wrote becomes the current value.
-  void swap();
 
   /// The current value of argument `arg` (a model state).
   const Tensor &current(size_t arg) const { return currentValues[arg]; }
@@ -73,13 +72,12 @@ private:
 
   const StepManifest &manifest;
   int rank;
-  std::vector<Tensor> currentValues, nextValues; ///< per argument
+  std::vector<Tensor> currentValues; ///< per argument
   /// The whole tensors of the last checkpoint's tensor-parallel pieces,
   /// alive until the next one (an asynchronous save copies them later).
   mutable std::vector<Tensor> wholePieces;
-  /// The buffers of stacked groups (StepManifest::argStacks), current and
-  /// next values each contiguous in layer order: the group's tensors above
-  /// borrow them, and swap() swaps the roles of a group's two buffers.
+  /// The buffers of stacked groups (StepManifest::argStacks), each
+  /// contiguous in layer order: the group's tensors above borrow them.
   std::vector<Tensor> stackBuffers;
 };
 

@@ -1160,7 +1160,8 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
         micro-batch x 1 in flight + 15360 B recomputed = 23552 B
 
     A third remark (and `ds.planned_peak_bytes`) predicts the most one rank
-    holds during a step: the step's arguments and results, plus its
+    holds during a step: the step's arguments and results (a result that
+    updates a model state is written over its argument, so counted once), plus its
     buffers at their most live at once (each live from the op that makes
     it to its last use, through views; a gathered parameter to its
     `dsdist.release`; a collective between its start and wait holds a
@@ -1173,8 +1174,8 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
     `planned_peak_bytes` next to libdsrt's measured `peak_tracked_bytes`.
 
       (GPT-tiny, micro-batch 2, ZeRO-3 on 2 ranks with overlap_comm)
-      remark: ds-plan-memory: peak per rank 299808 B = arguments and
-        results 93460 B + step buffers 184844 B (gathered parameters
+      remark: ds-plan-memory: peak per rank 191384 B = arguments and
+        results 46996 B + step buffers 122884 B (gathered parameters
         0 B, in flight 57216 B of it) + other functions' buffers 21504 B;
         gathered parameters at most 13120 B, in flight at most 83808 B
   }];

@@ -426,11 +426,20 @@ std::optional<PeakMemoryPlan> mlir::ds::planPeakMemory(ModuleOp module,
   if (!fn || fn.isExternal())
     return std::nullopt;
   PeakMemoryPlan plan;
-  for (Type t : fn.getArgumentTypes())
+  // The step's first results are the next values of its model states, in
+  // argument order, written over the arguments' own buffers (the run side
+  // binds each to its argument): held once.
+  unsigned updated = 0;
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    Type t = fn.getArgumentTypes()[i];
     if (isa<RankedTensorType>(t))
       plan.held += bytesOf(t);
-  for (Type t : fn.getResultTypes())
-    if (isa<RankedTensorType>(t))
+    if (fn.getArgAttr(i, nn::kParamAttrName) ||
+        fn.getArgAttr(i, kStateAttrName))
+      ++updated;
+  }
+  for (auto [r, t] : llvm::enumerate(fn.getResultTypes()))
+    if (isa<RankedTensorType>(t) && r >= updated)
       plan.held += bytesOf(t);
   BlockPeak::Step step{module, plan, {}, {}};
   module.walk([&](func::CallOp call) { ++step.callSites[call.getCallee()]; });
