@@ -93,19 +93,26 @@ const ArgSpec *tensorParallelParamOf(const StepManifest &manifest,
   return numElements(arg.shape) == numElements(param.shape) ? &param : nullptr;
 }
 
-/// The run's tensor-parallel size, 1 without. TP ranks are the grid's
-/// innermost (consecutive) axis; pipelines are refused with it.
-int64_t tensorParallelSize(const StepManifest &manifest) {
-  for (const ArgSpec &arg : manifest.args)
-    if (arg.tpSize)
-      return arg.tpSize;
-  return 1;
+/// The names of the step's grid axes, outermost first (none without a
+/// grid).
+llvm::SmallVector<llvm::StringRef> gridAxisNames(const StepManifest &manifest) {
+  llvm::SmallVector<llvm::StringRef> names;
+  if (!manifest.gridAxes.empty())
+    llvm::StringRef(manifest.gridAxes).split(names, ", ");
+  return names;
 }
 
 /// This rank's place in its data-parallel group, by which its ZeRO chunks
-/// are placed: the ranks of one TP group hold the same chunk index.
+/// are placed. The tensor- and sequence-parallel axes are inside dp
+/// (consecutive ranks), and the ranks of one such group hold the same
+/// chunk index.
 int64_t dataParallelIndex(const StepManifest &manifest, int rank) {
-  return rank / tensorParallelSize(manifest);
+  int64_t inner = 1;
+  for (auto [name, size] :
+       llvm::zip(gridAxisNames(manifest), manifest.gridSizes))
+    if (name == "tp" || name == "sp")
+      inner *= size;
+  return rank / inner;
 }
 
 /// Where argument `arg` of this rank sits in the checkpoint's tensor, which
@@ -530,12 +537,13 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
 }
 
 namespace {
-/// The grid-axis bit of the group ZeRO chunks a dense tensor over: dp, the
-/// fastest axis (a pipeline's pp comes first), or the one before tp.
+/// The grid-axis bit of the group ZeRO chunks a dense tensor over without
+/// experts: dp, the fastest axis but for tp or sp inside it.
 uint64_t dataParallelAxis(const StepManifest &manifest) {
+  llvm::SmallVector<llvm::StringRef> names = gridAxisNames(manifest);
+  const auto *dp = llvm::find(names, "dp");
   size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
-  bool tensorParallel = tensorParallelSize(manifest) > 1 && axes > 1;
-  return uint64_t(1) << (axes - (tensorParallel ? 2 : 1));
+  return uint64_t(1) << (dp != names.end() ? dp - names.begin() : axes - 1);
 }
 
 /// Fills the f32 tensor `into` by an all-gather over the grid axes of `mask`.
