@@ -1009,14 +1009,7 @@ void checkTensorParallel(const Config &c, int64_t t) {
   if (c.fp16.enabled)
     fail(tp + " with fp16.enabled: the overflow check sees only this "
               "rank's gradient shards, so tensor-parallel ranks could skip "
-              "different steps; use fp32");
-  if (c.bf16.enabled)
-    fail(tp + " with bf16.enabled: the f32 master copies of the pieces are "
-              "not drawn from the whole tensors yet; use fp32");
-  if (c.zero.stage == 3)
-    fail(tp + " with zero_optimization.stage 3: ZeRO-3's chunks of a "
-              "tensor-parallel piece are not drawn from the whole tensor "
-              "yet; use stage 0, 1 or 2");
+              "different steps; use bf16 or fp32");
 }
 
 /// The combinations Ulysses sequence parallelism does not compose with yet,

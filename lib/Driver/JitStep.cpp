@@ -118,7 +118,8 @@ llvm::Expected<ArgSpec> argSpecOf(func::FuncOp step, unsigned i) {
     arg.tpDim = cut.getDim();
     arg.tpBlocks = cut.getBlocks();
     arg.tpShape.assign(cut.getShape().begin(), cut.getShape().end());
-    arg.tpSize = arg.tpShape[arg.tpDim] / type.getDimSize(arg.tpDim);
+    // The piece's shape, not the argument's: ZeRO-3 holds a flat chunk of it.
+    arg.tpSize = arg.tpShape[arg.tpDim] / arg.wholeShape()[arg.tpDim];
   }
   if (auto param =
           step.getArgAttrOfType<nn::ParamAttr>(i, nn::kParamAttrName)) {

@@ -74,7 +74,7 @@ const ArgSpec *expertParamOf(const StepManifest &manifest, const ArgSpec &arg) {
 }
 
 llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
-                                            const ArgSpec &arg,
+                                            const ArgSpec &param, bool chunked,
                                             const Tensor &value);
 
 /// The tensor-parallel parameter whose piece argument `arg` holds: `arg`
@@ -91,6 +91,28 @@ const ArgSpec *tensorParallelParamOf(const StepManifest &manifest,
     return nullptr;
   const ArgSpec &param = manifest.args[*owner];
   return numElements(arg.shape) == numElements(param.shape) ? &param : nullptr;
+}
+
+/// The names of the step's grid axes, outermost first (none without a
+/// grid).
+llvm::SmallVector<llvm::StringRef> gridAxisNames(const StepManifest &manifest) {
+  llvm::SmallVector<llvm::StringRef> names;
+  if (!manifest.gridAxes.empty())
+    llvm::StringRef(manifest.gridAxes).split(names, ", ");
+  return names;
+}
+
+/// This rank's place in its data-parallel group, by which its ZeRO chunks
+/// are placed. The tensor- and sequence-parallel axes are inside dp
+/// (consecutive ranks), and the ranks of one such group hold the same
+/// chunk index.
+int64_t dataParallelIndex(const StepManifest &manifest, int rank) {
+  int64_t inner = 1;
+  for (auto [name, size] :
+       llvm::zip(gridAxisNames(manifest), manifest.gridSizes))
+    if (name == "tp" || name == "sp")
+      inner *= size;
+  return rank / inner;
 }
 
 /// Where argument `arg` of this rank sits in the checkpoint's tensor, which
@@ -114,7 +136,8 @@ Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
   at.whole = param ? param->wholeShape() : arg.wholeShape();
   int64_t whole = numElements(at.whole);
   if (!param) {
-    at.held = arg.fullShape ? chunkRange(whole, arg.shape[0], rank)
+    at.held = arg.fullShape ? chunkRange(whole, arg.shape[0],
+                                         dataParallelIndex(manifest, rank))
                             : ChunkRange{0, whole};
     return at;
   }
@@ -129,6 +152,26 @@ Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
   }
   at.held.first += expertRank * slice;
   return at;
+}
+
+/// Draws the one-rank model's values of rank `rank`'s piece of
+/// tensor-parallel parameter `param` into `into` (f32): the whole piece, or
+/// with `chunk` > 0 its chunk of the flattened piece by the rank's dp index
+/// (ZeRO; the rest of the chunk is left as it is).
+void drawPiece(const StepManifest &manifest, const ArgSpec &param,
+               uint64_t seed, int rank, int64_t chunk, float *into) {
+  std::vector<float> piece(chunk ? numElements(param.wholeShape()) : 0);
+  float *at = piece.empty() ? into : piece.data();
+  for (ChunkRange run : tensorParallelRuns(param, rank % param.tpSize)) {
+    initParameter(param.name, param.init, param.initStd, seed, run.first,
+                  run.count, at);
+    at += run.count;
+  }
+  if (chunk) {
+    ChunkRange c = chunkRange(int64_t(piece.size()), chunk,
+                              dataParallelIndex(manifest, rank));
+    std::copy_n(piece.data() + c.first, c.count, into);
+  }
 }
 
 /// Rounds f32 values to the nearest even 16-bit float of `dtype`, as the
@@ -324,18 +367,14 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
     const ArgSpec &p = manifest.args[i];
     Tensor &value = currentValues[i];
     if (p.kind == ArgSpec::Param && parameters && p.tpSize) {
-      // The one-rank model's values of this rank's piece.
-      if (p.dtype != DType::F32 || p.fullShape)
-        return createStringError(
-            "parameter \"%s\": a tensor-parallel piece is drawn only as "
-            "f32 and whole on its rank (no bf16, no ZeRO-3)",
-            p.name.c_str());
-      float *into = value.data<float>();
-      for (ChunkRange run : tensorParallelRuns(p, rank % p.tpSize)) {
-        initParameter(p.name, p.init, p.initStd, seed, run.first, run.count,
-                      into);
-        into += run.count;
-      }
+      // A ZeRO-3 chunk of the piece or the whole piece, rounded to 16 bits
+      // when the parameter is (bf16 at ZeRO 1-2).
+      std::vector<float> drawn(p.dtype == DType::F32 ? 0
+                                                     : numElements(p.shape));
+      float *into = drawn.empty() ? value.data<float>() : drawn.data();
+      drawPiece(manifest, p, seed, rank, p.fullShape ? p.shape[0] : 0, into);
+      if (!drawn.empty())
+        storeAs(p.dtype, drawn.data(), int64_t(drawn.size()), value.data());
     } else if (p.kind == ArgSpec::Param && parameters) {
       // The same values as one rank would draw; a shard draws its slice.
       ChunkRange r = placementOf(manifest, p, rank).held;
@@ -353,9 +392,14 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
                                  "\"%s\" or no sharding",
                                  p.name.c_str(), p.owner.c_str());
       const ArgSpec &o = manifest.args[*owner];
-      ChunkRange r = placementOf(manifest, p, rank).held;
-      initParameter(o.name, o.init, o.initStd, seed, r.first, r.count,
-                    value.data<float>());
+      if (o.tpSize) {
+        // A dp chunk of the piece, as the parameter's moments are.
+        drawPiece(manifest, o, seed, rank, p.shape[0], value.data<float>());
+      } else {
+        ChunkRange r = placementOf(manifest, p, rank).held;
+        initParameter(o.name, o.init, o.initStd, seed, r.first, r.count,
+                      value.data<float>());
+      }
     }
     if (p.kind == ArgSpec::State && p.stateInit.kind != StateInit::Zeros) {
       int64_t n = numElements(p.shape);
@@ -460,7 +504,8 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
       continue;
     if (const ArgSpec *param = tensorParallelParamOf(manifest, p)) {
       // Whole on every rank once gathered: written as a whole tensor.
-      auto whole = gatherTensorParallel(manifest, *param, currentValues[i]);
+      auto whole = gatherTensorParallel(
+          manifest, *param, p.fullShape.has_value(), currentValues[i]);
       if (!whole)
         return whole.takeError();
       wholePieces.push_back(std::move(*whole));
@@ -492,6 +537,15 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
 }
 
 namespace {
+/// The grid-axis bit of the group ZeRO chunks a dense tensor over without
+/// experts: dp, the fastest axis but for tp or sp inside it.
+uint64_t dataParallelAxis(const StepManifest &manifest) {
+  llvm::SmallVector<llvm::StringRef> names = gridAxisNames(manifest);
+  const auto *dp = llvm::find(names, "dp");
+  size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
+  return uint64_t(1) << (dp != names.end() ? dp - names.begin() : axes - 1);
+}
+
 /// Fills the f32 tensor `into` by an all-gather over the grid axes of `mask`.
 llvm::Error gatherOver(uint64_t mask, const void *from, Tensor &into) {
   if (dsrt_all_gather(dsrt_comm_axes(mask), from, into.data(),
@@ -502,8 +556,8 @@ llvm::Error gatherOver(uint64_t mask, const void *from, Tensor &into) {
 
 /// The whole f32 tensor of a sharded argument (a ZeRO-3 parameter chunk, an
 /// expert parameter, a 16-bit parameter's master chunk), gathered from the
-/// ranks holding its parts. Without experts the data-parallel axis is the
-/// grid's fastest (a pipeline's pp comes first). With experts the grid is
+/// ranks holding its parts. Without experts, over the data-parallel axis
+/// (dataParallelAxis). With experts the grid is
 /// dp x ep: an expert parameter is cut over ep, its master further over dp
 /// (the ranks holding the same experts), a dense master over both.
 llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
@@ -515,7 +569,11 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
   const ArgSpec *param = expertParamOf(manifest, arg);
   Tensor whole =
       Tensor::zeros(DType::F32, param ? param->wholeShape() : arg.wholeShape());
-  if (!experts || (arg.expertShards && !isExpertChunk(arg, *param))) {
+  if (!experts) {
+    if (llvm::Error err =
+            gatherOver(dataParallelAxis(manifest), value.data(), whole))
+      return std::move(err);
+  } else if (arg.expertShards && !isExpertChunk(arg, *param)) {
     if (llvm::Error err = gatherOver(fastest, value.data(), whole))
       return std::move(err);
   } else if (!param) {
@@ -536,21 +594,32 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
   return whole;
 }
 
-/// The whole f32 tensor of a tensor-parallel piece: the group's pieces
-/// gathered over tp (the grid's fastest axis), each put back in its runs.
+/// The whole f32 tensor of tensor-parallel parameter `param` from `value`,
+/// this rank's piece of it: the group's pieces gathered over tp (the grid's
+/// fastest axis), each put back in its runs. A `chunked` value (a ZeRO
+/// chunk of the piece: the parameter at ZeRO-3, a bf16 parameter's master)
+/// is first gathered into the piece over dp.
 llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
-                                            const ArgSpec &arg,
+                                            const ArgSpec &param, bool chunked,
                                             const Tensor &value) {
   size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
-  int64_t local = numElements(arg.shape);
-  Tensor pieces = Tensor::zeros(DType::F32, {arg.tpSize * local});
-  if (llvm::Error err =
-          gatherOver(uint64_t(1) << (axes - 1), value.data(), pieces))
+  const void *held = value.data();
+  Tensor piece;
+  if (chunked) {
+    piece = Tensor::zeros(DType::F32, param.wholeShape());
+    if (llvm::Error err =
+            gatherOver(dataParallelAxis(manifest), value.data(), piece))
+      return std::move(err);
+    held = piece.data();
+  }
+  int64_t local = numElements(param.wholeShape());
+  Tensor pieces = Tensor::zeros(DType::F32, {param.tpSize * local});
+  if (llvm::Error err = gatherOver(uint64_t(1) << (axes - 1), held, pieces))
     return std::move(err);
-  Tensor whole = Tensor::zeros(DType::F32, arg.tpShape);
+  Tensor whole = Tensor::zeros(DType::F32, param.tpShape);
   const float *from = pieces.data<float>();
-  for (int64_t r = 0; r < arg.tpSize; ++r)
-    for (ChunkRange run : tensorParallelRuns(arg, r)) {
+  for (int64_t r = 0; r < param.tpSize; ++r)
+    for (ChunkRange run : tensorParallelRuns(param, r)) {
       std::copy_n(from, run.count, whole.data<float>() + run.first);
       from += run.count;
     }
@@ -621,7 +690,8 @@ llvm::Error receiveWeights(int peer, std::vector<SafeTensorView> &views,
 llvm::Error StateStore::saveWeights(llvm::StringRef path,
                                     const CkptPlace &place) const {
   // Sharded parameters are gathered over the stage's data-parallel group
-  // (every rank takes part; dp is the grid's fastest axis), and expert
+  // (every rank takes part; dataParallelAxis), tensor-parallel pieces then
+  // over tp, and expert
   // parameters over their expert-parallel group (ep, then the fastest).
   std::vector<Tensor> gathered;
   std::vector<SafeTensorView> views;
@@ -629,21 +699,23 @@ llvm::Error StateStore::saveWeights(llvm::StringRef path,
     const ArgSpec &p = manifest.args[i];
     if (p.kind != ArgSpec::Param)
       continue;
-    // A 16-bit parameter is saved from its f32 master copy.
+    // A 16-bit parameter is saved from its f32 master copy (of a
+    // tensor-parallel piece: a dp chunk of it).
     size_t from = manifest.masterOf(p).value_or(i);
     const ArgSpec &src = manifest.args[from];
     const void *data = currentValues[from].data();
     llvm::ArrayRef<int64_t> shape = src.shape;
-    if (src.tpSize || src.fullShape) {
+    if (p.tpSize || src.fullShape) {
       llvm::Expected<Tensor> whole =
-          src.tpSize ? gatherTensorParallel(manifest, src, currentValues[from])
-                     : gatherWhole(manifest, src, currentValues[from]);
+          p.tpSize
+              ? gatherTensorParallel(manifest, p, src.fullShape.has_value(),
+                                     currentValues[from])
+              : gatherWhole(manifest, src, currentValues[from]);
       if (!whole)
         return createStringError("gathering \"%s\" to save it: %s",
                                  p.name.c_str(),
                                  llvm::toString(whole.takeError()).c_str());
-      shape =
-          src.tpSize ? llvm::ArrayRef<int64_t>(src.tpShape) : p.wholeShape();
+      shape = p.tpSize ? llvm::ArrayRef<int64_t>(p.tpShape) : p.wholeShape();
       gathered.push_back(std::move(*whole));
       data = gathered.back().data();
     }
