@@ -19,7 +19,12 @@ process per rank, possibly on several hosts) it runs that one rank instead.
 
   python3 torch_dp.py MODE SPEC.json CONFIG.json THREADS STEPS OUT.jsonl
 
-Rank 0 writes one JSON line per step (step, loss, lr, grad_norm, step_ms):
+With "pipeline": {"activation_checkpoint_interval": N > 0} in the config
+(ds's key for activation checkpointing) every block runs under
+torch.utils.checkpoint.
+
+Rank 0 writes one JSON line per step (step, loss, lr, grad_norm, step_ms,
+peak_rss_bytes: rank 0's peak RSS so far):
 step_ms is rank 0's wall time from before its batch is made to after the
 optimizer step (DDP's all-reduce and ZeRO's broadcast make it wait for the
 other ranks); the loss is the global-batch mean, all-reduced after the
@@ -27,6 +32,7 @@ timed region.
 """
 import json
 import os
+import resource
 import socket
 import sys
 import time
@@ -58,6 +64,10 @@ def worker(rank, world, port, mode, spec, cfg, threads, steps, out_path,
                 spec.get("n_inner"), spec.get("layer_norm_epsilon", 1e-5),
                 spec.get("initializer_range", 0.02))
     model.train()
+    # ds's activation checkpointing key for a model outside a pipeline:
+    # every block recomputed in the backward.
+    model.checkpoint_blocks = cfg.get("pipeline", {}).get(
+        "activation_checkpoint_interval", 0) > 0
     # The model's buffers (additive float causal mask, positions) are
     # constants: no per-forward broadcast.
     ddp = torch.nn.parallel.DistributedDataParallel(
@@ -96,7 +106,10 @@ def worker(rank, world, port, mode, spec, cfg, threads, steps, out_path,
         mean = loss.detach().clone()
         dist.all_reduce(mean)
         rows.append({"step": s, "loss": mean.item() / world, "lr": lr,
-                     "grad_norm": float(norm), "step_ms": step_ms})
+                     "grad_norm": float(norm), "step_ms": step_ms,
+                     # ru_maxrss is in KiB on Linux.
+                     "peak_rss_bytes": resource.getrusage(
+                         resource.RUSAGE_SELF).ru_maxrss * 1024})
     if rank == 0:
         with open(out_path, "w") as out:
             for r in rows:

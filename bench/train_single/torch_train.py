@@ -21,6 +21,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 
 class CausalSelfAttention(nn.Module):
@@ -93,7 +94,13 @@ class GPT(nn.Module):
         B, T = input_ids.shape
         x = self.wte(input_ids) + self.wpe(self.pos[:T])
         for block in self.h:
-            x = block(x)
+            # checkpoint_blocks (set by torch_dp.py for a config with
+            # activation checkpointing): keep each block's input only.
+            if getattr(self, "checkpoint_blocks", False):
+                x = torch.utils.checkpoint.checkpoint(block, x,
+                                                      use_reentrant=False)
+            else:
+                x = block(x)
         logits = self.lm_head(self.ln_f(x))
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
