@@ -5,6 +5,9 @@
 // RUN: ds-opt %s --ds-zero="stage=2 dp-size=2" | FileCheck %s --check-prefix=S2
 // RUN: ds-opt %s --ds-zero="stage=3 dp-size=2 param-persistence-threshold=0" | FileCheck %s --check-prefix=S3
 // RUN: ds-opt %s --ds-zero="stage=0 dp-size=2 reduce-bucket-size=8" | FileCheck %s --check-prefix=BUCKET
+// RUN: ds-opt %s --ds-zero="stage=0 dp-size=2 pack-limit=10" | FileCheck %s --check-prefix=PACK0 --implicit-check-not=tensor.concat
+// RUN: ds-opt %s --ds-zero="stage=2 dp-size=2 pack-limit=10" | FileCheck %s --check-prefix=PACK2 --implicit-check-not=tensor.concat
+// RUN: not ds-opt %s --ds-zero="stage=2 dp-size=2 pack-limit=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PACKBAD
 // RUN: ds-opt %s --ds-zero="stage=3 dp-size=1 param-persistence-threshold=0" | FileCheck %s --check-prefix=DP1 --implicit-check-not=dsdist.all
 // RUN: ds-opt %s --ds-zero="stage=3 dp-size=2 param-persistence-threshold=0" --ds-verify-step-contract -o /dev/null
 
@@ -101,6 +104,19 @@ module {
 // BUCKET-LABEL: func.func @train_step
 // BUCKET: dsdist.all_reduce avg %{{.*}} over ["dp"] : tensor<5xf32>
 // BUCKET: dsdist.all_reduce avg %{{.*}} over ["dp"] : tensor<4x3xf32>
+
+// A gradient of at least pack-limit elements (at stage 2, a chunk of at
+// least pack-limit / N) is reduced in its own buffer, never copied into a
+// bucket; so, here, is the bias, the one small gradient left.
+// PACK0-LABEL: func.func @train_step
+// PACK0: dsdist.all_reduce avg %0#2 over ["dp"] : tensor<5xf32>
+// PACK0: dsdist.all_reduce avg %0#1 over ["dp"] : tensor<4x3xf32>
+// PACK2-LABEL: func.func @train_step
+// PACK2: dsdist.reduce_scatter avg %{{.*}} over ["dp"] dim 0 : tensor<6xf32> -> tensor<3xf32>
+// PACK2: dsdist.reduce_scatter avg %{{.*}} over ["dp"] dim 0 : tensor<12xf32> -> tensor<6xf32>
+// PACK2: dsdist.all_gather %{{.*}} over ["dp"] dim 0 : tensor<3xf32> -> tensor<6xf32>
+// PACK2: dsdist.all_gather %{{.*}} over ["dp"] dim 0 : tensor<6xf32> -> tensor<12xf32>
+// PACKBAD: error: ds-zero: dp-size, reduce-bucket-size, allgather-bucket-size and pack-limit must be >= 1
 
 // One rank: nothing to communicate.
 // DP1: module attributes {dsdist.grid = #dsdist.grid<dp = 1>}

@@ -616,6 +616,35 @@ def SplitInitTensors : Pass<"ds-split-init-tensors", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::tensor::TensorDialect"];
 }
 
+def ElementwiseInPlace : Pass<"ds-elementwise-in-place", "mlir::func::FuncOp"> {
+  let summary = "An elementwise op writes over an input that dies there";
+  let description = [{
+    A `linalg.generic` whose loops are all parallel, and whose init is a
+    `tensor.empty` its body does not read, indexed by the identity, takes
+    as its init an input of the same type, indexed by the identity too,
+    that nothing reads after it (made by an op: not a block argument nor a
+    constant; other inputs, broadcast or not, stay as they are). Then
+    one-shot bufferization writes the result over that input's buffer
+    rather than a fresh one — or copies, where its analysis finds the
+    buffer still read through an alias. Each element is read before it is
+    written at the same place, so the result is the same. Runs after
+    `ds-split-init-tensors`, before `one-shot-bufferize`.
+
+      %e = tensor.empty() : tensor<64x16xf32>
+      %s = linalg.generic {...} ins(%a, %b : ...) outs(%e : ...) {
+        ^bb0(%x: f32, %y: f32, %o: f32):
+          %r = arith.addf %x, %y : f32
+          linalg.yield %r : f32
+      } -> tensor<64x16xf32>
+
+    becomes (with `%a` read only here) the same op with `outs(%a : ...)`.
+  }];
+  let statistics = [
+    Statistic<"numInPlace", "in-place", "elementwise results written over a dying input">,
+  ];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def FoldResultCopies : Pass<"ds-fold-result-copies", "mlir::func::FuncOp"> {
   let summary = "A buffer copied into an out-param at the end, and used no more, is the out-param";
   let description = [{

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace mlir::ds {
 
@@ -35,6 +37,10 @@ struct PeakMemoryPlan {
   /// waited: snapshot and result). The largest of each alone, too.
   int64_t gatheredAtPeak = 0, inFlightAtPeak = 0;
   int64_t gatheredPeak = 0, inFlightPeak = 0;
+
+  /// The step's buffers live at the transient peak, each with the op that
+  /// makes it (an argument's or a result's buffer is in `held`, not here).
+  std::vector<std::pair<int64_t, Operation *>> atPeak;
 
   int64_t total() const { return held + transient + functions; }
 };

@@ -846,7 +846,11 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
 
     - stage 0: gradients are all-reduced (mean), bucketed: gradients are
       packed, last parameter first, into flat buffers of at most
-      `reduce-bucket-size` elements, one collective per buffer.
+      `reduce-bucket-size` elements, one collective per buffer. A gradient
+      of at least `pack-limit` elements (2^20 by default: 4 MiB in f32,
+      where a collective's fixed cost is small against its transfer) is
+      reduced alone in its own buffer: a pack is a copy, and packing every
+      gradient would hold a second model-sized gradient for a moment.
     - stage 1: optimizer state is sharded: each state argument becomes this
       rank's chunk (`dsdist.sharding`): the tensor flattened, zero-padded to
       a multiple of N and cut in N chunks. Gradients are all-reduced as in
@@ -913,6 +917,10 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
            "500000000",
            "zero_optimization.allgather_bucket_size: elements per parameter "
            "all-gather after the update">,
+    Option<"packLimit", "pack-limit", "int64_t", "1048576",
+           "a gradient or parameter chunk of at least this many elements is "
+           "reduced or gathered in its own buffer, never copied into a "
+           "bucket">,
     Option<"prescaleGradients", "prescale-gradients", "bool", "false",
            "prescale_gradients: divide gradients by dp-size before the "
            "reduction (a sum) instead of after it">,
@@ -1174,10 +1182,15 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
     `planned_peak_bytes` next to libdsrt's measured `peak_tracked_bytes`.
 
       (GPT-tiny, micro-batch 2, ZeRO-3 on 2 ranks with overlap_comm)
-      remark: ds-plan-memory: peak per rank 191384 B = arguments and
+      remark: ds-plan-memory: peak per rank 190360 B = arguments and
         results 46996 B + step buffers 122884 B (gathered parameters
-        0 B, in flight 57216 B of it) + other functions' buffers 21504 B;
+        0 B, in flight 57216 B of it) + other functions' buffers 20480 B;
         gathered parameters at most 13120 B, in flight at most 83808 B
+
+    With `explain=K`, a fourth remark names the K ops whose buffers hold
+    the most of the step buffers at that peak (an op's results summed),
+    largest first, each with its bytes and location: where to look when
+    the peak is larger than the model states and activations explain.
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"train_step\"",
@@ -1185,6 +1198,9 @@ def PlanMemory : Pass<"ds-plan-memory", "mlir::ModuleOp"> {
     Option<"evalEntry", "eval-entry", "std::string", "\"eval_step\"",
            "the eval step, when the module has one (an eval set): its "
            "arena counts in the peak">,
+    Option<"explain", "explain", "unsigned", "0",
+           "name this many of the ops whose buffers make the step's peak, "
+           "largest first">,
   ];
 }
 

@@ -77,6 +77,9 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Each fresh tensor (empty, or filled) made where it is used:
   // bufferization allocates it there.
   pm.addNestedPass<func::FuncOp>(ds::createSplitInitTensors());
+  // An elementwise result over an input that dies there (a tied model's
+  // two vocabulary-sized gradients summed), not a third buffer.
+  pm.addNestedPass<func::FuncOp>(ds::createElementwiseInPlace());
 
   // Buffers. Identity layouts at function boundaries keep the C interface
   // simple (contiguous row-major host buffers in and out).

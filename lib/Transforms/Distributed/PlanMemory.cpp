@@ -18,6 +18,7 @@
 #include "ds/Transforms/Pipeline.h"
 #include "ds/Transforms/Training.h"
 #include "dsdist/DistOps.h"
+#include "dsnn/NNOps.h"
 #include "dstrain/TrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,6 +26,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/MapVector.h"
 
 #include <functional>
 #include <optional>
@@ -155,6 +157,8 @@ public:
     int64_t bytes;
     Kind kind;
     unsigned def, last;
+    /// The op that makes it (for the peak's account).
+    Operation *origin = nullptr;
     /// A started collective's result: in flight until its wait, then
     /// `waitedKind` (a gathered parameter, or plain).
     unsigned waited = ~0u;
@@ -163,6 +167,8 @@ public:
   };
   struct Outer {
     int64_t total = 0, gathered = 0, inFlight = 0;
+    /// The buffers behind `total` (only those of enclosing blocks).
+    std::vector<std::pair<int64_t, Operation *>> items;
     void add(int64_t bytes, Kind kind) {
       total += bytes;
       gathered += kind == Gathered ? bytes : 0;
@@ -204,7 +210,7 @@ public:
       pos[&op] = n++;
     auto make = [&](Value v, int64_t bytes, Kind kind, unsigned at) {
       root[v] = buffers.size();
-      buffers.push_back({bytes, kind, at, at});
+      buffers.push_back({bytes, kind, at, at, v.getDefiningOp()});
     };
     // Each tensor result of `op` a buffer of its own; their bytes.
     auto makeResults = [&](Operation &op, unsigned at) {
@@ -261,7 +267,7 @@ public:
         Value handle = op.getResult(0);
         snapshotOf[handle] = buffers.size();
         buffers.push_back(
-            {bytesOf(op.getOperand(0).getType()), InFlight, at, at});
+            {bytesOf(op.getOperand(0).getType()), InFlight, at, at, &op});
         make(handle,
              bytesOf(cast<dist::HandleType>(handle.getType()).getPayload()),
              InFlight, at);
@@ -270,6 +276,15 @@ public:
       } else if (isa<dist::AllReduceOp>(op)) {
         // In place on its operand's buffer.
         alias(op.getResult(0), op.getOperand(0));
+      } else if (isa<train::ClipGradNormOp, nn::AddOp, nn::SubOp, nn::MulOp,
+                     nn::DivOp>(op)) {
+        // Each result written over an operand that dies here, if one does.
+        for (OpResult r : op.getResults()) {
+          if (Value dying = dyingOperand(r, root))
+            alias(r, dying);
+          else if (isTensor(r))
+            make(r, bytesOf(r.getType()), Plain, at);
+        }
       } else if (auto call = dyn_cast<func::CallOp>(op)) {
         auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
         int64_t results = makeResults(op, at);
@@ -318,13 +333,13 @@ public:
         auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
         for (auto [r, next] : llvm::zip(loop.getResults(), yield.getOperands()))
           if (isTensor(r) && next.getParentBlock() == loop.getBody())
-            buffers.push_back({bytesOf(r.getType()), Plain, at, at});
+            buffers.push_back({bytesOf(r.getType()), Plain, at, at, &op});
         // An initial value the loop cannot write (a constant, an
         // argument) is copied into a buffer of its own first, which the
         // first iteration reads: live for the whole loop.
         for (Value init : loop.getInitArgs())
           if (isTensor(init) && !root.count(init))
-            buffers.push_back({bytesOf(init.getType()), Plain, at, at});
+            buffers.push_back({bytesOf(init.getType()), Plain, at, at, &op});
         nested.push_back([&, at, body = loop.getBody()] {
           extra[at] = run(*body, liveAt(buffers, at, outer, true), false);
         });
@@ -389,6 +404,8 @@ public:
         plan.transient = outer.total + here;
         plan.gatheredAtPeak = outer.gathered + live.gathered;
         plan.inFlightAtPeak = outer.inFlight + live.inFlight;
+        plan.atPeak = liveAt(buffers, at, outer, true).items;
+        // A nested block's peak here is recorded by its own simulation.
       }
     }
     return peak;
@@ -400,13 +417,45 @@ private:
     return trips && trips->isOne();
   }
 
+  /// Whether nothing reads `v` after `op`: every use in `op` or before it.
+  static bool diesAt(Value v, Operation &op) {
+    return llvm::all_of(v.getUses(), [&](OpOperand &use) {
+      Operation *at = op.getBlock()->findAncestorOpInBlock(*use.getOwner());
+      return at && (at == &op || at->isBeforeInBlock(&op));
+    });
+  }
+
+  /// The operand result `r` of an elementwise op is written over
+  /// (ds-elementwise-in-place; a clipped gradient over the gradient): one
+  /// of the result's type, made by an op, that dies at the op.
+  static Value dyingOperand(OpResult r, const DenseMap<Value, unsigned> &root) {
+    Operation &op = *r.getOwner();
+    SmallVector<Value> candidates;
+    if (auto clip = dyn_cast<train::ClipGradNormOp>(op)) {
+      if (r.getResultNumber() < clip.getGrads().size())
+        candidates.push_back(clip.getGrads()[r.getResultNumber()]);
+    } else if (isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>(op)) {
+      candidates.append(op.operand_begin(), op.operand_end());
+    }
+    for (Value v : candidates) {
+      auto it = root.find(v);
+      if (v.getType() == r.getType() && it != root.end() && v.getDefiningOp() &&
+          diesAt(v, op) && llvm::count(op.getOperands(), v) == 1)
+        return v;
+    }
+    return {};
+  }
+
   /// `outer` and the buffers live at `at`; with `madeThere`, those made by
   /// the op at `at` too.
   static Outer liveAt(ArrayRef<Buffer> buffers, unsigned at, Outer outer,
                       bool madeThere) {
     for (const Buffer &b : buffers)
-      if ((b.def < at || (madeThere && b.def == at)) && at <= b.last)
+      if ((b.def < at || (madeThere && b.def == at)) && at <= b.last) {
         outer.add(b.bytes, b.kindAt(at));
+        if (b.bytes)
+          outer.items.push_back({b.bytes, b.origin});
+      }
     return outer;
   }
 
@@ -463,6 +512,26 @@ namespace {
 
 struct PlanMemoryPass : mlir::ds::impl::PlanMemoryBase<PlanMemoryPass> {
   using Base::Base;
+
+  /// The `explain` largest ops' buffers at the transient peak.
+  void explainPeak(func::FuncOp fn, const PeakMemoryPlan &p) {
+    llvm::MapVector<Operation *, int64_t> byOp;
+    for (auto [bytes, op] : p.atPeak)
+      byOp[op] += bytes;
+    auto ranked = byOp.takeVector();
+    llvm::stable_sort(ranked,
+                      [](auto &a, auto &b) { return a.second > b.second; });
+    InFlightDiagnostic remark = fn.emitRemark()
+                                << "ds-plan-memory: the step buffers at the "
+                                   "peak, largest first:";
+    for (auto &[op, bytes] : llvm::ArrayRef(ranked).take_front(explain)) {
+      remark << "\n  " << bytes << " B ";
+      if (op)
+        remark << op->getName() << " at " << op->getLoc();
+      else
+        remark << "(a block argument's copy)";
+    }
+  }
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -545,6 +614,8 @@ struct PlanMemoryPass : mlir::ds::impl::PlanMemoryBase<PlanMemoryPass> {
       fn->setAttr(
           "ds.planned_peak_bytes",
           IntegerAttr::get(IntegerType::get(&getContext(), 64), p->total()));
+      if (explain)
+        explainPeak(fn, *p);
     }
   }
 };

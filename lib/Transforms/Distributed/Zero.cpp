@@ -330,17 +330,25 @@ private:
 
 /// Packs tensors into buckets of at most `limit` elements (a tensor larger
 /// than the limit gets a bucket of its own), last tensor first: the backward
-/// produces gradients in that order, so the first bucket is ready first.
-SmallVector<SmallVector<unsigned>> makeBuckets(ArrayRef<int64_t> sizes,
-                                               int64_t limit) {
+/// produces gradients in that order, so the first bucket is ready first. A
+/// tensor of at least `packLimit` elements is never packed: its collective
+/// works on its own buffer, where a pack would be a copy of it.
+SmallVector<SmallVector<unsigned>>
+makeBuckets(ArrayRef<int64_t> sizes, int64_t limit, int64_t packLimit) {
   SmallVector<SmallVector<unsigned>> buckets;
+  std::optional<size_t> open; // the bucket the next small tensor joins
   int64_t fill = 0;
   for (unsigned i = sizes.size(); i-- > 0;) {
-    if (buckets.empty() || fill + sizes[i] > limit) {
+    if (sizes[i] >= packLimit) {
+      buckets.push_back({i});
+      continue;
+    }
+    if (!open || fill + sizes[i] > limit) {
+      open = buckets.size();
       buckets.emplace_back();
       fill = 0;
     }
-    buckets.back().push_back(i);
+    buckets[*open].push_back(i);
     fill += sizes[i];
   }
   return buckets;
@@ -677,9 +685,10 @@ LogicalResult ZeroPass::checkOptions(ModuleOp module) {
   if (stage < 0 || stage > 3)
     return bad("stage " + Twine(stage) +
                " does not exist; zero_optimization.stage is 0, 1, 2 or 3");
-  if (dpSize < 1 || reduceBucketSize < 1 || allgatherBucketSize < 1)
-    return bad("dp-size, reduce-bucket-size and allgather-bucket-size must "
-               "be >= 1");
+  if (dpSize < 1 || reduceBucketSize < 1 || allgatherBucketSize < 1 ||
+      packLimit < 1)
+    return bad("dp-size, reduce-bucket-size, allgather-bucket-size and "
+               "pack-limit must be >= 1");
   if (paramPersistenceThreshold < 0)
     return bad("param-persistence-threshold is " +
                Twine(paramPersistenceThreshold) +
@@ -901,7 +910,7 @@ static SmallVector<Value> shardUpdates(Step &step, OpBuilder &b,
 /// them all-gathered.
 static void returnWholeParams(Step &step, OpBuilder &b,
                               ArrayRef<Value> newChunks, Type narrow,
-                              int64_t allgatherBucketSize) {
+                              int64_t allgatherBucketSize, int64_t packLimit) {
   b.setInsertionPoint(step.ret);
   SmallVector<Type> gatherTypes(step.fullTypes);
   if (narrow)
@@ -922,7 +931,8 @@ static void returnWholeParams(Step &step, OpBuilder &b,
           }
         SmallVector<Value> gathered = g.allGather(
             chunks, types,
-            makeBuckets(pick(step.chunkSizes, kept), allgatherBucketSize));
+            makeBuckets(pick(step.chunkSizes, kept), allgatherBucketSize,
+                        packLimit / g.size()));
         SmallVector<Value> out(members.size());
         for (auto [k, p] : llvm::enumerate(kept))
           out[llvm::find(members, p) - members.begin()] = gathered[k];
@@ -1019,7 +1029,8 @@ LogicalResult ZeroPass::shardOptimizer(ModuleOp module, Step &step,
   }
   SmallVector<Value> newChunks = shardUpdates(step, b, grads, narrow, masters);
   if (!llvm::all_of(step.partitioned, [](bool p) { return p; }))
-    returnWholeParams(step, b, newChunks, narrow, allgatherBucketSize);
+    returnWholeParams(step, b, newChunks, narrow, allgatherBucketSize,
+                      packLimit);
   if (narrow) {
     SmallVector<Value> results(step.ret.getOperands());
     results.insert(results.begin() + masterAt, masters.begin(), masters.end());
@@ -1134,7 +1145,7 @@ void ZeroPass::runOnOperation() {
         perGroup(groups, grads,
                  [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
                    return g.allReduceMean(
-                       v, makeBuckets(pick(sizes, members), reduceBucketSize));
+                       v, makeBuckets(pick(sizes, members), reduceBucketSize, packLimit));
                  });
     for (auto [p, g] : llvm::enumerate(reduced))
       chunks.push_back(groups.of(p).shard(g));
@@ -1143,7 +1154,8 @@ void ZeroPass::runOnOperation() {
         groups, grads,
         [&](DpBuilder &g, ArrayRef<unsigned> members, ValueRange v) {
           return g.reduceScatterMean(
-              v, makeBuckets(pick(step.chunkSizes, members), reduceBucketSize));
+              v, makeBuckets(pick(step.chunkSizes, members), reduceBucketSize,
+                          packLimit / g.size()));
         });
   }
 

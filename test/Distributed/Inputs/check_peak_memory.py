@@ -10,8 +10,10 @@ For every step of every rank (rank r > 0 writes NAME.rank<r>.jsonl):
 With BASELINE (the same run without ds-schedule-comm), the plan predicts
 the difference between the two peaks (prefetched gathers add to it; the
 last micro-batch's gradients reduced as they are made, instead of kept
-for a reduction after the loop, take from it) within 10% of the measured
-peak, with the same sign.
+for a reduction after the loop, take from it) with the same sign, and
+within 20% of the measured peak: each peak is within 10% of its plan, and
+the plan's liveness simulation and ds-plan-buffers' packing of the arena
+can each be off that much, in opposite directions.
 """
 import json
 import os
@@ -47,5 +49,5 @@ if len(sys.argv) > 3:
     dm = run[-1]["peak_tracked_bytes"] - base[-1]["peak_tracked_bytes"]
     dp = run[-1]["planned_peak_bytes"] - base[-1]["planned_peak_bytes"]
     print(f"scheduling changes the peak by {dm} B measured, {dp} B planned")
-    ok = (dm > 0) == (dp > 0) and abs(dm - dp) <= 0.10 * run[-1]["peak_tracked_bytes"]
+    ok = (dm > 0) == (dp > 0) and abs(dm - dp) <= 0.20 * run[-1]["peak_tracked_bytes"]
     print("the plan follows the schedule" if ok else "PLAN MISSES THE SCHEDULE")
