@@ -304,9 +304,14 @@ llvm::Expected<std::vector<char>> readArgument(const CheckpointReader &ckpt,
   const CkptTensorInfo *t = ckpt.find(arg.name);
   std::vector<char> bytes;
   if (const ArgSpec *param = tensorParallelParamOf(manifest, arg)) {
-    // A master copy continues a run that kept the f32 parameter itself.
+    // A master copy continues a run that kept the f32 parameter itself,
+    // and a 16-bit parameter saved next to its master (ZeRO 1-2 without
+    // TP) is read from the master.
     if (!t && arg.stateKind == "master")
       t = ckpt.find(arg.owner);
+    if (t && t->dtype != "F32" && arg.kind == ArgSpec::Param)
+      if (const CkptTensorInfo *master = ckpt.find(arg.name + ".master"))
+        t = master;
     // This rank's piece (or its ZeRO chunk of it) from the whole tensor,
     // saved in f32 whatever the run's precision (checkpointTensors).
     std::vector<int64_t> whole(param->tpShape);
