@@ -575,6 +575,9 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
   wholePieces.clear();
   // No reallocation: the tensors point into these buffers.
   wholePieces.reserve(manifest.args.size());
+  int64_t ranks = 1, wholeCount = 0;
+  for (int64_t size : manifest.gridSizes)
+    ranks *= size;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     const ArgSpec &p = manifest.args[i];
     if (!p.isModelState())
@@ -582,19 +585,26 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
     if (const ArgSpec *param = tensorParallelParamOf(manifest, p)) {
       // Whole on every rank once gathered (the ZeRO chunks over dp, then
       // the pieces over tp): written as a whole f32 tensor, which any
-      // stage, precision and tensor-parallel size reads.
+      // stage, precision and tensor-parallel size reads. One rank in turn
+      // writes it and keeps it until then; the others drop it at once, so
+      // a save holds about 1/ranks of these tensors per rank.
       auto whole = gatherTensorParallel(manifest, *param,
                                         p.fullShape.has_value(),
                                         widened(p, currentValues[i]));
       if (!whole)
         return whole.takeError();
-      wholePieces.push_back(std::move(*whole));
+      int64_t numel = numElements(param->tpShape);
+      bool writes = wholeCount++ % ranks == rank;
       CkptTensor t;
       t.name = p.name;
       t.kind = p.kind == ArgSpec::Param ? "param" : "state";
       t.dtype = "F32";
       t.shape = param->tpShape;
-      t.data = wholePieces.back().data();
+      t.held = CkptTensor::Held{0, writes ? numel : 0, writes};
+      if (writes) {
+        wholePieces.push_back(std::move(*whole));
+        t.data = wholePieces.back().data();
+      }
       tensors.push_back(std::move(t));
       continue;
     }
