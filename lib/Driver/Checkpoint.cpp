@@ -430,8 +430,8 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
   p->shardName = shardFileName(rank);
   p->run = run;
   p->tensors.assign(tensors.begin(), tensors.end());
-  // This rank's slices: its chunk of every sharded tensor, what the caller
-  // cut itself (experts) where it is this rank's to write; whole tensors
+  // This rank's slices: its part of every sharded tensor where it is this
+  // rank's to write (CkptTensor::held); whole tensors
   // (identical on every rank of the program) are spread round-robin so each
   // rank writes a similar share.
   auto planSlices = [&]() -> llvm::Error {
@@ -451,9 +451,6 @@ llvm::Error CheckpointSaver::save(const CkptRunInfo &run,
           continue;
         s.first = t.held->first;
         s.count = t.held->count;
-      } else if (t.chunk) {
-        s.first = std::min<int64_t>(numel, place.programRank * *t.chunk);
-        s.count = std::min<int64_t>(*t.chunk, numel - s.first);
       } else if (int(i % place.programSize) == place.programRank) {
         s.count = numel;
       }

@@ -79,18 +79,21 @@ llvm::Expected<Tensor> gatherTensorParallel(const StepManifest &manifest,
 
 /// The tensor-parallel parameter whose piece argument `arg` holds: `arg`
 /// itself when ds-tensor-parallel cut it, its parameter for an optimizer
-/// state of the piece's size (a moment); null for everything else.
+/// state of the piece's size (a moment or a master copy, or the ZeRO chunk
+/// of one); null for everything else.
 const ArgSpec *tensorParallelParamOf(const StepManifest &manifest,
                                      const ArgSpec &arg) {
   if (arg.tpSize)
     return &arg;
-  if (arg.kind != ArgSpec::State || arg.owner.empty() || arg.fullShape)
+  if (arg.kind != ArgSpec::State || arg.owner.empty())
     return nullptr;
   std::optional<size_t> owner = manifest.find(ArgSpec::Param, arg.owner);
   if (!owner || !manifest.args[*owner].tpSize)
     return nullptr;
   const ArgSpec &param = manifest.args[*owner];
-  return numElements(arg.shape) == numElements(param.shape) ? &param : nullptr;
+  return numElements(arg.wholeShape()) == numElements(param.wholeShape())
+             ? &param
+             : nullptr;
 }
 
 /// The names of the step's grid axes, outermost first (none without a
@@ -102,17 +105,22 @@ llvm::SmallVector<llvm::StringRef> gridAxisNames(const StepManifest &manifest) {
   return names;
 }
 
-/// This rank's place in its data-parallel group, by which its ZeRO chunks
-/// are placed. The tensor- and sequence-parallel axes are inside dp
-/// (consecutive ranks), and the ranks of one such group hold the same
-/// chunk index.
-int64_t dataParallelIndex(const StepManifest &manifest, int rank) {
+/// The ranks of this rank's tensor- and sequence-parallel group: the
+/// axes inside dp (consecutive ranks), whose ranks hold the same ZeRO
+/// chunks.
+int64_t innerGroupSize(const StepManifest &manifest) {
   int64_t inner = 1;
   for (auto [name, size] :
        llvm::zip(gridAxisNames(manifest), manifest.gridSizes))
     if (name == "tp" || name == "sp")
       inner *= size;
-  return rank / inner;
+  return inner;
+}
+
+/// This rank's place in its data-parallel group, by which its ZeRO chunks
+/// are placed.
+int64_t dataParallelIndex(const StepManifest &manifest, int rank) {
+  return rank / innerGroupSize(manifest);
 }
 
 /// Where argument `arg` of this rank sits in the checkpoint's tensor, which
@@ -122,12 +130,13 @@ int64_t dataParallelIndex(const StepManifest &manifest, int rank) {
 /// of the flattened tensor, the expert dim leading); ZeRO then splits that
 /// slice over the ranks holding the same experts (expert-data-parallel
 /// index r / ep). Those ranks hold the same slice unsplit, so only index 0
-/// writes it.
+/// writes it. The ranks of a tp or sp group hold the same ZeRO chunk of a
+/// dense tensor, which the first of them writes.
 struct Placement {
   llvm::ArrayRef<int64_t> whole;
   ChunkRange held;
   bool expert = false;
-  bool writes = true; ///< of an expert tensor; others: see checkpointTensors
+  bool writes = true; ///< of a chunk; whole tensors: see checkpointTensors
 };
 Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
                       int rank) {
@@ -139,6 +148,7 @@ Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
     at.held = arg.fullShape ? chunkRange(whole, arg.shape[0],
                                          dataParallelIndex(manifest, rank))
                             : ChunkRange{0, whole};
+    at.writes = rank % innerGroupSize(manifest) == 0;
     return at;
   }
   int64_t ep = param->expertShards, slice = whole / ep;
@@ -154,17 +164,20 @@ Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
   return at;
 }
 
-/// Draws the one-rank model's values of rank `rank`'s piece of
-/// tensor-parallel parameter `param` into `into` (f32): the whole piece, or
-/// with `chunk` > 0 its chunk of the flattened piece by the rank's dp index
-/// (ZeRO; the rest of the chunk is left as it is).
-void drawPiece(const StepManifest &manifest, const ArgSpec &param,
-               uint64_t seed, int rank, int64_t chunk, float *into) {
+/// Fills `into` (f32) with rank `rank`'s piece of tensor-parallel
+/// parameter `param`, each run of the whole tensor from `read`: the whole
+/// piece, or with `chunk` > 0 its chunk of the flattened piece by the rank's
+/// dp index (ZeRO; the rest of the chunk is left as it is). The one source
+/// of a piece's values: drawn, from --init-from, from a checkpoint.
+llvm::Error
+readPiece(const StepManifest &manifest, const ArgSpec &param, int rank,
+          int64_t chunk, float *into,
+          llvm::function_ref<llvm::Error(ChunkRange, float *)> read) {
   std::vector<float> piece(chunk ? numElements(param.wholeShape()) : 0);
   float *at = piece.empty() ? into : piece.data();
   for (ChunkRange run : tensorParallelRuns(param, rank % param.tpSize)) {
-    initParameter(param.name, param.init, param.initStd, seed, run.first,
-                  run.count, at);
+    if (llvm::Error err = read(run, at))
+      return err;
     at += run.count;
   }
   if (chunk) {
@@ -172,6 +185,24 @@ void drawPiece(const StepManifest &manifest, const ArgSpec &param,
                               dataParallelIndex(manifest, rank));
     std::copy_n(piece.data() + c.first, c.count, into);
   }
+  return llvm::Error::success();
+}
+
+/// Draws the one-rank model's values of `param`'s piece (see readPiece).
+void drawPiece(const StepManifest &manifest, const ArgSpec &param,
+               uint64_t seed, int rank, int64_t chunk, float *into) {
+  llvm::cantFail(readPiece(manifest, param, rank, chunk, into,
+                           [&](ChunkRange run, float *at) {
+                             initParameter(param.name, param.init,
+                                           param.initStd, seed, run.first,
+                                           run.count, at);
+                             return llvm::Error::success();
+                           }));
+}
+
+/// The chunk length of a ZeRO-chunked argument, 0 for a whole one.
+int64_t chunkOf(const ArgSpec &arg) {
+  return arg.fullShape ? arg.shape[0] : 0;
 }
 
 /// Rounds f32 values to the nearest even 16-bit float of `dtype`, as the
@@ -208,6 +239,19 @@ const char *ckptDType(DType dtype) {
     return "I64";
   }
   return "?";
+}
+
+/// `value` of argument `arg` in f32: itself, or a 16-bit parameter's
+/// values widened (exactly).
+Tensor widened(const ArgSpec &arg, const Tensor &value) {
+  if (arg.dtype != DType::BF16 && arg.dtype != DType::F16)
+    return value;
+  Tensor wide = Tensor::zeros(DType::F32, arg.shape);
+  const auto *bits = static_cast<const uint16_t *>(value.data());
+  for (int64_t k = 0, n = numElements(arg.shape); k < n; ++k)
+    wide.data<float>()[k] =
+        arg.dtype == DType::BF16 ? bf16ToFloat(bits[k]) : f16ToFloat(bits[k]);
+  return wide;
 }
 
 /// The [cols, rows] transpose of a row-major [rows, cols] matrix.
@@ -260,20 +304,32 @@ llvm::Expected<std::vector<char>> readArgument(const CheckpointReader &ckpt,
   const CkptTensorInfo *t = ckpt.find(arg.name);
   std::vector<char> bytes;
   if (const ArgSpec *param = tensorParallelParamOf(manifest, arg)) {
-    // This rank's piece: its runs of the whole tensor, in piece order.
+    // A master copy continues a run that kept the f32 parameter itself,
+    // and a 16-bit parameter saved next to its master (ZeRO 1-2 without
+    // TP) is read from the master.
+    if (!t && arg.stateKind == "master")
+      t = ckpt.find(arg.owner);
+    if (t && t->dtype != "F32" && arg.kind == ArgSpec::Param)
+      if (const CkptTensorInfo *master = ckpt.find(arg.name + ".master"))
+        t = master;
+    // This rank's piece (or its ZeRO chunk of it) from the whole tensor,
+    // saved in f32 whatever the run's precision (checkpointTensors).
     std::vector<int64_t> whole(param->tpShape);
     if (!t || t->dtype != "F32" || t->shape != whole)
       return createStringError(
           "%s: tensor \"%s\" of this tensor-parallel run must be F32 %s in "
           "the checkpoint",
           where.c_str(), arg.name.c_str(), describe("F32", whole).c_str());
+    std::vector<float> values(numElements(arg.shape), 0.0f);
+    if (llvm::Error err = readPiece(manifest, *param, rank, chunkOf(arg),
+                                    values.data(),
+                                    [&](ChunkRange run, float *at) {
+                                      return ckpt.read(*t, run.first,
+                                                       run.count, at);
+                                    }))
+      return std::move(err);
     bytes.assign(localBytes(arg), 0);
-    char *into = bytes.data();
-    for (ChunkRange run : tensorParallelRuns(*param, rank % param->tpSize)) {
-      if (llvm::Error err = ckpt.read(*t, run.first, run.count, into))
-        return std::move(err);
-      into += run.count * sizeof(float);
-    }
+    storeAs(arg.dtype, values.data(), int64_t(values.size()), bytes.data());
     return bytes;
   }
   Placement at = placementOf(manifest, arg, rank);
@@ -372,7 +428,7 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
       std::vector<float> drawn(p.dtype == DType::F32 ? 0
                                                      : numElements(p.shape));
       float *into = drawn.empty() ? value.data<float>() : drawn.data();
-      drawPiece(manifest, p, seed, rank, p.fullShape ? p.shape[0] : 0, into);
+      drawPiece(manifest, p, seed, rank, chunkOf(p), into);
       if (!drawn.empty())
         storeAs(p.dtype, drawn.data(), int64_t(drawn.size()), value.data());
     } else if (p.kind == ArgSpec::Param && parameters) {
@@ -447,7 +503,10 @@ llvm::Error StateStore::loadInitialWeights(llvm::StringRef safetensors,
                                "\"%s\"%s",
                                path.str().c_str(), source.name.c_str(),
                                p.name.c_str(), via.c_str());
-    llvm::ArrayRef<int64_t> shape = p.wholeShape();
+    // The one-rank model's shape, of which a tensor-parallel run draws its
+    // pieces.
+    llvm::ArrayRef<int64_t> shape =
+        p.tpSize ? llvm::ArrayRef<int64_t>(p.tpShape) : p.wholeShape();
     std::vector<int64_t> stored(shape.begin(), shape.end());
     if (source.transpose && stored.size() == 2)
       std::swap(stored[0], stored[1]);
@@ -464,10 +523,28 @@ llvm::Error StateStore::loadInitialWeights(llvm::StringRef safetensors,
       return data.takeError();
     if (source.transpose)
       *data = transposed(*data, stored[0], stored[1]);
+    // This rank's part of the whole tensor, and of a 16-bit parameter's f32
+    // master copy: a chunk, a tensor-parallel piece, or a chunk of that.
+    auto copyRun = [&](ChunkRange run, float *at) {
+      std::copy_n(data->data() + run.first, run.count, at);
+      return llvm::Error::success();
+    };
+    std::optional<size_t> m = manifest.masterOf(p);
+    if (p.tpSize) {
+      std::vector<float> part(numElements(p.shape));
+      llvm::cantFail(readPiece(manifest, p, rank, chunkOf(p), part.data(),
+                               copyRun));
+      storeAs(p.dtype, part.data(), int64_t(part.size()),
+              currentValues[i].data());
+      if (m)
+        llvm::cantFail(readPiece(manifest, p, rank,
+                                 chunkOf(manifest.args[*m]),
+                                 currentValues[*m].data<float>(), copyRun));
+      continue;
+    }
     ChunkRange r = placementOf(manifest, p, rank).held;
     storeAs(p.dtype, data->data() + r.first, r.count, currentValues[i].data());
-    // A 16-bit parameter's f32 master copy: this rank's chunk.
-    if (std::optional<size_t> m = manifest.masterOf(p)) {
+    if (m) {
       ChunkRange c = placementOf(manifest, manifest.args[*m], rank).held;
       std::memcpy(currentValues[*m].data(), data->data() + c.first,
                   c.count * sizeof(float));
@@ -498,23 +575,36 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
   wholePieces.clear();
   // No reallocation: the tensors point into these buffers.
   wholePieces.reserve(manifest.args.size());
+  int64_t ranks = 1, wholeCount = 0;
+  for (int64_t size : manifest.gridSizes)
+    ranks *= size;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     const ArgSpec &p = manifest.args[i];
     if (!p.isModelState())
       continue;
     if (const ArgSpec *param = tensorParallelParamOf(manifest, p)) {
-      // Whole on every rank once gathered: written as a whole tensor.
-      auto whole = gatherTensorParallel(
-          manifest, *param, p.fullShape.has_value(), currentValues[i]);
+      // Whole on every rank once gathered (the ZeRO chunks over dp, then
+      // the pieces over tp): written as a whole f32 tensor, which any
+      // stage, precision and tensor-parallel size reads. One rank in turn
+      // writes it and keeps it until then; the others drop it at once, so
+      // a save holds about 1/ranks of these tensors per rank.
+      auto whole = gatherTensorParallel(manifest, *param,
+                                        p.fullShape.has_value(),
+                                        widened(p, currentValues[i]));
       if (!whole)
         return whole.takeError();
-      wholePieces.push_back(std::move(*whole));
+      int64_t numel = numElements(param->tpShape);
+      bool writes = wholeCount++ % ranks == rank;
       CkptTensor t;
       t.name = p.name;
       t.kind = p.kind == ArgSpec::Param ? "param" : "state";
       t.dtype = "F32";
       t.shape = param->tpShape;
-      t.data = wholePieces.back().data();
+      t.held = CkptTensor::Held{0, writes ? numel : 0, writes};
+      if (writes) {
+        wholePieces.push_back(std::move(*whole));
+        t.data = wholePieces.back().data();
+      }
       tensors.push_back(std::move(t));
       continue;
     }
@@ -526,10 +616,10 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
     t.kind = p.kind == ArgSpec::Param ? "param" : "state";
     t.dtype = ckptDType(p.dtype);
     t.shape.assign(at.whole.begin(), at.whole.end());
-    if (at.expert)
+    // A ZeRO chunk sits at the rank's dp index, not its program rank,
+    // once tp or sp groups share chunks.
+    if (at.expert || p.fullShape)
       t.held = CkptTensor::Held{at.held.first, at.held.count, at.writes};
-    else if (p.fullShape)
-      t.chunk = p.shape[0];
     t.data = currentValues[i].data();
     tensors.push_back(std::move(t));
   }

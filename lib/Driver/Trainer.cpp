@@ -259,37 +259,6 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
     // A GPU step needs its GPU before anything is compiled or allocated.
     if (llvm::Error err = placeTensorsFor(manifest.target))
       return err;
-    // Checkpoints hold a piece's whole tensor, its optimizer state too
-    // while that is the piece's shape (ZeRO 0); a ZeRO chunk of a piece and
-    // --init-from have no such mapping yet.
-    bool tensorParallel = llvm::any_of(
-        manifest.args, [](const ArgSpec &a) { return a.tpSize != 0; });
-    if (tensorParallel && !initFrom->empty())
-      return createStringError(
-          "tensor_parallel.autotp_size %lld with initial weights "
-          "(--init-from, a .pt model): tensor-parallel pieces are not loaded "
-          "from them yet; train from the model's own init, or from a "
-          "checkpoint (--load)",
-          (long long)config->tensorParallel.autotpSize);
-    // A ZeRO chunk's place in a checkpoint is known only where the chunk
-    // is of a whole tensor and its program rank is its dp index: not for a
-    // chunk of a tensor-parallel piece, nor for chunks an sp group shares.
-    const bool checkpoints =
-        !options.saveDir.empty() || !options.loadDir.empty();
-    if (checkpoints && config->zero.stage > 0 &&
-        (tensorParallel || config->sequenceParallelSize > 1))
-      return createStringError(
-          "%s %lld with checkpoints and zero_optimization.stage %lld: %s not "
-          "saved or loaded yet; use stage 0 (--save-weights works at "
-          "any stage)",
-          tensorParallel ? "tensor_parallel.autotp_size"
-                         : "sequence_parallel_size",
-          (long long)(tensorParallel ? config->tensorParallel.autotpSize
-                                     : config->sequenceParallelSize),
-          (long long)config->zero.stage,
-          tensorParallel ? "a ZeRO chunk of a tensor-parallel piece is"
-                         : "ZeRO chunks shared by a sequence-parallel group "
-                           "are");
     // A step that cannot fit is refused now, not killed in step 1.
     const char *local = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (llvm::Error err = checkStepFits(

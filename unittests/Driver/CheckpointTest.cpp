@@ -43,9 +43,9 @@ struct State {
   }
   std::vector<CkptTensor> tensors() {
     std::vector<CkptTensor> t(3);
-    t[0] = {"w", "param", "F32", {3, 5}, std::nullopt, w.data()};
-    t[1] = {"w.exp_avg", "state", "F32", {3, 5}, std::nullopt, m.data()};
-    t[2] = {"h", "param", "BF16", {7}, std::nullopt, h.data()};
+    t[0] = {"w", "param", "F32", {3, 5}, w.data()};
+    t[1] = {"w.exp_avg", "state", "F32", {3, 5}, m.data()};
+    t[2] = {"h", "param", "BF16", {7}, h.data()};
     return t;
   }
 };
@@ -239,7 +239,6 @@ TEST(Checkpoint, ExpertTensorsAreSavedOncePerSlice) {
       const Expected &want = i == 0 ? param[rank] : moment[rank];
       SCOPED_TRACE(tensors[i].name + " on rank " + std::to_string(rank));
       EXPECT_EQ(tensors[i].shape, (std::vector<int64_t>{4, 3}));
-      EXPECT_FALSE(tensors[i].chunk.has_value());
       ASSERT_TRUE(tensors[i].held.has_value());
       EXPECT_EQ(tensors[i].held->first, want.first);
       EXPECT_EQ(tensors[i].held->count, want.count);
@@ -249,3 +248,29 @@ TEST(Checkpoint, ExpertTensorsAreSavedOncePerSlice) {
 }
 
 } // namespace
+
+// SP=2 x DP=2 (Megatron's order: sp innermost, ranks {0,1} and {2,3} are the
+// sp groups): a dense moment [4, 3] chunked by ZeRO over dp holds elements
+// 0-5 on ranks 0 and 1, 6-11 on ranks 2 and 3 (the dp index, not the
+// rank), and the first rank of each sp group writes them.
+TEST(Checkpoint, ChunksAnSpGroupSharesAreSavedOnceAtTheDpIndex) {
+  ArgSpec moment;
+  moment.kind = ArgSpec::State;
+  moment.name = "w.exp_avg";
+  moment.shape = {6};
+  moment.fullShape = std::vector<int64_t>{4, 3};
+  StepManifest manifest;
+  manifest.args = {moment};
+  manifest.gridSizes = {2, 2};
+  manifest.gridAxes = "dp, sp";
+  for (int rank = 0; rank < 4; ++rank) {
+    StateStore store(manifest, rank);
+    std::vector<CkptTensor> tensors = llvm::cantFail(store.checkpointTensors());
+    ASSERT_EQ(tensors.size(), 1u);
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    ASSERT_TRUE(tensors[0].held.has_value());
+    EXPECT_EQ(tensors[0].held->first, rank / 2 * 6);
+    EXPECT_EQ(tensors[0].held->count, 6);
+    EXPECT_EQ(tensors[0].held->writes, rank % 2 == 0);
+  }
+}

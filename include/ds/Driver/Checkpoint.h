@@ -37,16 +37,14 @@ struct CkptTensor {
   std::string kind;           ///< "param" or "state"
   std::string dtype;          ///< safetensors spelling: "F32", "BF16", ...
   std::vector<int64_t> shape; ///< the whole tensor's shape
-  /// Sharded: this rank holds elements [rank*chunk, rank*chunk + chunk) of
-  /// the flattened tensor (the tail past numel is padding). Otherwise the
-  /// rank holds the whole tensor, as every rank does.
-  std::optional<int64_t> chunk;
   void *data = nullptr;
-  /// Cut by the caller instead (expert parallelism: a rank holds its
-  /// experts' part of the expert dim, possibly a ZeRO chunk of that): this
-  /// rank holds elements [first, first + count) of the flattened tensor at
-  /// `data`, and writes them only if `writes`, so that ranks holding the
-  /// same elements write them once.
+  /// Sharded (a ZeRO chunk, an expert-parallel slice, or a chunk of that):
+  /// this rank holds elements [first, first + count) of the flattened
+  /// tensor at `data`, and writes them only if `writes`, so that ranks
+  /// holding the same elements (a tp or sp group, the ranks with the same
+  /// experts) write them once. The caller places them: a chunk's index is
+  /// the rank's dp index, not its rank. Unset: the rank holds the whole
+  /// tensor, as every rank does.
   struct Held {
     int64_t first = 0, count = 0;
     bool writes = false;

@@ -52,8 +52,9 @@ public:
   /// The current value of argument `arg` (a model state).
   const Tensor &current(size_t arg) const { return currentValues[arg]; }
   /// Every model state over its current buffer, for a checkpoint. A
-  /// tensor-parallel piece (and its optimizer state) is gathered over tp
-  /// into its whole tensor first: every rank must call this.
+  /// tensor-parallel piece (and its optimizer state, or a ZeRO chunk of
+  /// either) is gathered into its whole tensor first, which one rank in
+  /// turn keeps and writes: every rank must call this.
   llvm::Expected<std::vector<CkptTensor>> checkpointTensors() const;
   /// Writes the parameters of the whole model (gathered from every rank and
   /// pipeline stage; each rank must call this) to `path` on rank 0.
@@ -73,8 +74,9 @@ private:
   const StepManifest &manifest;
   int rank;
   std::vector<Tensor> currentValues; ///< per argument
-  /// The whole tensors of the last checkpoint's tensor-parallel pieces,
-  /// alive until the next one (an asynchronous save copies them later).
+  /// The whole tensors of the last checkpoint's tensor-parallel pieces
+  /// that this rank writes, alive until the next one (an asynchronous save
+  /// copies them later).
   mutable std::vector<Tensor> wholePieces;
   /// The buffers of stacked groups (StepManifest::argStacks), each
   /// contiguous in layer order: the group's tensors above borrow them.
