@@ -55,9 +55,8 @@ llvm::Error Evaluator::plan(const StepManifest &manifest,
   rank = programRank;
   if (manifest.evalArgs.empty())
     return createStringError("--eval-data: the training step was built "
-                             "without an eval function (a ds-compile "
-                             "artifact has none); run without --compiled "
-                             "to evaluate");
+                             "without an eval function; for --compiled, "
+                             "compile it with ds-compile --eval");
   args.assign(manifest.evalArgs.size(), Tensor());
   params.assign(manifest.evalArgs.size(), std::nullopt);
   for (size_t i = 0; i < manifest.evalArgs.size(); ++i) {

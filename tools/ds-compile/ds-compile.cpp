@@ -43,6 +43,11 @@ static cl::opt<std::string> commProfile(
     "comm-profile", cl::cat(category), cl::value_desc("FILE"),
     cl::desc("measured collective times (ds-report --comm-profile FILE) for "
              "ds-schedule-comm's cost model; recorded in the manifest"));
+static cl::opt<bool>
+    eval("eval", cl::cat(category),
+         cl::desc("also compile @eval_step (the forward without dropout), "
+                  "so that ds-train --compiled DIR --eval-data runs; adds "
+                  "the forward's code generation to the compile"));
 static cl::opt<bool> quiet("quiet", cl::cat(category),
                            cl::desc("no summary line"));
 
@@ -63,12 +68,19 @@ int main(int argc, char **argv) {
   auto resolved = ds::config::loadConfig(config, {worldSize});
   if (!resolved)
     return fail(resolved.takeError());
+  if (eval && resolved->pipeline.stages > 1)
+    return fail(createStringError(
+        "--eval with a pipeline (pipeline.stages %lld): @eval_step is not "
+        "built for pipelines yet (its forward spans the stages); compile "
+        "without --eval",
+        (long long)resolved->pipeline.stages));
   ds::driver::ArtifactRequest request;
   request.step.modelPath = model;
   request.step.config = &*resolved;
   request.step.worldSize = worldSize;
   request.step.commProfile = commProfile;
   request.step.target = target;
+  request.step.eval = eval;
   request.configPath = config;
   request.dir = output;
   request.cpuLevel = cpu;
