@@ -68,12 +68,6 @@ int main(int argc, char **argv) {
   auto resolved = ds::config::loadConfig(config, {worldSize});
   if (!resolved)
     return fail(resolved.takeError());
-  if (eval && resolved->pipeline.stages > 1)
-    return fail(createStringError(
-        "--eval with a pipeline (pipeline.stages %lld): @eval_step is not "
-        "built for pipelines yet (its forward spans the stages); compile "
-        "without --eval",
-        (long long)resolved->pipeline.stages));
   ds::driver::ArtifactRequest request;
   request.step.modelPath = model;
   request.step.config = &*resolved;
