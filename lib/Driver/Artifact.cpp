@@ -170,6 +170,12 @@ json stepJson(const StepManifest &m) {
             {"arena_bytes", m.arenaBytes},
             {"planned_peak_bytes", m.plannedPeakBytes},
             {"target", m.target}};
+  if (!m.evalArgs.empty()) {
+    json evalArgs = json::array();
+    for (const ArgSpec &a : m.evalArgs)
+      evalArgs.push_back(argJson(a));
+    j["eval_args"] = std::move(evalArgs);
+  }
   if (m.initSeed)
     j["init_seed"] = *m.initSeed;
   if (m.predictedCommMs >= 0)
@@ -181,6 +187,10 @@ StepManifest stepOf(const json &j) {
   StepManifest m;
   for (const json &a : j.at("args"))
     m.args.push_back(argOf(a));
+  // Absent in an artifact compiled without @eval_step.
+  if (j.contains("eval_args"))
+    for (const json &a : j.at("eval_args"))
+      m.evalArgs.push_back(argOf(a));
   for (const json &i : j.at("batch_args"))
     m.batchArgs.push_back(jsonIntegerValue<size_t>(i, "\"batch_args\" entry"));
   for (const json &r : j.at("results"))
@@ -225,6 +235,26 @@ StepManifest stepOf(const json &j) {
   return m;
 }
 
+/// An entry point's fields: train_step's sit in the program object itself
+/// (as format 1 has always written them), eval_step's in its "eval".
+void addSignature(json &j, const exec::FunctionSignature &sig) {
+  j["entry"] = sig.name;
+  j["symbol"] = exec::packedEntrySymbol(sig.name);
+  j["inputs"] = valuesJson(sig.inputs);
+  j["outputs"] = valuesJson(sig.results);
+}
+
+exec::FunctionSignature signatureOf(const json &j) {
+  exec::FunctionSignature sig;
+  sig.name = j.at("entry");
+  sig.inputs = valuesOf(j.at("inputs"));
+  sig.results = valuesOf(j.at("outputs"));
+  auto layout = exec::callerLayout(sig.results, sig.name, "result");
+  if (!layout)
+    throw std::runtime_error(llvm::toString(layout.takeError()));
+  return sig;
+}
+
 } // namespace
 
 llvm::StringRef ds::driver::dsVersion() { return DS_VERSION; }
@@ -247,14 +277,17 @@ llvm::Expected<uint64_t> ds::driver::hashFile(const std::string &path) {
 llvm::Error ds::driver::writeArtifactManifest(const ArtifactManifest &m,
                                               const std::string &dir) {
   json programs = json::array();
-  for (const ArtifactProgram &p : m.programs)
-    programs.push_back({{"object", p.object},
-                        {"ranks", p.ranks},
-                        {"entry", p.signature.name},
-                        {"symbol", exec::packedEntrySymbol(p.signature.name)},
-                        {"inputs", valuesJson(p.signature.inputs)},
-                        {"outputs", valuesJson(p.signature.results)},
-                        {"step", stepJson(p.step)}});
+  for (const ArtifactProgram &p : m.programs) {
+    json program = {
+        {"object", p.object}, {"ranks", p.ranks}, {"step", stepJson(p.step)}};
+    addSignature(program, p.signature);
+    if (p.evalSignature) {
+      json eval = {{"workspace_bytes", p.evalSignature->workspaceBytes}};
+      addSignature(eval, *p.evalSignature);
+      program["eval"] = std::move(eval);
+    }
+    programs.push_back(std::move(program));
+  }
   json j = {{"format", "ds-artifact"},
             {"format_version", m.formatVersion},
             {"ds_version", m.dsVersion},
@@ -338,17 +371,29 @@ ds::driver::readArtifactManifest(const std::string &dir) {
       ArtifactProgram program;
       program.object = p.at("object");
       program.ranks = jsonIntegers(p, "ranks");
-      program.signature.name = p.at("entry");
-      program.signature.inputs = valuesOf(p.at("inputs"));
-      program.signature.results = valuesOf(p.at("outputs"));
+      program.signature = signatureOf(p);
       program.step = stepOf(p.at("step"));
       program.signature.workspaceBytes = program.step.workspaceBytes;
-      auto layout = exec::callerLayout(program.signature.results,
-                                       program.signature.name, "result");
-      if (!layout)
-        throw std::runtime_error(llvm::toString(layout.takeError()));
       if (llvm::Error err = setArgStacks(program.step, program.signature))
         throw std::runtime_error(llvm::toString(std::move(err)));
+      if (p.contains("eval")) {
+        const json &eval = p.at("eval");
+        program.evalSignature = signatureOf(eval);
+        program.evalSignature->workspaceBytes =
+            jsonInteger<int64_t>(eval, "workspace_bytes");
+        auto inputs =
+            exec::callerLayout(program.evalSignature->inputs,
+                               program.evalSignature->name, "argument");
+        if (!inputs)
+          throw std::runtime_error(llvm::toString(inputs.takeError()));
+        if (inputs->arity != int64_t(program.step.evalArgs.size()))
+          throw std::runtime_error(
+              "@eval_step takes " + std::to_string(inputs->arity) +
+              " input(s) but \"eval_args\" lists " +
+              std::to_string(program.step.evalArgs.size()));
+      } else if (!program.step.evalArgs.empty()) {
+        throw std::runtime_error("\"eval_args\" without an \"eval\" entry");
+      }
       m.programs.push_back(std::move(program));
     }
   } catch (const std::exception &e) {

@@ -9,6 +9,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <optional>
+
 using namespace ::ds::driver;
 namespace exec = mlir::ds::exec;
 namespace cfg = ::ds::config;
@@ -19,22 +21,33 @@ llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
 }
 
+/// An entry point of the loaded object and how to call it.
+struct LoadedEntry {
+  exec::PackedEntry entry = nullptr;
+  exec::FunctionSignature signature;
+};
+
 class ArtifactStepFunction : public StepFunction {
 public:
   ArtifactStepFunction(std::unique_ptr<exec::SharedObject> object,
-                       exec::PackedEntry entry,
-                       exec::FunctionSignature signature)
-      : object(std::move(object)), entry(entry),
-        signature(std::move(signature)) {}
+                       LoadedEntry step, std::optional<LoadedEntry> eval)
+      : object(std::move(object)), step(std::move(step)),
+        eval(std::move(eval)) {}
   llvm::Error run(llvm::ArrayRef<Tensor> args,
                   llvm::ArrayRef<Tensor> results) override {
-    return exec::callPacked(entry, signature, args, results);
+    return exec::callPacked(step.entry, step.signature, args, results);
+  }
+  llvm::Error evaluate(llvm::ArrayRef<Tensor> args,
+                       const Tensor &loss) override {
+    if (!eval)
+      return StepFunction::evaluate(args, loss);
+    return exec::callPacked(eval->entry, eval->signature, args, {loss});
   }
 
 private:
   std::unique_ptr<exec::SharedObject> object;
-  exec::PackedEntry entry;
-  exec::FunctionSignature signature;
+  LoadedEntry step;
+  std::optional<LoadedEntry> eval;
 };
 
 /// Code for a CPU this host lacks would die of an illegal instruction on
@@ -135,6 +148,11 @@ ds::driver::loadArtifact(const std::string &dir, const StepRequest &request) {
   if (!program)
     return makeError(dir + " has no program for rank " +
                      llvm::Twine(request.rank));
+  if (request.eval && !program->evalSignature)
+    return makeError("--eval-data: " + dir +
+                     " was compiled without an eval function; compile it "
+                     "again with ds-compile --eval, or run without "
+                     "--compiled to evaluate");
   if (request.agreeOnStep)
     if (llvm::Error err = request.agreeOnStep(program->step.startupHash))
       return std::move(err);
@@ -147,10 +165,18 @@ ds::driver::loadArtifact(const std::string &dir, const StepRequest &request) {
   auto entry = (*object)->entry(program->signature.name);
   if (!entry)
     return entry.takeError();
+  std::optional<LoadedEntry> eval;
+  if (program->evalSignature) {
+    auto evalEntry = (*object)->entry(program->evalSignature->name);
+    if (!evalEntry)
+      return evalEntry.takeError();
+    eval = LoadedEntry{*evalEntry, *program->evalSignature};
+  }
   CompiledStep compiled;
   compiled.manifest = program->step;
   compiled.origin = "loaded " + dir;
   compiled.function = std::make_unique<ArtifactStepFunction>(
-      std::move(*object), *entry, program->signature);
+      std::move(*object), LoadedEntry{*entry, program->signature},
+      std::move(eval));
   return compiled;
 }

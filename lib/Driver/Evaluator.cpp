@@ -18,11 +18,12 @@ llvm::Expected<std::unique_ptr<Evaluator>>
 Evaluator::open(const TrainOptions &options, const cfg::Config &config) {
   if (options.evalDataPath.empty())
     return nullptr;
-  if (config.pipeline.stages > 1)
-    return createStringError("--eval-data with a pipeline "
-                             "(pipeline.stages %lld) is not supported yet; "
-                             "evaluate the saved weights without one",
-                             (long long)config.pipeline.stages);
+  if (config.pipeline.stages > 1 && config.pipeline.virtualStages > 1)
+    return createStringError("--eval-data with an interleaved pipeline "
+                             "(pipeline.virtual_stages %lld) is not "
+                             "supported yet; use virtual_stages 1 to "
+                             "evaluate",
+                             (long long)config.pipeline.virtualStages);
   if (config.moe.enabled &&
       config.moe.evalCapacityFactor != config.moe.capacityFactor)
     return createStringError(
@@ -47,6 +48,7 @@ Evaluator::open(const TrainOptions &options, const cfg::Config &config) {
   eval->gas = config.gradientAccumulationSteps;
   eval->globalBatch = config.trainBatchSize;
   eval->dpSize = config.dpSize;
+  eval->stages = config.pipeline.stages;
   return eval;
 }
 
@@ -55,10 +57,10 @@ llvm::Error Evaluator::plan(const StepManifest &manifest,
   rank = programRank;
   if (manifest.evalArgs.empty())
     return createStringError("--eval-data: the training step was built "
-                             "without an eval function (a ds-compile "
-                             "artifact has none); run without --compiled "
-                             "to evaluate");
-  args.assign(manifest.evalArgs.size(), Tensor());
+                             "without an eval function; for --compiled, "
+                             "compile it with ds-compile --eval");
+  numArgs = manifest.evalArgs.size();
+  args.assign(numArgs, Tensor());
   params.assign(manifest.evalArgs.size(), std::nullopt);
   for (size_t i = 0; i < manifest.evalArgs.size(); ++i) {
     const ArgSpec &a = manifest.evalArgs[i];
@@ -98,10 +100,19 @@ llvm::Error Evaluator::plan(const StepManifest &manifest,
   }
   if (sampleDir)
     return llvm::Error::success();
-  if (!inputsAt || !targetsAt)
+  // A pipeline stage feeds what its chunk reads: the first stage the
+  // inputs, the last the targets, a middle stage neither.
+  if (stages > 1 && !inputsAt && !targetsAt)
+    return llvm::Error::success();
+  if ((!inputsAt || !targetsAt) && stages == 1)
     return createStringError("--eval-data: the model's forward takes no "
                              "input_ids and targets to feed; give a "
                              "directory of NAME.npy per batch argument");
+  for (std::optional<size_t> *missing : {&inputsAt, &targetsAt})
+    if (!*missing) {
+      *missing = args.size();
+      args.push_back(Tensor::zeros(DType::I64, {micro, sequence}));
+    }
   int64_t modelVocab = manifest.vocab();
   return data.checkFits(sequence, modelVocab ? modelVocab : data.vocab(), path);
 }
@@ -117,34 +128,48 @@ llvm::Expected<double> Evaluator::run(StepFunction &step,
   for (int64_t m = 0; m < gas; ++m) {
     if (sampleDir)
       fillSamples(first + m * micro);
-    else if (llvm::Error err = data.fillBatch(
-                 evals, globalBatch, first + m * micro, micro, sequence,
-                 DataOrder::Sequential, 0, args[*inputsAt].data<int64_t>(),
-                 args[*targetsAt].data<int64_t>()))
-      return std::move(err);
-    if (llvm::Error err = step.evaluate(args, loss))
+    else if (inputsAt)
+      if (llvm::Error err = data.fillBatch(
+              evals, globalBatch, first + m * micro, micro, sequence,
+              DataOrder::Sequential, 0, args[*inputsAt].data<int64_t>(),
+              args[*targetsAt].data<int64_t>()))
+        return std::move(err);
+    // A stage's own arguments; a pipeline's scratch window stays behind.
+    if (llvm::Error err =
+            step.evaluate(llvm::ArrayRef(args).take_front(numArgs), loss))
       return std::move(err);
     sum += *loss.data<float>();
   }
   ++evals;
   double mean = sum / double(gas);
+  // With a pipeline only the last stage computed a loss (ranks
+  // (stages - 1) * dp .. stages * dp - 1, PipeDataParallelTopology).
+  if (stages > 1) {
+    int64_t world = dsrt_comm_size(dsrt_comm_world());
+    return meanOfRanks(mean, world, world - dpSize);
+  }
   if (dpSize == 1)
     return mean;
+  return meanOfRanks(mean, dpSize, 0);
+}
+
+llvm::Expected<double> Evaluator::meanOfRanks(double mean, int64_t count,
+                                              int64_t first) const {
   // Every rank's mean, in f64 (as bits), summed in rank order: the same
   // value on every rank and in every run.
   int64_t bits;
   std::memcpy(&bits, &mean, sizeof bits);
-  std::vector<int64_t> all(dpSize);
-  if (dsrt_all_gather(dsrt_comm_world(), &bits, all.data(), dpSize, DSRT_I64) !=
+  std::vector<int64_t> all(count);
+  if (dsrt_all_gather(dsrt_comm_world(), &bits, all.data(), count, DSRT_I64) !=
       0)
     return createStringError("averaging the eval loss: %s", dsrt_last_error());
   double total = 0;
-  for (int64_t b : all) {
+  for (int64_t r = first; r < count; ++r) {
     double v;
-    std::memcpy(&v, &b, sizeof v);
+    std::memcpy(&v, &all[r], sizeof v);
     total += v;
   }
-  return total / double(dpSize);
+  return total / double(count - first);
 }
 
 llvm::Error Evaluator::openSamples(size_t i, const ArgSpec &a) {

@@ -496,22 +496,27 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
       if (stageOfRank(config, r) == stage)
         program.ranks.push_back(r);
     mlir::ds::exec::ObjectCodeTimes stageTimes;
+    const bool eval = request.step.eval;
     auto lowered = mlir::ds::exec::compileSharedObject(
         *built->module,
-        stepRunnerOptions(dump, /*eval=*/false, request.step.target, *toolkit),
-        *target, request.dir + "/" + program.object, &stageTimes);
+        stepRunnerOptions(dump, eval, request.step.target, *toolkit), *target,
+        request.dir + "/" + program.object, &stageTimes);
     if (!lowered)
       return lowered.takeError();
-    if (lowered->functions.size() != 1)
-      return createStringError("the lowered step has %zu entry points, not 1",
-                               lowered->functions.size());
+    if (lowered->functions.size() != (eval ? 2 : 1))
+      return createStringError("the lowered step has %zu entry points, not %d",
+                               lowered->functions.size(), eval ? 2 : 1);
+    for (mlir::ds::exec::FunctionSignature &fn : lowered->functions)
+      if (fn.name == "eval_step")
+        program.evalSignature = std::move(fn);
+      else
+        program.signature = std::move(fn);
     {
       std::lock_guard<std::mutex> lock(timesMutex);
       times.mlirSeconds += stageTimes.mlirSeconds;
       times.llvmSeconds += stageTimes.llvmSeconds;
       times.linkSeconds += stageTimes.linkSeconds;
     }
-    program.signature = lowered->functions.front();
     program.step = std::move(built->manifest);
     program.step.blasCallSites = lowered->blasCallSites;
     program.step.workspaceBytes = program.signature.workspaceBytes;
@@ -570,11 +575,12 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
     }
     const double gib = double(1 << 30);
     log << llvm::format(
-        "ds-compile: %s: %zu program(s) for %lld rank(s), "
+        "ds-compile: %s: %zu program(s)%s for %lld rank(s), "
         "CPU %s%s; MLIR %.1f s, LLVM %.1f s, link %.2f s; "
         "planned peak %.2f GiB per rank (workspace %.2f "
         "GiB, allocated at load)\n",
         request.dir.c_str(), manifest.programs.size(),
+        request.step.eval ? " with @eval_step" : "",
         (long long)manifest.worldSize, manifest.cpuLevel.c_str(),
         request.step.target == "cpu" ? ""
                                      : (", GPU " + request.step.target).c_str(),

@@ -43,6 +43,11 @@ static cl::opt<std::string> commProfile(
     "comm-profile", cl::cat(category), cl::value_desc("FILE"),
     cl::desc("measured collective times (ds-report --comm-profile FILE) for "
              "ds-schedule-comm's cost model; recorded in the manifest"));
+static cl::opt<bool>
+    eval("eval", cl::cat(category),
+         cl::desc("also compile @eval_step (the forward without dropout), "
+                  "so that ds-train --compiled DIR --eval-data runs; adds "
+                  "the forward's code generation to the compile"));
 static cl::opt<bool> quiet("quiet", cl::cat(category),
                            cl::desc("no summary line"));
 
@@ -69,6 +74,7 @@ int main(int argc, char **argv) {
   request.step.worldSize = worldSize;
   request.step.commProfile = commProfile;
   request.step.target = target;
+  request.step.eval = eval;
   request.configPath = config;
   request.dir = output;
   request.cpuLevel = cpu;

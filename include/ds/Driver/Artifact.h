@@ -24,6 +24,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct ArtifactProgram {
   std::vector<int64_t> ranks; ///< the ranks that run it
   StepManifest step;
   mlir::ds::exec::FunctionSignature signature; ///< of @train_step
+  /// Of @eval_step, in the same object, when ds-compile built one
+  /// (--eval; its arguments are step.evalArgs). An artifact written
+  /// without it has none and is refused for --eval-data.
+  std::optional<mlir::ds::exec::FunctionSignature> evalSignature;
 };
 
 struct ArtifactManifest {

@@ -112,8 +112,8 @@ struct StepManifest {
   /// pipeline stage knows it, the first stage's (no loss) included.
   int64_t tokenVocab = 0;
   /// The arguments of @eval_step (the forward, no dropout, one
-  /// micro-batch; StepRequest::eval): parameters by name, then batch
-  /// arguments. Empty when the step has none.
+  /// micro-batch; StepRequest::eval, ds-compile --eval): parameters by
+  /// name, then batch arguments. Empty when the step has none.
   std::vector<ArgSpec> evalArgs;
   /// The communication of one step as ds-schedule-comm's cost model
   /// predicts it (CommPrediction.h), in ms: all of it, and the part not
@@ -166,8 +166,9 @@ public:
   /// One call of @eval_step: the loss of one micro-batch, nothing updated.
   virtual llvm::Error evaluate(llvm::ArrayRef<Tensor> args,
                                const Tensor &loss) {
-    return llvm::createStringError("this training step has no eval function "
-                                   "(a ds-compile artifact has none)");
+    return llvm::createStringError(
+        "this training step has no eval function (an artifact needs "
+        "ds-compile --eval)");
   }
 };
 

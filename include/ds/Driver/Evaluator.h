@@ -6,6 +6,8 @@
 // corpus, or a directory of per-sample NAME.npy files) in the sequential
 // order of docs/data.md; each rank evaluates its share of the
 // batch micro-batch by micro-batch and the data-parallel ranks average.
+// With a pipeline every stage streams each micro-batch through its chunk
+// and the last stage's loss is every rank's.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DS_DRIVER_EVALUATOR_H
@@ -48,15 +50,23 @@ private:
   llvm::Error openSamples(size_t i, const ArgSpec &a);
   /// This rank's micro-batch of samples starting at `first` of the batch.
   void fillSamples(int64_t first);
+  /// The mean of ranks first .. count - 1's `mean`s, on every rank (each
+  /// of the first `count` ranks of the world calls it).
+  llvm::Expected<double> meanOfRanks(double mean, int64_t count,
+                                     int64_t first) const;
 
   TokenData data;
   bool sampleDir = false;
   std::map<size_t, SampleArray> arrays;
   std::string path;
   int64_t interval = 1, micro = 0, gas = 0, globalBatch = 0, dpSize = 1;
+  int64_t stages = 1;
   int64_t sequence = 0, evals = 0;
   int rank = 0;
+  /// @eval_step's arguments, then (a pipeline stage that feeds only one
+  /// of input_ids and targets) a scratch window for the other.
   std::vector<Tensor> args;
+  size_t numArgs = 0;
   /// Per @eval_step argument: the step argument holding that parameter.
   std::vector<std::optional<size_t>> params;
   std::optional<size_t> inputsAt, targetsAt;

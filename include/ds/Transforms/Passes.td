@@ -171,7 +171,9 @@ def EvalStep : Pass<"ds-eval-step", "mlir::ModuleOp"> {
   let statistics = [
     Statistic<"numDropouts", "dropouts", "dropouts made the identity">,
   ];
-  let dependentDialects = ["::mlir::ds::nn::NNDialect"];
+  let dependentDialects = ["::mlir::ds::nn::NNDialect",
+                           "::mlir::ds::dist::DistDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def FuseLinearCrossEntropy

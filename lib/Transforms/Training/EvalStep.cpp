@@ -4,13 +4,20 @@
 // that change how the forward computes (mixed precision, expert
 // parallelism) and before ds-zero, so that ds-zero gives it the parameters
 // in the layout the step holds them. Only what exists for training alone
-// is taken out of the copy.
+// is taken out of the copy. On a pipeline stage (after ds-pipeline-split)
+// the copy streams one micro-batch: each dsdist.pipe_input argument
+// becomes a dsdist.recv from "pp" offset -1, each dsdist.pipe_output
+// result a dsdist.send to "pp" offset 1, and a stage without the loss
+// returns 0.0 (the driver takes the last stage's loss).
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Transforms/Passes.h"
+#include "ds/Transforms/Pipeline.h"
 #include "ds/Transforms/Training.h"
+#include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -25,7 +32,47 @@ using namespace mlir::ds;
 
 namespace {
 
-struct EvalStepPass : ds::impl::EvalStepBase<EvalStepPass> {
+inline constexpr StringLiteral kPipeAxis = "pp";
+
+/// A pipeline stage's eval forward streams one micro-batch: what the
+/// stage before sends (pipe inputs, in their order) is received first,
+/// what this stage sends on (pipe outputs) is sent last, in the order the
+/// training schedule uses. A stage without the loss returns 0: the driver
+/// takes the last stage's.
+void streamThroughStages(func::FuncOp eval) {
+  Block &entry = eval.getBody().front();
+  OpBuilder b(&entry, entry.begin());
+  Location loc = eval.getLoc();
+  SmallVector<std::pair<int64_t, unsigned>> inputs;
+  for (unsigned i = 0; i < eval.getNumArguments(); ++i)
+    if (auto at =
+            eval.getArgAttrOfType<IntegerAttr>(i, pipeline::kPipeInputAttrName))
+      inputs.push_back({at.getInt(), i});
+  llvm::sort(inputs);
+  for (auto [index, arg] : inputs)
+    eval.getArgument(arg).replaceAllUsesWith(dist::RecvOp::create(
+        b, loc, eval.getArgument(arg).getType(), kPipeAxis, -1));
+  for (auto it = inputs.rbegin(); it != inputs.rend(); ++it)
+    (void)eval.eraseArgument(it->second);
+
+  if (eval.getNumResults() == 0 ||
+      !eval.getResultAttr(0, pipeline::kPipeOutputAttrName))
+    return;
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  b.setInsertionPoint(ret);
+  for (Value v : ret.getOperands())
+    dist::SendOp::create(b, loc, v, kPipeAxis, 1);
+  auto lossType = RankedTensorType::get({}, b.getF32Type());
+  Value zero = arith::ConstantOp::create(
+      b, loc, lossType, DenseElementsAttr::get(lossType, 0.0f));
+  func::ReturnOp::create(b, ret.getLoc(), zero);
+  ret.erase();
+  eval.setFunctionType(
+      FunctionType::get(eval.getContext(), eval.getArgumentTypes(), lossType));
+  eval.removeResAttrsAttr();
+}
+
+struct EvalStepPass : mlir::ds::impl::EvalStepBase<EvalStepPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -42,9 +89,17 @@ struct EvalStepPass : ds::impl::EvalStepBase<EvalStepPass> {
                             "result=NAME) or remove it";
       return signalPassFailure();
     }
-    if (forward.getNumResults() != 1) {
+    // A pipeline stage's @forward (ds-pipeline-split) returns what it sends
+    // on instead of the loss, except on the last stage.
+    unsigned numPipeOutputs = 0;
+    for (unsigned r = 0; r < forward.getNumResults(); ++r)
+      numPipeOutputs +=
+          bool(forward.getResultAttr(r, pipeline::kPipeOutputAttrName));
+    if (numPipeOutputs ? numPipeOutputs != forward.getNumResults()
+                       : forward.getNumResults() != 1) {
       forward.emitError() << "ds-eval-step: @" << entry
-                          << " must return one loss (the model contract)";
+                          << " must return one loss (the model contract), or "
+                             "only what a pipeline stage sends on";
       return signalPassFailure();
     }
     WalkResult capacity = forward.walk([&](nn::MoEOp op) {
@@ -82,6 +137,7 @@ struct EvalStepPass : ds::impl::EvalStepBase<EvalStepPass> {
           eval.getArgument(i).use_empty())
         (void)eval.eraseArgument(i);
     }
+    streamThroughStages(eval);
     // The driver reads the loss as f32, however the model computes it.
     auto ret = cast<func::ReturnOp>(eval.getBody().front().getTerminator());
     auto lossType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
