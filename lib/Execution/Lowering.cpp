@@ -377,6 +377,7 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
     pm.enableVerifier(false);
     ds::LowerToLLVMPipelineOptions pipeline;
     pipeline.fuseElementwise = options.fuseElementwise;
+    pipeline.elementwiseInPlace = options.elementwiseInPlace;
     pipeline.planBuffers = options.planBuffers;
     pipeline.reuseBuffers = options.reuseBuffers;
     pipeline.blas = options.blas;

@@ -250,14 +250,17 @@ func.func @chain(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
   return %f : tensor<16x8xf32>
 }
 )mlir";
-  int64_t withReuse = 0, withoutReuse = 0;
-  for (bool reuse : {true, false}) {
+  int64_t withReuse = 0, withoutReuse = 0, inPlace = 0;
+  for (int mode : {0, 1, 2}) {
+    // 0, 1: buffer reuse on and off, each result in a buffer of its own;
+    // 2: results written over inputs that die there, no reuse.
     RunnerOptions options;
     options.fuseElementwise = false;
-    options.reuseBuffers = reuse;
+    options.reuseBuffers = mode == 0;
+    options.elementwiseInPlace = mode == 2;
     auto runner = compile(source, options);
     ASSERT_TRUE(runner);
-    (reuse ? withReuse : withoutReuse) =
+    (mode == 0 ? withReuse : mode == 1 ? withoutReuse : inPlace) =
         runner->signature("chain")->workspaceBytes;
     std::vector<float> out(16 * 8, -7.0f);
     Tensor outT = Tensor::borrow(DType::F32, {16, 8}, out.data());
@@ -278,6 +281,9 @@ func.func @chain(%x: tensor<16x8xf32>) -> tensor<16x8xf32> {
   // time, so reuse needs two slots.
   EXPECT_EQ(withoutReuse, 3 * 512);
   EXPECT_EQ(withReuse, 2 * 512);
+  // In place, a is written over q and d over c (each dies there), and f
+  // over d, the output: p and b are left, two temporaries without reuse.
+  EXPECT_EQ(inPlace, 2 * 512);
 }
 
 TEST(Runner, InputsAreNeverWritten) {

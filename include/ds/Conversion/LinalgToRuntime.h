@@ -85,6 +85,11 @@ struct LowerToLLVMPipelineOptions
                      "__ds_workspaces_init); off: static storage, for "
                      "runners that do not, such as mlir-runner"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> elementwiseInPlace{
+      *this, "elementwise-in-place",
+      llvm::cl::desc("write an elementwise result over an input that dies "
+                     "there (ds-elementwise-in-place)"),
+      llvm::cl::init(true)};
   PassOptions::Option<bool> reuseBuffers{
       *this, "reuse-buffers",
       llvm::cl::desc("let planned buffers share bytes by liveness"),

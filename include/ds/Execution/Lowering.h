@@ -45,6 +45,7 @@ struct RunnerOptions {
   std::function<void(mlir::DialectRegistry &)> registerDialects;
   /// ds-lower-to-llvm options (see LowerToLLVMPipelineOptions).
   bool fuseElementwise = true;
+  bool elementwiseInPlace = true;
   bool planBuffers = true;
   bool reuseBuffers = true;
   bool blas = true;

@@ -79,7 +79,8 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(ds::createSplitInitTensors());
   // An elementwise result over an input that dies there (a tied model's
   // two vocabulary-sized gradients summed), not a third buffer.
-  pm.addNestedPass<func::FuncOp>(ds::createElementwiseInPlace());
+  if (options.elementwiseInPlace)
+    pm.addNestedPass<func::FuncOp>(ds::createElementwiseInPlace());
 
   // Buffers. Identity layouts at function boundaries keep the C interface
   // simple (contiguous row-major host buffers in and out).
