@@ -61,6 +61,8 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
   // Stacked or unrolled layers: the same numbers, different code.
   if (stackLayers(*request.config))
     os << "stack-layers\n";
+  if (request.seqLen)
+    os << "seq-len " << *request.seqLen << "\n";
   os << "model " << *model << "\nconfig " << cfg::toJson(*request.config).dump()
      << "\nworld " << request.worldSize << "\nprogram " << kProgram << "\ncpu "
      << target.level << " " << target.cpu << " "
@@ -83,6 +85,7 @@ llvm::Error compileEntry(const StepRequest &request,
   fs::remove_directories(tmp);
   ArtifactRequest artifact;
   artifact.step.modelPath = request.modelPath;
+  artifact.step.seqLen = request.seqLen;
   artifact.step.config = request.config;
   artifact.step.worldSize = request.worldSize;
   artifact.step.commProfile = request.commProfile;

@@ -299,7 +299,8 @@ llvm::Expected<BuiltStep> buildStep(const StepRequest &request,
   built.ctx = std::make_unique<MLIRContext>(registry);
   built.ctx->loadAllAvailableDialects();
 
-  auto module = loadModel(*built.ctx, request.modelPath, config);
+  auto module =
+      loadModel(*built.ctx, request.modelPath, config, request.seqLen);
   if (!module)
     return module.takeError();
   built.module = std::move(*module);

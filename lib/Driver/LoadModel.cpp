@@ -14,14 +14,21 @@ namespace ds::driver {
 
 llvm::Expected<OwningOpRef<ModuleOp>>
 loadModel(MLIRContext &ctx, llvm::StringRef modelPath,
-          const ::ds::config::Config &config) {
+          const ::ds::config::Config &config, std::optional<int64_t> seqLen) {
   std::string path = modelPath.str();
   llvm::StringRef ext = llvm::sys::path::extension(path);
   mlir::ds::importer::ImportOptions importOptions;
   importOptions.microBatch = config.trainMicroBatchSizePerGpu;
   importOptions.config = &config;
+  importOptions.seqLen = seqLen;
   if (ext == ".json")
     return mlir::ds::importer::importSpecFile(ctx, path, importOptions);
+  if (seqLen)
+    return createStringError("%s: --seq-len sets a .json spec's sequence "
+                             "length; this model's batch shapes are its "
+                             "own (export or trace it at the length you "
+                             "want)",
+                             path.c_str());
   if (ext == ".pt")
     return mlir::ds::importer::importTorchScriptFile(ctx, path, importOptions);
   if (ext == ".pt2")

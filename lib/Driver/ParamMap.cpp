@@ -90,6 +90,9 @@ ParamMap::sourceOf(llvm::StringRef param,
   auto it = entries.find(param.str());
   if (it != entries.end())
     return it->second;
+  if (!wrapperPrefix.empty() && param.starts_with(wrapperPrefix) &&
+      !inFile(param))
+    return {param.drop_front(wrapperPrefix.size()).str(), false};
   if (!gpt2)
     return {param.str(), false};
   ParamSource source = gpt2Source(param);
@@ -101,6 +104,31 @@ ParamMap::sourceOf(llvm::StringRef param,
     source.name = inFile("transformer.wte.weight") ? "transformer.wte.weight"
                                                    : "wte.weight";
   return source;
+}
+
+std::string ParamMap::stripWrapperPrefix(
+    llvm::ArrayRef<std::string> params,
+    llvm::function_ref<bool(llvm::StringRef)> inFile) {
+  wrapperPrefix.clear();
+  if (!isIdentity())
+    return "";
+  auto missing = llvm::find_if(
+      params, [&](const std::string &p) { return !inFile(p); });
+  if (missing == params.end())
+    return "";
+  llvm::StringRef name = *missing;
+  for (size_t dot = name.find('.'); dot != llvm::StringRef::npos;
+       dot = name.find('.', dot + 1)) {
+    llvm::StringRef prefix = name.take_front(dot + 1);
+    if (llvm::all_of(params, [&](llvm::StringRef p) {
+          return inFile(p) ||
+                 (p.starts_with(prefix) && inFile(p.drop_front(prefix.size())));
+        })) {
+      wrapperPrefix = prefix.str();
+      return wrapperPrefix;
+    }
+  }
+  return "";
 }
 
 llvm::Error ParamMap::checkParams(llvm::ArrayRef<std::string> params) const {

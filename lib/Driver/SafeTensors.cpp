@@ -3,6 +3,7 @@
 #include "ds/Driver/SafeTensors.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <nlohmann/json.hpp>
@@ -207,6 +208,106 @@ SafeTensorsFile::readF32(llvm::StringRef name) const {
                              info->dtype.c_str());
   }
   return out;
+}
+
+llvm::Expected<SafeTensorsCheckpoint>
+SafeTensorsCheckpoint::open(llvm::StringRef path) {
+  std::string file = path.str();
+  if (llvm::sys::fs::is_directory(path)) {
+    llvm::SmallString<256> single(path), index(path);
+    llvm::sys::path::append(single, "model.safetensors");
+    llvm::sys::path::append(index, "model.safetensors.index.json");
+    if (llvm::sys::fs::exists(single))
+      file = single.str().str();
+    else if (llvm::sys::fs::exists(index))
+      file = index.str().str();
+    else
+      return createStringError(
+          "%s: a directory without model.safetensors or "
+          "model.safetensors.index.json; give a Hugging Face checkpoint "
+          "directory or a .safetensors file",
+          path.str().c_str());
+  }
+  SafeTensorsCheckpoint ckpt;
+  auto add = [&](llvm::StringRef shard) -> llvm::Error {
+    auto opened = SafeTensorsFile::open(shard);
+    if (!opened)
+      return opened.takeError();
+    for (const SafeTensorInfo &info : opened->tensors()) {
+      auto [it, isNew] = ckpt.shardOf.emplace(info.name, ckpt.files.size());
+      if (!isNew)
+        return createStringError("%s: tensor \"%s\" is in both %s and %s",
+                                 file.c_str(), info.name.c_str(),
+                                 ckpt.files[it->second].path().str().c_str(),
+                                 shard.str().c_str());
+    }
+    ckpt.files.push_back(std::move(*opened));
+    return llvm::Error::success();
+  };
+  if (!llvm::StringRef(file).ends_with(".json")) {
+    if (llvm::Error err = add(file))
+      return std::move(err);
+    return ckpt;
+  }
+  // A sharded checkpoint: the index names the file of every tensor.
+  auto buf = llvm::MemoryBuffer::getFile(file);
+  if (!buf)
+    return createStringError("%s: cannot read: %s", file.c_str(),
+                             buf.getError().message().c_str());
+  nlohmann::json index = nlohmann::json::parse(
+      (*buf)->getBuffer().begin(), (*buf)->getBuffer().end(), nullptr, false);
+  auto bad = [&](const llvm::Twine &why) {
+    return createStringError(file + ": not a safetensors checkpoint index (" +
+                             why + ")");
+  };
+  if (index.is_discarded() || !index.is_object() ||
+      !index.contains("weight_map") || !index["weight_map"].is_object())
+    return bad("a JSON object with \"weight_map\": {tensor: file} expected");
+  llvm::StringRef dir = llvm::sys::path::parent_path(file);
+  std::map<std::string, std::string> shardOfTensor;
+  std::vector<std::string> shards;
+  for (auto &[tensor, shard] : index["weight_map"].items()) {
+    if (!shard.is_string())
+      return bad("the file of \"" + tensor + "\" is not a string");
+    std::string name = shard.get<std::string>();
+    // Shards sit beside their index, as save_pretrained writes them.
+    if (name.empty() || name.find('/') != std::string::npos)
+      return bad("shard \"" + name + "\" is not a file name in the index's "
+                 "directory");
+    shardOfTensor[tensor] = name;
+    if (!llvm::is_contained(shards, name))
+      shards.push_back(name);
+  }
+  for (const std::string &name : shards) {
+    llvm::SmallString<256> shardPath(dir);
+    llvm::sys::path::append(shardPath, name);
+    if (llvm::Error err = add(shardPath))
+      return std::move(err);
+  }
+  for (const auto &[tensor, shard] : shardOfTensor) {
+    auto it = ckpt.shardOf.find(tensor);
+    if (it == ckpt.shardOf.end() ||
+        llvm::sys::path::filename(ckpt.files[it->second].path()) != shard)
+      return createStringError("%s: the index puts tensor \"%s\" in %s, "
+                               "which does not hold it; the checkpoint is "
+                               "incomplete or its index is from another one",
+                               file.c_str(), tensor.c_str(), shard.c_str());
+  }
+  return ckpt;
+}
+
+const SafeTensorInfo *
+SafeTensorsCheckpoint::find(llvm::StringRef name) const {
+  auto it = shardOf.find(name);
+  return it == shardOf.end() ? nullptr : files[it->second].find(name);
+}
+
+llvm::Expected<std::vector<float>>
+SafeTensorsCheckpoint::readF32(llvm::StringRef name) const {
+  auto it = shardOf.find(name);
+  if (it == shardOf.end())
+    return createStringError("no tensor named \"%s\"", name.str().c_str());
+  return files[it->second].readF32(name);
 }
 
 llvm::Error

@@ -475,7 +475,7 @@ llvm::Error StateStore::drawInitialValues(uint64_t seed, bool parameters) {
 llvm::Error StateStore::loadInitialWeights(llvm::StringRef safetensors,
                                            const ParamMap &map,
                                            llvm::StringRef path) {
-  auto file = SafeTensorsFile::open(safetensors);
+  auto file = SafeTensorsCheckpoint::open(safetensors);
   if (!file)
     return file.takeError();
   std::vector<std::string> params;
@@ -484,19 +484,23 @@ llvm::Error StateStore::loadInitialWeights(llvm::StringRef safetensors,
       params.push_back(p.name);
   if (llvm::Error err = map.checkParams(params))
     return err;
+  ParamMap names = map;
+  names.stripWrapperPrefix(
+      params, [&](llvm::StringRef name) { return file->find(name); });
   std::string via = map.isIdentity() ? "" : " (" + map.origin() + ")";
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     const ArgSpec &p = manifest.args[i];
     if (p.kind != ArgSpec::Param)
       continue;
-    ParamSource source = map.sourceOf(
+    ParamSource source = names.sourceOf(
         p.name, [&](llvm::StringRef name) { return file->find(name); });
     const SafeTensorInfo *info = file->find(source.name);
     if (!info && source.name == p.name)
       return createStringError(
           "%s: no tensor for parameter \"%s\"%s; the file must hold every "
-          "parameter of the model by its qualified name, or --param-map "
-          "names where it is",
+          "parameter of the model by its qualified name (or by that name "
+          "less one leading path, as a wrapper module's export names "
+          "them), or --param-map names where it is",
           path.str().c_str(), p.name.c_str(), via.c_str());
     if (!info)
       return createStringError("%s: no tensor \"%s\", which holds parameter "

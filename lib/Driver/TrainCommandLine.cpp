@@ -81,6 +81,10 @@ static cl::opt<std::string> commProfile(
     cl::desc("measured collective times (ds-report --comm-profile FILE) for "
              "ds-schedule-comm's cost model; with --compiled, must be the "
              "profile the artifact was compiled with"));
+static cl::opt<int64_t>
+    seqLen("seq-len", cl::cat(category),
+           cl::desc("sequence length T of a .json spec (default: its "
+                    "n_positions / max_position_embeddings)"));
 static cl::opt<std::string>
     target("target", cl::init("cpu"), cl::cat(category),
            cl::desc("what the step runs on: cpu (default) or a GPU chip, "
@@ -188,6 +192,16 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
   if (options.compiledDir.empty() && (modelFile.empty() || configFile.empty()))
     return createStringError("--model and --config are required (or "
                              "--compiled DIR, a ds-compile artifact)");
+  if (seqLen.getNumOccurrences()) {
+    if (seqLen < 1)
+      return createStringError("--seq-len must be >= 1, got %lld",
+                               (long long)seqLen);
+    if (!options.compiledDir.empty())
+      return createStringError("--seq-len with --compiled: an artifact "
+                               "runs at the length it was compiled for "
+                               "(ds-compile --seq-len); drop --seq-len");
+    options.seqLen = seqLen;
+  }
   if (!options.compiledDir.empty() && target.getNumOccurrences())
     return createStringError("--target %s with --compiled: an artifact runs "
                              "on the target it was compiled for (ds-compile "

@@ -244,6 +244,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   };
   StepRequest request;
   request.modelPath = options.modelPath;
+  request.seqLen = options.seqLen;
   request.configPath = options.configPath;
   request.config = &*config;
   request.worldSize = worldSize;

@@ -332,6 +332,66 @@ GptSpec readGpt(ObjectReader &r, const json &root,
 /// heads x head size must not overflow.
 constexpr int64_t kMaxHeadSize = 65536, kMaxHeads = 65536;
 
+/// The rest of a Hugging Face config.json, so that a model directory's own
+/// file is a spec: keys for generation, serving and bookkeeping change
+/// nothing in training and are read past; those that would change the
+/// model are honoured or refused by name.
+void readHuggingFaceExtras(ObjectReader &r, LlamaSpec &s) {
+  // ds_config.json sets the precision (torch_dtype / dtype only say how
+  // the weights are stored), and pretraining_tp only splits the same
+  // products.
+  for (StringRef key :
+       {"architectures", "auto_map", "bos_token_id", "eos_token_id",
+        "pad_token_id", "torch_dtype", "dtype", "transformers_version",
+        "use_cache", "_name_or_path", "pretraining_tp"})
+    r.find(key);
+  double dropout = r.getNumber("attention_dropout", 0);
+  if (dropout != 0)
+    fail("attention_dropout: ds trains without dropout in attention; set "
+         "it to 0, got " + formatNumber(dropout));
+  // transformers 5 writes the rotary settings as rope_parameters, older
+  // releases as rope_theta and rope_scaling.
+  auto defaultRope = [&](const json &v, StringRef key, StringRef typeKey) {
+    if (v.is_null())
+      return;
+    std::string type = v.is_object() && v.contains(typeKey) &&
+                               v[typeKey.str()].is_string()
+                           ? v[typeKey.str()].get<std::string>()
+                           : "";
+    if (type != "default")
+      fail(r.pathOf(key) + ": rotary scaling \"" +
+           (type.empty() ? v.dump() : type) +
+           "\" is not supported; ds computes the default rotary "
+           "frequencies from rope_theta (remove the scaling, or train at "
+           "the original context length)");
+  };
+  if (const json *v = r.find("rope_scaling"))
+    defaultRope(*v, "rope_scaling", v->contains("rope_type") ? "rope_type"
+                                                               : "type");
+  if (const json *v = r.find("rope_parameters")) {
+    defaultRope(*v, "rope_parameters", "rope_type");
+    if (v->is_object() && v->contains("rope_theta")) {
+      const json &theta = (*v)["rope_theta"];
+      if (!theta.is_number() || !(theta.get<double>() > 0))
+        fail(r.pathOf("rope_parameters") +
+             ".rope_theta: expected a number > 0, got " + describeJson(theta));
+      s.ropeTheta = theta.get<double>();
+    }
+  }
+  // Every layer attends the same way (the sliding window is checked by
+  // family below).
+  if (const json *v = r.find("layer_types")) {
+    if (!v->is_array())
+      fail(r.pathOf("layer_types") + ": expected a list, got " +
+           describeJson(*v));
+    for (const json &t : *v)
+      if (!t.is_string() || (t.get<std::string>() != "full_attention" &&
+                             t.get<std::string>() != "sliding_attention"))
+        fail(r.pathOf("layer_types") + ": " + t.dump() +
+             " is not full_attention or sliding_attention");
+  }
+}
+
 LlamaSpec readLlama(ObjectReader &r, StringRef family) {
   LlamaSpec s;
   s.family = family.str();
@@ -346,6 +406,7 @@ LlamaSpec readLlama(ObjectReader &r, StringRef family) {
   s.maxPositions = r.getInt("max_position_embeddings", std::nullopt, 1);
   s.eps = r.getPositive("rms_norm_eps", 1e-6);
   s.ropeTheta = r.getPositive("rope_theta", 10000);
+  readHuggingFaceExtras(r, s);
   s.tie = r.getBool("tie_word_embeddings", false);
   s.initRange = r.getNumber("initializer_range", 0.02);
   if (s.initRange < 0)

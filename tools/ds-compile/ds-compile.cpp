@@ -48,6 +48,10 @@ static cl::opt<bool>
          cl::desc("also compile @eval_step (the forward without dropout), "
                   "so that ds-train --compiled DIR --eval-data runs; adds "
                   "the forward's code generation to the compile"));
+static cl::opt<int64_t>
+    seqLen("seq-len", cl::cat(category),
+           cl::desc("sequence length T of a .json spec (default: its "
+                    "n_positions / max_position_embeddings)"));
 static cl::opt<bool> quiet("quiet", cl::cat(category),
                            cl::desc("no summary line"));
 
@@ -70,6 +74,12 @@ int main(int argc, char **argv) {
     return fail(resolved.takeError());
   ds::driver::ArtifactRequest request;
   request.step.modelPath = model;
+  if (seqLen.getNumOccurrences()) {
+    if (seqLen < 1)
+      return fail(createStringError("--seq-len must be >= 1, got %lld",
+                                    (long long)seqLen));
+    request.step.seqLen = seqLen;
+  }
   request.step.config = &*resolved;
   request.step.worldSize = worldSize;
   request.step.commProfile = commProfile;

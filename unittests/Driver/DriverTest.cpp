@@ -3,6 +3,7 @@
 #include "ds/Driver/Data.h"
 #include "ds/Driver/Metrics.h"
 #include "ds/Driver/ParamInit.h"
+#include "ds/Driver/ParamMap.h"
 #include "ds/Driver/Random.h"
 #include "ds/Driver/SafeTensors.h"
 
@@ -455,6 +456,41 @@ TEST(Metrics, UnwritablePathIsAnError) {
   ASSERT_FALSE(bool(writer));
   EXPECT_NE(errorText(writer.takeError()).find("cannot open the metrics file"),
             std::string::npos);
+}
+
+// A wrapper's export names its parameters under one more leading path than
+// the model's own checkpoint; the identity map drops the shortest such path
+// that names every parameter, and nothing when none does.
+TEST(ParamMap, StripsTheWrapperPrefixThatNamesEveryParameter) {
+  std::set<std::string> file = {"model.embed.weight", "lm_head.weight",
+                                "model.layers.0.w"};
+  auto inFile = [&](llvm::StringRef n) { return file.count(n.str()) > 0; };
+  ParamMap map;
+  std::vector<std::string> wrapped = {"model.model.embed.weight",
+                                      "model.lm_head.weight",
+                                      "model.model.layers.0.w"};
+  EXPECT_EQ(map.stripWrapperPrefix(wrapped, inFile), "model.");
+  EXPECT_EQ(map.sourceOf("model.model.layers.0.w", inFile).name,
+            "model.layers.0.w");
+  // A name the file holds as it is stays as it is.
+  EXPECT_EQ(map.sourceOf("model.embed.weight", inFile).name,
+            "model.embed.weight");
+
+  std::vector<std::string> own = {"model.embed.weight", "lm_head.weight"};
+  EXPECT_EQ(map.stripWrapperPrefix(own, inFile), "");
+
+  // Two levels of wrapping: the shortest path that works is longer.
+  std::vector<std::string> twice = {"a.b.model.embed.weight",
+                                    "a.b.lm_head.weight"};
+  EXPECT_EQ(map.stripWrapperPrefix(twice, inFile), "a.b.");
+
+  // No path names every parameter: the names stay, so the error is about
+  // the model's own name.
+  std::vector<std::string> foreign = {"model.model.embed.weight",
+                                      "model.other.weight"};
+  EXPECT_EQ(map.stripWrapperPrefix(foreign, inFile), "");
+  EXPECT_EQ(map.sourceOf("model.other.weight", inFile).name,
+            "model.other.weight");
 }
 
 } // namespace

@@ -184,6 +184,8 @@ struct CompiledStep {
 /// artifact directory or the compile cache.
 struct StepRequest {
   std::string modelPath;  ///< .json spec, .mlir model contract or .pt
+  /// --seq-len: a .json spec's sequence length (default: its positions).
+  std::optional<int64_t> seqLen;
   std::string configPath; ///< the file `config` was resolved from
   const ::ds::config::Config *config = nullptr;
   int64_t worldSize = 1, rank = 0;

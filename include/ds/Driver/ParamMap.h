@@ -5,6 +5,8 @@
 // holds it and whether it is stored transposed. A JSON file gives the
 // entries; the built-in "gpt2" map reads Hugging Face GPT-2 checkpoints
 // (transformer.h.N..., Conv1D weights stored [in, out]) into a GPT spec.
+// Without a map, a model exported inside a wrapper module still reads its
+// own checkpoint: the wrapper's leading path is dropped (stripWrapperPrefix).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DS_DRIVER_PARAMMAP_H
@@ -41,6 +43,15 @@ public:
   /// Every entry of a JSON map must name one of `params`: a typo there
   /// would leave the parameter under its own name.
   llvm::Error checkParams(llvm::ArrayRef<std::string> params) const;
+  /// A model exported inside a wrapper (a module whose forward returns the
+  /// loss, holding a Hugging Face model as `model`) names its parameters
+  /// "model.model.layers.0...", where the model's own checkpoint says
+  /// "model.layers.0...". For the identity map, when the file lacks some
+  /// parameter's own name, finds the shortest leading path of that name
+  /// whose removal puts every parameter in the file, and reads them so;
+  /// nothing changes when no path does. Returns the path, or "".
+  std::string stripWrapperPrefix(llvm::ArrayRef<std::string> params,
+                                 llvm::function_ref<bool(llvm::StringRef)> inFile);
   bool isIdentity() const { return !gpt2 && entries.empty(); }
   /// "--param-map SPEC", for messages; empty for the identity.
   const std::string &origin() const { return what; }
@@ -48,6 +59,7 @@ public:
 private:
   std::string what;
   bool gpt2 = false;
+  std::string wrapperPrefix;
   std::map<std::string, ParamSource> entries;
 };
 

@@ -57,6 +57,24 @@ private:
   std::map<std::string, std::string> meta;
 };
 
+/// The tensors of a weights checkpoint that may span files, read as one:
+/// a .safetensors file, a Hugging Face sharded checkpoint's index
+/// (model.safetensors.index.json, {"weight_map": {tensor: shard file}}), or
+/// a directory holding model.safetensors or that index.
+class SafeTensorsCheckpoint {
+public:
+  static llvm::Expected<SafeTensorsCheckpoint> open(llvm::StringRef path);
+
+  const SafeTensorInfo *find(llvm::StringRef name) const;
+  /// The tensor as f32, from whichever file holds it.
+  llvm::Expected<std::vector<float>> readF32(llvm::StringRef name) const;
+  size_t numTensors() const { return shardOf.size(); }
+
+private:
+  std::vector<SafeTensorsFile> files;
+  std::map<std::string, size_t, std::less<>> shardOf;
+};
+
 struct SafeTensorView {
   std::string name;
   std::string dtype;

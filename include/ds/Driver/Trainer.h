@@ -27,6 +27,7 @@ namespace ds::driver {
 
 struct TrainOptions {
   std::string modelPath;  ///< .json spec, .mlir model contract or .pt
+  std::optional<int64_t> seqLen; ///< --seq-len (StepRequest::seqLen)
   std::string configPath; ///< ds_config.json
   std::string dataPath;   ///< .txt / .bin; empty with `synthetic`
   bool synthetic = false;

@@ -5,6 +5,7 @@ wrote):
 
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py test/Import/Inputs/torch2
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --fuzz-seed test/fuzz/corpus/pt2
+  .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --hf-checkpoints test/Import/Inputs/torch2
 
 For each model NAME (nanogpt-sdpa, nanogpt-gqa, rotary-ops, docs-gpt,
 hf-gpt2, hf-llama, hf-qwen3, hf-mistral): NAME.pt2 (torch.export.save of a
@@ -13,7 +14,18 @@ of STEPS AdamW steps of the same module in torch, and the torch and, for
 Hugging Face models, transformers versions that made both). tokens.bin and
 adamw.json are the data and config of that loop (test/Train/Inputs/
 byom.py's sequential batches and AdamW settings).
+
+For `--init-from` a Hugging Face checkpoint by its own names, hf-llama-ckpt/
+and hf-gpt2-ckpt/ hold what save_pretrained writes for the same
+architectures with other weights (seed 1): Llama in bf16 as Llama-3 ships,
+one model.safetensors and its config.json; GPT-2 in f32, sharded
+(model.safetensors.index.json and its shards). Each NAME-ckpt.reference.json
+holds the losses of the same loop started from those weights, and
+hf-llama-ckpt.spec-reference.json those of the logits' cross-entropy with
+the targets as given (what ds-train --model hf-llama-ckpt/config.json
+trains).
 """
+import copy
 import importlib.util
 import json
 import os
@@ -148,6 +160,66 @@ def fuzz_seed(out):
         f.write(data)
 
 
+class HFLogitsLoss(torch.nn.Module):
+    """A Hugging Face causal LM's logits against the targets as given."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, targets):
+        logits = self.model(input_ids=input_ids).logits
+        return torch.nn.functional.cross_entropy(
+            logits.view(-1, logits.size(-1)), targets.view(-1))
+
+
+# Checkpoints of HF_MODELS for --init-from: (save dtype, max shard size).
+HF_CHECKPOINTS = {
+    "hf-llama": (torch.bfloat16, None),
+    "hf-gpt2": (torch.float32, "40KB"),
+}
+
+
+def hf_checkpoints(out):
+    """NAME-ckpt/ (save_pretrained, seed 1) and NAME-ckpt.reference.json."""
+    import shutil
+    import transformers
+    tokens = byom.make_tokens()
+    for name, (dtype, shard) in HF_CHECKPOINTS.items():
+        torch.manual_seed(1)
+        model = HF_MODELS[name]()
+        ckpt = os.path.join(out, f"{name}-ckpt")
+        shutil.rmtree(ckpt, ignore_errors=True)
+        kwargs = {"max_shard_size": shard} if shard else {}
+        model.model.to(dtype).save_pretrained(ckpt, **kwargs)
+        # The weights, and the config of a family the spec format reads;
+        # generation files are not read.
+        keep = (".safetensors", ".safetensors.index.json")
+        if name == "hf-llama":
+            keep += ("config.json",)
+        for f in os.listdir(ckpt):
+            if not f.endswith(keep):
+                os.remove(os.path.join(ckpt, f))
+        # Training starts from the stored values, widened to f32.
+        model.model.to(torch.float32)
+        runs = {"reference": model}
+        if name == "hf-llama":
+            # ds-train --model config.json: a spec's loss is the
+            # cross-entropy of every position's logits with its next token
+            # (byom's targets), where labels= shifts once more.
+            runs["spec-reference"] = HFLogitsLoss(copy.deepcopy(model.model))
+        for kind, run in runs.items():
+            byom.train(out, run.parameters(), run, tokens)
+            ref = os.path.join(out, "reference.json")
+            losses = json.load(open(ref))["losses"]
+            os.remove(ref)
+            with open(os.path.join(out, f"{name}-ckpt.{kind}.json"), "w") as f:
+                json.dump({"torch_version": torch.__version__,
+                           "transformers_version": transformers.__version__,
+                           "steps": byom.STEPS, "losses": losses}, f, indent=1)
+                f.write("\n")
+
+
 def main(out):
     os.makedirs(out, exist_ok=True)
     unsupported(out)
@@ -171,10 +243,13 @@ def main(out):
             json.dump({**versions, "steps": byom.STEPS, "losses": losses}, f,
                       indent=1)
             f.write("\n")
+    hf_checkpoints(out)
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--fuzz-seed"]:
         fuzz_seed(sys.argv[2])
+    elif sys.argv[1:2] == ["--hf-checkpoints"]:
+        hf_checkpoints(sys.argv[2])
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else HERE)
