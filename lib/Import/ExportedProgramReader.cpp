@@ -663,6 +663,9 @@ private:
   std::unordered_set<int> defined;
   std::optional<json> weightsConfig, constantsConfig;
   std::vector<std::string> unsupported;
+  /// The first router of a mixture of experts: refused alone, since its
+  /// ops are not what is missing.
+  std::string moeRouter;
 };
 
 llvm::Expected<ts::Value> tensorMeta(const json &meta) {
@@ -975,6 +978,28 @@ void sourceOf(const json &meta, ts::Node &node) {
   node.line = line;
 }
 
+/// The innermost submodule of nn_module_stack whose class names a mixture
+/// of experts (MixtralSparseMoeBlock, Qwen3MoeSparseMoeBlock), as "path
+/// (Class)"; empty when none does.
+std::string moeModuleOf(const json &meta) {
+  if (!meta.contains("nn_module_stack") ||
+      !meta.at("nn_module_stack").is_string())
+    return "";
+  llvm::SmallVector<llvm::StringRef> frames;
+  llvm::StringRef(meta.at("nn_module_stack").get_ref<const std::string &>())
+      .split(frames, ';');
+  for (llvm::StringRef frame : llvm::reverse(frames)) {
+    llvm::SmallVector<llvm::StringRef> parts;
+    frame.split(parts, ',');
+    llvm::StringRef type = parts.back().rsplit('.').second;
+    if (type.empty())
+      type = parts.back();
+    if (parts.size() >= 3 && type.contains_insensitive("moe"))
+      return (parts[1] + " (" + type + ")").str();
+  }
+  return "";
+}
+
 /// The outermost submodule of nn_module_stack ("key,path,type;..."), whose
 /// first entry is the root module.
 void moduleOf(const json &meta, ts::Node &node) {
@@ -1233,6 +1258,10 @@ llvm::Error Reader::node(const json &n) {
   auto schema = table.find(name);
   if (schema == table.end()) {
     unsupported.push_back(name.str() + " (" + where(node) + ")");
+    std::string moe = moeModuleOf(meta);
+    if (moeRouter.empty() && !moe.empty() && name.starts_with("aten.topk."))
+      moeRouter = moe + " routes tokens to experts by " + name.str() + " (" +
+                  where(node) + ")";
     // Its results count as computed, so that the one error lists every
     // unsupported op rather than stopping at the first reader of one.
     for (const json &out : n.at("outputs")) {
@@ -1377,6 +1406,11 @@ llvm::Error Reader::read(std::optional<int64_t> microBatch) {
   for (const json &n : graph.at("nodes"))
     if (auto err = node(n))
       return err;
+  if (!moeRouter.empty())
+    return error(moeRouter +
+                 ": mixture-of-experts models are not imported from "
+                 "PyTorch programs; ds's MoE layers come from a GPT spec's "
+                 "\"moe\" section (docs/models.md)");
   if (!unsupported.empty()) {
     std::string list;
     for (const std::string &op : unsupported)

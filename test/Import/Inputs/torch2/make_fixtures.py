@@ -6,6 +6,7 @@ wrote):
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py test/Import/Inputs/torch2
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --fuzz-seed test/fuzz/corpus/pt2
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --hf-checkpoints test/Import/Inputs/torch2
+  .venv-torch2/bin/python test/Import/Inputs/torch2/make_fixtures.py --moe test/Import/Inputs/torch2
 
 For each model NAME (nanogpt-sdpa, nanogpt-gqa, rotary-ops, docs-gpt,
 hf-gpt2, hf-llama, hf-qwen3, hf-mistral): NAME.pt2 (torch.export.save of a
@@ -160,6 +161,32 @@ def fuzz_seed(out):
         f.write(data)
 
 
+def hf_moe(name):
+    """One decoder layer of a Hugging Face mixture of experts (4 experts,
+    top 2): ds refuses it by its router (test/Import/pt2-moe.test)."""
+    import transformers as tr
+    small = dict(vocab_size=byom.VOCAB, hidden_size=32, intermediate_size=64,
+                 num_hidden_layers=1, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=byom.SEQ * 2)
+    if name == "hf-mixtral":
+        model = tr.MixtralForCausalLM(tr.MixtralConfig(
+            **small, num_local_experts=4, num_experts_per_tok=2,
+            sliding_window=None))
+    else:
+        model = tr.Qwen3MoeForCausalLM(tr.Qwen3MoeConfig(
+            **small, head_dim=8, num_experts=4, num_experts_per_tok=2,
+            moe_intermediate_size=32, decoder_sparse_step=1))
+    return measure.HFLoss(model.eval())
+
+
+def moe(out):
+    example = byom.batch(byom.make_tokens(), 0)
+    for name in ("hf-mixtral", "hf-qwen3-moe"):
+        torch.manual_seed(0)
+        program = torch.export.export(hf_moe(name), example)
+        torch.export.save(program, os.path.join(out, f"{name}.pt2"))
+
+
 class HFLogitsLoss(torch.nn.Module):
     """A Hugging Face causal LM's logits against the targets as given."""
 
@@ -244,6 +271,7 @@ def main(out):
                       indent=1)
             f.write("\n")
     hf_checkpoints(out)
+    moe(out)
 
 
 if __name__ == "__main__":
@@ -251,5 +279,7 @@ if __name__ == "__main__":
         fuzz_seed(sys.argv[2])
     elif sys.argv[1:2] == ["--hf-checkpoints"]:
         hf_checkpoints(sys.argv[2])
+    elif sys.argv[1:2] == ["--moe"]:
+        moe(sys.argv[2])
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else HERE)
