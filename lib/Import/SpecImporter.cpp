@@ -490,13 +490,18 @@ Value activate(ModelBuilder &mb, Value x, StringRef activation) {
 
 /// Tokens per expert, as DeepSpeed's top-k gate computes it:
 /// ceil(N / E * capacity_factor * k), at least min_capacity; without token
-/// dropping an expert may receive every token.
+/// dropping an expert may receive every token. DeepSpeed multiplies in
+/// float32 (N / E times torch.tensor(capacity_factor * k)), and that
+/// rounding decides the ceiling: N = 80, E = 3, factor 1.05 gives 28 where
+/// double arithmetic gives 29.
 int64_t expertCapacity(const MoESpec &moe, int64_t tokens) {
   if (!moe.dropTokens)
     return tokens;
-  auto capacity = static_cast<int64_t>(
-      std::ceil(static_cast<double>(tokens) / moe.numExperts *
-                moe.capacityFactor * moe.k));
+  auto perExpert = static_cast<float>(static_cast<double>(tokens) /
+                                      static_cast<double>(moe.numExperts));
+  auto factor = static_cast<float>(moe.capacityFactor * moe.k);
+  float product = perExpert * factor;
+  auto capacity = static_cast<int64_t>(std::ceil(product));
   return std::max(capacity, moe.minCapacity);
 }
 
