@@ -25,9 +25,12 @@ test: build
 	@scripts/run-tests.sh $(BUILD)
 
 # torch 2.x from a virtualenv (.venv-torch2, or TORCH2_PYTHON): regenerate
-# the .pt2 fixtures, import and train them against torch, measure (issue 41).
+# the .pt2 fixtures, import and train them against torch; build ds-import
+# and ds-train against its LibTorch (TORCH2_BUILD) and do the same with
+# torch.jit.trace files; measure (issue 41).
+TORCH2_BUILD ?= build-torch2
 test-torch2: build
-	@scripts/test-torch2.sh $(BUILD)
+	@JOBS=$(JOBS) scripts/test-torch2.sh $(BUILD) $(TORCH2_BUILD)
 
 demo: build
 	@examples/demo.sh $(BUILD)

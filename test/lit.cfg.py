@@ -41,6 +41,11 @@ if config.ds_have_cuda_device:
     config.available_features.add("cuda")
 if config.ds_have_torch:
     config.available_features.add("torch")
+# TorchScript files from PyTorch 2.x (scaled_dot_product_attention) load in
+# a ds-import built against LibTorch 2.x (DS_TORCH_DIR) only: their tests
+# say REQUIRES: libtorch2, and are reported unsupported with Debian's 1.13.
+if config.ds_have_torch and int((config.ds_torch_version or "0").split(".")[0]) >= 2:
+    config.available_features.add("libtorch2")
 
 # GPU targets compile wherever a CUDA toolkit is (REQUIRES: cuda-toolkit,
 # reported unsupported elsewhere); what needs the NVIDIA driver itself says

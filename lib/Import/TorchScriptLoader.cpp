@@ -14,6 +14,7 @@
 #include <torch/csrc/jit/passes/inliner.h>
 #include <torch/script.h>
 #include <torch/serialize.h>
+#include <torch/version.h>
 
 #include <nlohmann/json.hpp>
 
@@ -93,6 +94,27 @@ std::string firstLine(const std::string &what) {
   if (begin == std::string::npos)
     return what;
   return what.substr(begin, what.find('\n', begin) - begin);
+}
+
+/// LibTorch's message for an op it does not know is a page (the op, names
+/// it suggests instead, the serialized code around the call); the op comes
+/// from a newer PyTorch (scaled_dot_product_attention, 2.0, in Debian's
+/// LibTorch 1.13). One line names the op and the fix; nullopt for other
+/// messages.
+std::optional<std::string> unknownOpMessage(const std::string &what) {
+  static const std::string marker = "Unknown builtin op: ";
+  size_t at = what.find(marker);
+  if (at == std::string::npos)
+    return std::nullopt;
+  size_t begin = at + marker.size();
+  std::string op = what.substr(begin, what.find_first_of(" \n", begin) - begin);
+  while (!op.empty() && op.back() == '.')
+    op.pop_back();
+  return op + " is not an op of LibTorch " TORCH_VERSION
+              ", which ds was built with: the file was saved by a "
+              "newer PyTorch. Build ds against that PyTorch's LibTorch "
+              "(cmake -DDS_TORCH_DIR=<its torch.utils.cmake_prefix_path>, "
+              "docs/models.md) or save the model with torch.export (.pt2)";
 }
 
 /// Ops whose non-tensor results depend only on shapes, which are static
@@ -496,7 +518,7 @@ ts::loadTorchScript(const std::string &path, std::vector<InputType> inputTypes,
     return std::move(evaluator.graph);
   } catch (const std::exception &e) {
     std::string what = e.what();
-    return error(firstLine(what));
+    return error(unknownOpMessage(what).value_or(firstLine(what)));
   }
 }
 
@@ -539,8 +561,11 @@ ts::loadTorchWeights(const std::string &path) {
   std::optional<torch::jit::Module> module;
   try {
     module = torch::jit::load(path);
-  } catch (const std::exception &) {
-    // Not a TorchScript archive: a state_dict, or no weights file at all.
+  } catch (const std::exception &e) {
+    // Not a TorchScript archive: a state_dict, or no weights file at all;
+    // unless it is a TorchScript file from a newer PyTorch.
+    if (auto message = unknownOpMessage(e.what()))
+      return error(*message);
   }
   try {
     if (!module)
