@@ -47,6 +47,25 @@ print(f"torch {a['torch_version']} vs {b['torch_version']}: max rel diff {worst:
 sys.exit(0 if ok else 1)
 PY
 done
+# --init-from the Hugging Face checkpoints make_fixtures.py just saved (bf16
+# Llama, 4-shard GPT-2), and the Llama directory's config.json as the spec.
+for run in "hf-llama.pt2 hf-llama-ckpt/model.safetensors reference" \
+           "hf-gpt2.pt2 hf-gpt2-ckpt reference" \
+           "hf-llama-ckpt/config.json hf-llama-ckpt spec-reference"; do
+  set -- $run
+  name=${2%%/*}
+  seq=; case $1 in *.json) seq="--seq-len 16" ;; esac
+  echo -n "$1 --init-from $2 (fresh save_pretrained): "
+  "$bin/ds-train" --model "$work/$1" $seq --init-from "$work/$2" \
+    --config "$work/adamw.json" --data "$work/tokens.bin" --data-order sequential \
+    --steps 10 --quiet --metrics "$work/init.jsonl" &&
+    /usr/bin/python3 "$fixtures/pt2tool.py" check "$work/$name.$3.json" \
+      "$work/init.jsonl" || status=1
+done
+for model in hf-mixtral hf-qwen3-moe; do
+  echo -n "$model (fresh export): "
+  "$bin/ds-import" "$work/$model.pt2" -o /dev/null 2>&1 | grep -o "routes tokens to experts by [^ ]*" || status=1
+done
 
 # TorchScript from torch 2.x: ds-import and ds-train against its LibTorch.
 echo
@@ -77,7 +96,7 @@ for model in nanogpt-sdpa nanogpt-gqa hf-gpt2 hf-llama hf-qwen3 hf-mistral; do
 done
 echo -n "committed torchscript/nanogpt-sdpa.pt (LibTorch 2.x): "
 "$bin2/ds-train" --model "$fixtures/torchscript/nanogpt-sdpa.pt" \
-  --config "$fixtures/torchscript/adamw.json" --data "$fixtures/torchscript/tokens.bin" \
+  --config "$fixtures/adamw.json" --data "$fixtures/tokens.bin" \
   --data-order sequential --steps 10 --quiet --metrics "$jit/committed.jsonl" &&
   /usr/bin/python3 "$fixtures/pt2tool.py" check \
     "$fixtures/torchscript/nanogpt-sdpa.reference.json" "$jit/committed.jsonl" || status=1

@@ -14,8 +14,9 @@ Face models, transformers versions). A model that does not trace gets
 NAME.trace-error.txt (the first line of the error) instead. tokens.bin and
 adamw.json are the data and config of that loop (test/Train/Inputs/byom.py).
 
-The files in test/Import/Inputs/torch2/torchscript are
-`make_torchscript.py test/Import/Inputs/torch2/torchscript nanogpt-sdpa`'s.
+The .pt and reference in test/Import/Inputs/torch2/torchscript are
+`make_torchscript.py test/Import/Inputs/torch2/torchscript nanogpt-sdpa`'s;
+its tokens.bin and adamw.json are not kept there, being torch2/'s.
 """
 import importlib.util
 import json
