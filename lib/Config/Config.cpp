@@ -375,6 +375,74 @@ const KeySet &topLevelKeys() {
   return keys;
 }
 
+/// One of offload_optimizer / offload_param (DeepSpeed's
+/// DeepSpeedZeroOffloadOptimizerConfig / ...ParamConfig).
+OffloadConfig readOffloadSection(const Section &s, bool optimizer) {
+  // The NVMe tier's knobs say nothing when the device is the CPU, as in
+  // DeepSpeed.
+  KeySet keys = {{"device", "pin_memory"},
+                 {"nvme_path", "buffer_count", "buffer_size", "max_in_cpu",
+                  "pipeline", "pipeline_read", "pipeline_write", "fast_init"},
+                 {}};
+  if (optimizer)
+    keys.known.push_back("ratio");
+  s.checkKeys(keys);
+  OffloadConfig offload;
+  if (s.has("device")) {
+    const json &d = s.at("device");
+    if (!d.is_string() || (d != "none" && d != "cpu" && d != "nvme"))
+      fail(s.pathOf("device") + ": expected \"none\", \"cpu\" or \"nvme\", "
+                                "got " +
+           d.dump());
+    if (d == "nvme")
+      fail(s.pathOf("device") +
+           ": ds does not support offload to NVMe (ZeRO-Infinity) yet; use "
+           "\"cpu\" (the state stays in host memory) or \"none\"");
+    if (d == "cpu")
+      offload.device = OffloadDevice::Cpu;
+  }
+  s.read("pin_memory", offload.pinMemory);
+  if (optimizer && s.has("ratio")) {
+    double ratio = s.at("ratio").is_number() ? s.at("ratio").get<double>() : -1;
+    if (ratio != 1.0)
+      fail(s.pathOf("ratio") + ": partial offload (ratio " +
+           s.at("ratio").dump() +
+           ") keeps part of the optimizer on the GPU; ds offloads all of it, "
+           "so remove ratio or set it to 1.0");
+  }
+  return offload;
+}
+
+/// offload_optimizer / offload_param, and DeepSpeed's older booleans for
+/// the same (cpu_offload, cpu_offload_param, cpu_offload_use_pin_memory).
+void readOffload(const Section &s, ZeroConfig &zero) {
+  // null leaves the feature off, as in DeepSpeed.
+  auto section = [&](StringRef key) -> std::optional<Section> {
+    if (s.has(key) && s.at(key).is_null())
+      return std::nullopt;
+    return s.section(key);
+  };
+  if (auto o = section("offload_optimizer"))
+    zero.offloadOptimizer = readOffloadSection(*o, /*optimizer=*/true);
+  if (auto o = section("offload_param"))
+    zero.offloadParam = readOffloadSection(*o, /*optimizer=*/false);
+  bool pin = false;
+  s.read("cpu_offload_use_pin_memory", pin);
+  auto legacy = [&](StringRef key, StringRef modern, OffloadConfig &out) {
+    bool on = false;
+    s.read(key, on);
+    if (!on)
+      return;
+    if (s.has(modern))
+      fail(s.pathOf(key) + ": same setting as " + s.pathOf(modern) +
+           "; give only one");
+    out.device = OffloadDevice::Cpu;
+    out.pinMemory = pin;
+  };
+  legacy("cpu_offload", "offload_optimizer", zero.offloadOptimizer);
+  legacy("cpu_offload_param", "offload_param", zero.offloadParam);
+}
+
 void readZero(const Section &s, ZeroConfig &zero) {
   static const KeySet keys = {
       {"stage", "contiguous_gradients", "reduce_scatter", "reduce_bucket_size",
@@ -382,7 +450,9 @@ void readZero(const Section &s, ZeroConfig &zero) {
        "stage3_prefetch_bucket_size", "prefetch_bucket_size",
        "stage3_param_persistence_threshold", "param_persistence_threshold",
        "stage3_max_live_parameters", "max_live_parameters",
-       "stage3_max_reuse_distance", "max_reuse_distance"},
+       "stage3_max_reuse_distance", "max_reuse_distance", "offload_optimizer",
+       "offload_param", "cpu_offload", "cpu_offload_param",
+       "cpu_offload_use_pin_memory"},
       // Performance and checkpoint-format knobs: same training math.
       {"load_from_fp32_weights", "elastic_checkpoint", "sub_group_size",
        "ignore_unused_parameters", "round_robin_gradients",
@@ -398,12 +468,7 @@ void readZero(const Section &s, ZeroConfig &zero) {
        "module_granularity_threshold", "leaf_module", "override_module_apply",
        "pipeline_loading_checkpoint", "save_muon_momentum_buffer_in_memory",
        "enable_sanity_checks"},
-      {{"offload_optimizer", "optimizer offload (ZeRO-Offload)"},
-       {"offload_param", "parameter offload (ZeRO-Infinity)"},
-       {"cpu_offload", "optimizer offload (ZeRO-Offload)"},
-       {"cpu_offload_param", "parameter offload (ZeRO-Infinity)"},
-       {"cpu_offload_use_pin_memory", "offload"},
-       {"zero_hpz_partition_size", "hierarchical partitioning (ZeRO++ hpZ)", 1},
+      {{"zero_hpz_partition_size", "hierarchical partitioning (ZeRO++ hpZ)", 1},
        {"zero_quantized_weights", "quantized weights (ZeRO++ qwZ)"},
        {"zero_quantized_nontrainable_weights", "quantized weights"},
        {"zero_quantized_gradients", "quantized gradients (ZeRO++ qgZ)"},
@@ -447,6 +512,7 @@ void readZero(const Section &s, ZeroConfig &zero) {
   readStage3("param_persistence_threshold", zero.paramPersistenceThreshold);
   readStage3("max_live_parameters", zero.maxLiveParameters);
   readStage3("max_reuse_distance", zero.maxReuseDistance);
+  readOffload(s, zero);
 }
 
 /// DeepSpeed's compile section (deepspeed/compile/config.py). ds compiles
@@ -1377,6 +1443,22 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
     readActivationCheckpointing(*s);
 
   // Checks across sections.
+  if (c.zero.offloadOptimizer.enabled() && c.zero.stage == 0)
+    fail("zero_optimization.offload_optimizer with ZeRO stage 0: ZeRO-Offload "
+         "moves the partitioned optimizer state; set zero_optimization.stage "
+         "to 1, 2 or 3");
+  if (c.zero.offloadParam.enabled() && c.zero.stage != 3)
+    fail("zero_optimization.offload_param with ZeRO stage " +
+         num(c.zero.stage) +
+         ": only ZeRO-3 partitions parameters; set zero_optimization.stage "
+         "to 3 or remove offload_param");
+  if (c.zero.offloadOptimizer.enabled() &&
+      c.optimizer.type != OptimizerType::Adam &&
+      c.optimizer.type != OptimizerType::AdamW)
+    fail(std::string("zero_optimization.offload_optimizer with optimizer ") +
+         (c.optimizer.type == OptimizerType::Lamb ? "Lamb" : "SGD") +
+         ": DeepSpeed's ZeRO-Offload runs its CPU Adam, and refuses other "
+         "optimizers; use Adam or AdamW, or remove offload_optimizer");
   if (c.fp16.enabled && c.bf16.enabled)
     fail("fp16.enabled and bf16.enabled are both true; enable at most one");
   if (c.pipeline.stages > 1 && c.zero.stage >= 3)

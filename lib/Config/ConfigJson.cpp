@@ -166,6 +166,14 @@ json toJson(const Config &c) {
       {"stage3_param_persistence_threshold", z.paramPersistenceThreshold},
       {"stage3_max_live_parameters", z.maxLiveParameters},
       {"stage3_max_reuse_distance", z.maxReuseDistance}};
+  auto offload = [](const OffloadConfig &o) {
+    return json{{"device", o.enabled() ? "cpu" : "none"},
+                {"pin_memory", o.pinMemory}};
+  };
+  if (z.offloadOptimizer.enabled())
+    j["zero_optimization"]["offload_optimizer"] = offload(z.offloadOptimizer);
+  if (z.offloadParam.enabled())
+    j["zero_optimization"]["offload_param"] = offload(z.offloadParam);
 
   j["compile"] = {{"deepcompile", c.compile.deepcompile},
                   {"debug_log", c.compile.debugLog}};
@@ -242,7 +250,9 @@ std::string summarize(const Config &c) {
   line("ZeRO stage " + std::to_string(c.zero.stage) + " (reduce bucket " +
        std::to_string(c.zero.reduceBucketSize) + ", allgather bucket " +
        std::to_string(c.zero.allgatherBucketSize) + ", overlap_comm " +
-       (c.zero.overlapComm ? "true" : "false") + ")");
+       (c.zero.overlapComm ? "true" : "false") +
+       (c.zero.offloadOptimizer.enabled() ? ", optimizer offload cpu" : "") +
+       (c.zero.offloadParam.enabled() ? ", parameter offload cpu" : "") + ")");
   if (c.fp16.enabled) {
     if (c.fp16.lossScale == 0)
       line("precision: fp16, dynamic loss scale from 2^" +

@@ -418,12 +418,29 @@ mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump,
   return options;
 }
 
+/// ZeRO-Offload on a GPU target would keep the optimizer state in host
+/// memory and update it there; the GPU step keeps it in device memory.
+llvm::Error checkOffload(const StepRequest &request) {
+  const cfg::ZeroConfig &zero = request.config->zero;
+  if (request.target == "cpu" ||
+      (!zero.offloadOptimizer.enabled() && !zero.offloadParam.enabled()))
+    return llvm::Error::success();
+  return createStringError(
+      "zero_optimization.%s with --target %s: the GPU step keeps every state "
+      "in device memory, and ZeRO-Offload to host memory on a GPU is not "
+      "supported yet; remove the offload or compile for the CPU",
+      zero.offloadOptimizer.enabled() ? "offload_optimizer" : "offload_param",
+      request.target.c_str());
+}
+
 } // namespace
 
 namespace ds::driver {
 llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
   DumpFn dump = dumpInto(request.dumpIRDir);
   // A missing toolkit is refused before the slow part.
+  if (llvm::Error err = checkOffload(request))
+    return std::move(err);
   auto toolkit = toolkitFor(request.target);
   if (!toolkit)
     return toolkit.takeError();
@@ -457,6 +474,8 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
   auto target = mlir::ds::exec::compileTargetFor(request.cpuLevel);
   if (!target)
     return target.takeError();
+  if (llvm::Error err = checkOffload(request.step))
+    return err;
   auto toolkit = toolkitFor(request.step.target);
   if (!toolkit)
     return toolkit.takeError();

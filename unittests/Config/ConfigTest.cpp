@@ -553,19 +553,29 @@ TEST(ConfigKeys, NestedIgnoredKeysCarryTheirPath) {
   EXPECT_EQ(c.ignoredKeys, expected);
 }
 
-TEST(ConfigKeys, OffloadIsUnsupported) {
-  EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 2,
-                "offload_optimizer": {"device": "cpu"}})")),
-            "zero_optimization.offload_optimizer: ds does not support "
-            "optimizer offload (ZeRO-Offload); remove the key or switch it "
-            "off");
+// ZeRO-Offload to the CPU is read (docs/offload.md); NVMe is refused.
+TEST(ConfigKeys, OffloadToCpuIsReadAndNvmeRefused) {
+  Config c = parseOk(withBatch(R"("zero_optimization": {"stage": 2,
+                "offload_optimizer": {"device": "cpu", "pin_memory": true,
+                                      "buffer_count": 4}})"));
+  EXPECT_TRUE(c.zero.offloadOptimizer.enabled());
+  EXPECT_TRUE(c.zero.offloadOptimizer.pinMemory);
+  EXPECT_FALSE(c.zero.offloadParam.enabled());
+  EXPECT_EQ(c.ignoredKeys,
+            std::vector<std::string>{
+                "zero_optimization.offload_optimizer.buffer_count"});
+  EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 3,
+                "offload_param": {"device": "nvme", "nvme_path": "/nvme"}})")),
+            "zero_optimization.offload_param.device: ds does not support "
+            "offload to NVMe (ZeRO-Infinity) yet; use \"cpu\" (the state "
+            "stays in host memory) or \"none\"");
 }
 
-TEST(ConfigKeys, OffloadToNoneIsIgnored) {
+TEST(ConfigKeys, OffloadToNoneIsOff) {
   Config c = parseOk(withBatch(R"("zero_optimization": {"stage": 3,
                 "offload_param": {"device": "none"}})"));
-  EXPECT_EQ(c.ignoredKeys,
-            std::vector<std::string>{"zero_optimization.offload_param"});
+  EXPECT_FALSE(c.zero.offloadParam.enabled());
+  EXPECT_TRUE(c.ignoredKeys.empty());
 }
 
 TEST(ConfigKeys, AmpIsUnsupportedUnlessDisabled) {

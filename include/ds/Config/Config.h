@@ -30,8 +30,22 @@ struct ResolveOptions {
 };
 
 /// zero_optimization. Sizes are element counts, as in DeepSpeed.
+/// Where ZeRO-Offload keeps a state (DeepSpeed's offload_optimizer /
+/// offload_param "device"). On a CPU host every state already lives in host
+/// memory and the optimizer already runs as libdsrt's CPU kernel, so "cpu"
+/// trains exactly as "none"; NVMe is not supported yet.
+enum class OffloadDevice { None, Cpu };
+
+struct OffloadConfig {
+  OffloadDevice device = OffloadDevice::None;
+  /// Page-locked host buffers for the copies to and from a GPU.
+  bool pinMemory = false;
+  bool enabled() const { return device != OffloadDevice::None; }
+};
+
 struct ZeroConfig {
   int64_t stage = 0;
+  OffloadConfig offloadOptimizer, offloadParam;
   bool contiguousGradients = true;
   bool reduceScatter = true;
   int64_t reduceBucketSize = 500000000;
