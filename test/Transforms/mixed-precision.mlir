@@ -59,3 +59,24 @@ func.func @forward(
   %loss = dsnn.cross_entropy %y, %t : tensor<2x3x16xf32>, tensor<2x3xi64> -> tensor<f32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// The losses combined (cross-entropy plus coef times an aux loss, as a MoE
+// model's) are scalars: they stay f32, so the returned loss is f32.
+// CHECK-LABEL: func.func @forward(
+// CHECK:         %[[CE:.*]] = dsnn.cross_entropy {{.*}} -> tensor<f32>
+// CHECK-NEXT:    %[[COEF:.*]] = arith.constant
+// CHECK-NEXT:    %[[SCALED:.*]] = dsnn.mul %arg2, %[[COEF]] : tensor<f32>, tensor<f32> -> tensor<f32>
+// CHECK-NEXT:    %[[SUM:.*]] = dsnn.add %[[CE]], %[[SCALED]] : tensor<f32>, tensor<f32> -> tensor<f32>
+// CHECK-NEXT:    return %[[SUM]] : tensor<f32>
+func.func @forward(
+    %w: tensor<8x4xf32> {dsnn.param = #dsnn.param<name = "fc.weight", init = normal, std = 0.02>},
+    %x: tensor<2x4xf32>, %aux: tensor<f32>, %t: tensor<2xi64>) -> tensor<f32> {
+  %y = dsnn.linear %x, %w : (tensor<2x4xf32>, tensor<8x4xf32>) -> tensor<2x8xf32>
+  %ce = dsnn.cross_entropy %y, %t : tensor<2x8xf32>, tensor<2xi64> -> tensor<f32>
+  %coef = arith.constant dense<0.01> : tensor<f32>
+  %scaled = dsnn.mul %aux, %coef : tensor<f32>, tensor<f32> -> tensor<f32>
+  %loss = dsnn.add %ce, %scaled : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -42,6 +42,20 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
     return isa<CrossEntropyOp, MSELossOp, MoERouteOp, MoEGateOp>(op);
   }
 
+  /// Arithmetic on scalars only: the losses combined (the cross-entropy
+  /// plus coef times each MoE layer's aux loss). One element gains nothing
+  /// from 16 bits, and the loss reported and differentiated stays f32, as
+  /// DeepSpeed's model code adds its f32 aux losses to its f32 loss.
+  static bool isScalarArithmetic(Operation *op) {
+    auto scalar = [](Type t) {
+      auto ranked = dyn_cast<RankedTensorType>(t);
+      return ranked && ranked.getRank() == 0;
+    };
+    return op->getNumResults() > 0 && !isa<LayerOp>(op) &&
+           llvm::all_of(op->getOperandTypes(), scalar) &&
+           llvm::all_of(op->getResultTypes(), scalar);
+  }
+
   /// The ops of a spelled-out MoE layer that stay f32 besides routing
   /// itself: the gate's linear and softmax (DeepSpeed's gate casts its
   /// input to f32) and the load-balancing loss (MoEOp::expand's
@@ -127,7 +141,7 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
         continue;
       }
       if (!isa<NNDialect>(op.getDialect()) || needsF32(&op) ||
-          routingOps.contains(&op)) {
+          routingOps.contains(&op) || isScalarArithmetic(&op)) {
         restoreOperands(&op);
         continue;
       }
