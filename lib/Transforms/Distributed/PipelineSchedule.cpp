@@ -434,6 +434,9 @@ FailureOr<Chunk> PipelineSchedulePass::prepareChunk(func::FuncOp fb, int64_t j,
   return c;
 }
 
+/// The name of a batch argument (ds-import's dsnn.batch).
+static constexpr StringLiteral kBatchAttr = "dsnn.batch";
+
 /// The position of `attrs` in `seen`, appended when new: the step's
 /// arguments are the union of its chunks', each parameter or batch argument
 /// once.
@@ -511,8 +514,25 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module,
       auto type = cast<RankedTensorType>(c.fb.getArgumentTypes()[arg]);
       SmallVector<int64_t> shape = {microBatches};
       llvm::append_range(shape, type.getShape());
-      c.stepBatch.push_back(stepArg(batchAttrs, c.fb.getArgAttrDict(arg),
-                                    type.clone(shape), batchTypes));
+      // A batch argument named by dsnn.batch is the same one in every
+      // chunk of the stage; an unnamed one (a hand-written contract's) is
+      // its chunk's own, and two of them are never one argument.
+      DictionaryAttr attrs = c.fb.getArgAttrDict(arg);
+      if (!attrs || !attrs.get(kBatchAttr)) {
+        if (chunks.size() > 1)
+          return c.fb.emitError()
+                 << "ds-pipeline-schedule: batch argument " << i
+                 << " of an interleaved chunk has no dsnn.batch name, so "
+                    "the chunks of a stage cannot share it; name the batch "
+                    "arguments (dsnn.batch = \"...\") or use one chunk per "
+                    "stage";
+        c.stepBatch.push_back(batchAttrs.size());
+        batchAttrs.push_back(attrs);
+        batchTypes.push_back(type.clone(shape));
+        continue;
+      }
+      c.stepBatch.push_back(
+          stepArg(batchAttrs, attrs, type.clone(shape), batchTypes));
     }
   }
   const Chunk &front = chunks.front();
