@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Makes the fixtures of programs exported with dynamic batch and sequence
+dims (run with torch 2.x, e.g. from the ignored virtualenv .venv-torch2;
+`make test` only reads what it wrote):
+
+  .venv-torch2/bin/python test/Import/Inputs/torch2/make_dynamic.py test/Import/Inputs/torch2/dynamic
+  .venv-torch2/bin/python test/Import/Inputs/torch2/make_dynamic.py --fuzz-seed test/fuzz/corpus/pt2
+
+For each model NAME (nanogpt-sdpa, hf-llama: make_fixtures.py's modules):
+NAME.pt2, torch.export.export of the module at make_fixtures.py's example
+batch (4 x 16) with dynamic_shapes {0: Dim("batch", max=64), 1: Dim("seq",
+min=2, max=16)} on both inputs, and NAME.reference.json, the losses of
+STEPS AdamW steps of the same module in torch at another size: TRAIN[NAME]
+(micro-batch, sequence length), on make_fixtures.py's tokens.bin, batches in
+docs/data.md's sequential order at that size. adamw.json is the config of
+that loop (micro-batch TRAIN_BATCH). malformed-expr.pt2 is a small dynamic
+program (make_fixtures.py's Tiny) with one size expression made unreadable
+(a call of MALFORMED), for the one-line error; --fuzz-seed writes it and the unbroken
+tiny-dynamic.pt2 as pt2 fuzz inputs.
+"""
+import importlib.util
+import json
+import os
+import sys
+import warnings
+import zipfile
+
+import torch
+from torch.export import Dim
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+spec = importlib.util.spec_from_file_location(
+    "torch2_fixtures", os.path.join(HERE, "make_fixtures.py"))
+fixtures = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fixtures)
+byom = fixtures.byom
+MODELS = {**fixtures.MODELS, **fixtures.HF_MODELS}
+
+TRAIN_BATCH = 2
+# (micro-batch, sequence length) each model trains at in the tests, neither
+# the export's 4 x 16.
+TRAIN = {"nanogpt-sdpa": (TRAIN_BATCH, 8), "hf-llama": (TRAIN_BATCH, 12)}
+# What replaces "Mul" in a size expression: a function ds does not know.
+MALFORMED = "Frobnicate"
+
+
+def dynamic(model):
+    """Both batch inputs dynamic in batch and sequence (one Dim each,
+    shared), as nanoGPT and Hugging Face models are usually exported."""
+    import inspect
+    batch = Dim("batch", max=64)
+    seq = Dim("seq", min=2, max=byom.SEQ)
+    names = list(inspect.signature(model.forward).parameters)
+    return {name: {0: batch, 1: seq} for name in names}
+
+
+def export(model, path, example=None):
+    if example is None:
+        example = byom.batch(byom.make_tokens(), 0)
+    program = torch.export.export(model, example, dynamic_shapes=dynamic(model))
+    torch.export.save(program, path)
+
+
+def losses_at(model, batch, seq):
+    """byom's loop (AdamW, sequential batches) at batch x seq."""
+    import tempfile
+    saved = byom.BATCH, byom.SEQ
+    byom.BATCH, byom.SEQ = batch, seq
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            byom.train(tmp, model.parameters(), model, byom.make_tokens())
+            with open(os.path.join(tmp, "reference.json")) as f:
+                return json.load(f)["losses"]
+    finally:
+        byom.BATCH, byom.SEQ = saved
+
+
+def break_expression(src, dst):
+    """src with its first size expression that is a product made a call of
+    MALFORMED instead."""
+    with zipfile.ZipFile(src) as zin, \
+            zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename.endswith("models/model.json"):
+                program = json.loads(data)
+                graph = program["graph_module"]["graph"]
+                done = False
+                for meta in graph["tensor_values"].values():
+                    for d in meta["sizes"]:
+                        expr = d.get("as_expr", {}).get("expr_str", "")
+                        if not done and expr.startswith("Mul("):
+                            d["as_expr"]["expr_str"] = MALFORMED + expr[3:]
+                            done = True
+                assert done, "no product among the sizes"
+                data = json.dumps(program).encode()
+            zout.writestr(info, data)
+
+
+def tiny(out):
+    torch.manual_seed(0)
+    path = os.path.join(out, "tiny-dynamic.pt2")
+    example = (torch.randint(0, 8, (2, 3)), torch.randint(0, 8, (2, 3)))
+    export(fixtures.Tiny(), path, example)
+    return path
+
+
+def main(out):
+    warnings.filterwarnings("ignore")
+    os.makedirs(out, exist_ok=True)
+    for name, (batch, seq) in TRAIN.items():
+        torch.manual_seed(0)
+        model = MODELS[name]()
+        export(model, os.path.join(out, f"{name}.pt2"))
+        losses = losses_at(model, batch, seq)
+        versions = {"torch_version": torch.__version__}
+        if name in fixtures.HF_MODELS:
+            import transformers
+            versions["transformers_version"] = transformers.__version__
+        with open(os.path.join(out, f"{name}.reference.json"), "w") as f:
+            json.dump({**versions, "micro_batch": batch, "seq_len": seq,
+                       "steps": byom.STEPS, "losses": losses}, f, indent=1)
+            f.write("\n")
+    with open(os.path.join(out, "adamw.json"), "w") as f:
+        json.dump({"train_batch_size": TRAIN_BATCH,
+                   "train_micro_batch_size_per_gpu": TRAIN_BATCH,
+                   "gradient_clipping": 0,
+                   "optimizer": {"type": "AdamW",
+                                 "params": {"lr": byom.LR,
+                                            "weight_decay": 0.01}}}, f)
+    path = tiny(out)
+    break_expression(path, os.path.join(out, "malformed-expr.pt2"))
+    os.remove(path)
+
+
+def fuzz_seed(out):
+    path = tiny(out)
+    break_expression(path, os.path.join(out, "malformed-expr.pt2"))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--fuzz-seed"]:
+        fuzz_seed(sys.argv[2])
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "dynamic"))
