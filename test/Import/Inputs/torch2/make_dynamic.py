@@ -15,8 +15,11 @@ STEPS AdamW steps of the same module in torch at another size: TRAIN[NAME]
 docs/data.md's sequential order at that size. adamw.json is the config of
 that loop (micro-batch TRAIN_BATCH). malformed-expr.pt2 is a small dynamic
 program (make_fixtures.py's Tiny) with one size expression made unreadable
-(a call of MALFORMED), for the one-line error; --fuzz-seed writes it and the unbroken
-tiny-dynamic.pt2 as pt2 fuzz inputs.
+(a call of MALFORMED), for the one-line error. tiny-dynamic.pt2 is that
+program unbroken, tiny-str.pt2 the same with its expressions in sympy's
+str() form, tiny-forms.pt2 with each size written through other functions
+(other_forms): all three import to the same module. --fuzz-seed writes
+tiny-dynamic.pt2 and malformed-expr.pt2 as pt2 fuzz inputs.
 """
 import importlib.util
 import json
@@ -76,9 +79,10 @@ def losses_at(model, batch, seq):
         byom.BATCH, byom.SEQ = saved
 
 
-def break_expression(src, dst):
-    """src with its first size expression that is a product made a call of
-    MALFORMED instead."""
+def edit_expressions(src, dst, edit):
+    """src with each size expression E of models/model.json (tensor sizes
+    and sym_int_values) replaced by edit(E, tensor), tensor None for a
+    sym_int_values entry; an unchanged E when it returns None."""
     with zipfile.ZipFile(src) as zin, \
             zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
         for info in zin.infolist():
@@ -86,16 +90,59 @@ def break_expression(src, dst):
             if info.filename.endswith("models/model.json"):
                 program = json.loads(data)
                 graph = program["graph_module"]["graph"]
-                done = False
-                for meta in graph["tensor_values"].values():
-                    for d in meta["sizes"]:
-                        expr = d.get("as_expr", {}).get("expr_str", "")
-                        if not done and expr.startswith("Mul("):
-                            d["as_expr"]["expr_str"] = MALFORMED + expr[3:]
-                            done = True
-                assert done, "no product among the sizes"
+                exprs = [(d["as_expr"], name)
+                         for name, meta in graph["tensor_values"].items()
+                         for d in meta["sizes"] if "as_expr" in d]
+                exprs += [(v["as_expr"], None)
+                          for v in graph["sym_int_values"].values()
+                          if "as_expr" in v]
+                for expr, tensor in exprs:
+                    new = edit(expr["expr_str"], tensor)
+                    if new is not None:
+                        expr["expr_str"] = new
                 data = json.dumps(program).encode()
             zout.writestr(info, data)
+
+
+def break_expression(src, dst):
+    """src with its first size expression that is a product made a call of
+    MALFORMED instead."""
+    done = []
+
+    def edit(expr, tensor):
+        if done or not expr.startswith("Mul("):
+            return None
+        done.append(tensor)
+        return MALFORMED + expr[3:]
+    edit_expressions(src, dst, edit)
+    assert done, "no product among the sizes"
+
+
+def as_str(src, dst):
+    """src with every expression in sympy's str() form ("4*s13",
+    "Min(64, 64*s13)"), as releases before srepr wrote them."""
+    import sympy
+    edit_expressions(src, dst, lambda expr, tensor: str(sympy.sympify(expr)))
+
+
+def other_forms(src, dst, inputs):
+    """src with each size expression E of a tensor other than the batch
+    `inputs` written as a sum equal to E (for E >= 0) through the functions
+    torch.export may write: CeilDiv, FloorDiv, Mod, PythonMod, Min, Max,
+    Pow, Rational, ModularIndexing, Where, Eq, And."""
+    def edit(expr, tensor):
+        if tensor in inputs or tensor is None:
+            return None
+        e = expr
+        return (f"Add(CeilDiv(Mul(Integer(3), {e}), Integer(3)), "
+                f"Mod({e}, Integer(1)), Min(Integer(0), {e}), "
+                f"Max(Integer(0), Mul(Integer(-1), {e})), "
+                f"PythonMod(Integer(7), Integer(-7)), "
+                f"Mul(Rational(1, 2), Integer(0)), "
+                f"FloorDiv(Pow({e}, Integer(2)), Add(Pow({e}, Integer(2)), Integer(1))), "
+                f"ModularIndexing({e}, Integer(1), Integer(1)), "
+                f"Where(And(Eq({e}, {e}), StrictLessThan(Integer(-1), {e})), Integer(0), Integer(99)))")
+    edit_expressions(src, dst, edit)
 
 
 def tiny(out):
@@ -131,7 +178,8 @@ def main(out):
                                             "weight_decay": 0.01}}}, f)
     path = tiny(out)
     break_expression(path, os.path.join(out, "malformed-expr.pt2"))
-    os.remove(path)
+    as_str(path, os.path.join(out, "tiny-str.pt2"))
+    other_forms(path, os.path.join(out, "tiny-forms.pt2"), {"ids", "targets"})
 
 
 def fuzz_seed(out):
