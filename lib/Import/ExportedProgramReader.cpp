@@ -1492,9 +1492,53 @@ llvm::Error specialize(json &program, std::optional<int64_t> microBatch,
     return &symInt.at("as_expr");
   };
 
-  // The batch inputs' symbols, set by the options.
+  // Binds the one unbound symbol of `text` so that it evaluates to `want`:
+  // `text` is that symbol alone, or linear in it (a derived Dim such as
+  // 2*s0). false if it is neither; an error if it never takes `want`.
+  auto bindTo = [&](const std::string &text, int64_t want,
+                    const std::string &by) -> llvm::Expected<bool> {
+    std::vector<std::string> unbound;
+    for (const std::string &name : pt2::symbolsOf(text))
+      if (!symbols.count(name))
+        unbound.push_back(name);
+    if (unbound.size() != 1)
+      return false;
+    const std::string &sym = unbound[0];
+    auto at = [&](int64_t k) -> std::optional<int64_t> {
+      llvm::StringMap<int64_t> trial = symbols;
+      trial[sym] = k;
+      auto v = pt2::evaluateSymExpr(text, trial);
+      if (!v) {
+        llvm::consumeError(v.takeError());
+        return std::nullopt;
+      }
+      return *v;
+    };
+    auto f1 = at(1), f2 = at(2), f3 = at(3);
+    if (!f1 || !f2 || !f3)
+      return false;
+    int64_t a = *f2 - *f1, b = *f1 - a;
+    if (a == 0 || *f3 != 3 * a + b)
+      return false;
+    if ((want - b) % a != 0)
+      return error(by + ": the program has that dim as " + inQuotes(text) +
+                   ", which is " + llvm::Twine(a) + " x " + sym +
+                   (b ? " + " + std::to_string(b) : std::string()) +
+                   " and never " + llvm::Twine(want));
+    symbols[sym] = (want - b) / a;
+    setBy[sym] = by;
+    return true;
+  };
+
+  // The batch inputs' dims 0 and 1, set by the options: symbols alone
+  // first, then dims derived from one.
   bool seqDynamic = false;
   std::optional<std::pair<std::string, int64_t>> seqStatic;
+  struct Wanted {
+    std::string text, by;
+    int64_t value;
+  };
+  std::vector<Wanted> wanted;
   for (const json &spec :
        program.at("graph_module").at("signature").at("input_specs")) {
     if (!spec.contains("user_input") ||
@@ -1512,16 +1556,18 @@ llvm::Error specialize(json &program, std::optional<int64_t> microBatch,
           seqStatic = {name, jsonInteger<int64_t>(sizes[d], "as_int")};
         continue;
       }
-      auto sym = pt2::bareSymbol(e->at("expr_str").get<std::string>());
-      if (!sym)
-        continue;
       seqDynamic |= d == 1;
       std::optional<int64_t> want = d == 0 ? microBatch : seqLen;
       if (!want)
         continue;
+      std::string text = e->at("expr_str");
       std::string by = (d == 0 ? "--micro-batch " : "--seq-len ") +
                        std::to_string(*want) + " (dim " + std::to_string(d) +
                        " of input \"" + name + "\")";
+      wanted.push_back({text, by, *want});
+      auto sym = pt2::bareSymbol(text);
+      if (!sym)
+        continue;
       auto [it, added] = symbols.try_emplace(*sym, *want);
       if (!added && it->second != *want)
         return error(by + " and " + setBy[*sym] + " set symbol " + *sym +
@@ -1529,6 +1575,9 @@ llvm::Error specialize(json &program, std::optional<int64_t> microBatch,
       setBy.try_emplace(*sym, by);
     }
   }
+  for (const Wanted &w : wanted)
+    if (auto bound = bindTo(w.text, w.value, w.by); !bound)
+      return bound.takeError();
   if (seqLen && !seqDynamic) {
     if (!seqStatic)
       return error("--seq-len " + llvm::Twine(*seqLen) +
@@ -1544,16 +1593,20 @@ llvm::Error specialize(json &program, std::optional<int64_t> microBatch,
                    seqStatic->first + "\": {1: Dim(\"seq\")}, ...}))");
   }
 
-  // Every other symbol takes the export's example size.
+  // Every other symbol takes the export's example size (its hint), again
+  // symbols alone first.
+  std::vector<std::pair<std::string, int64_t>> hinted;
   auto noteHint = [&](const json &symInt) {
     const json *e = exprOf(symInt);
     if (!e || !e->contains("hint") || !e->at("hint").is_object() ||
         !e->at("hint").contains("as_int"))
       return;
-    auto sym = pt2::bareSymbol(e->at("expr_str").get<std::string>());
-    if (sym &&
-        symbols.try_emplace(*sym, jsonInteger<int64_t>(e->at("hint"), "as_int"))
-            .second)
+    std::string text = e->at("expr_str");
+    int64_t hint = jsonInteger<int64_t>(e->at("hint"), "as_int");
+    auto sym = pt2::bareSymbol(text);
+    if (!sym)
+      hinted.emplace_back(text, hint);
+    else if (symbols.try_emplace(*sym, hint).second)
       setBy[*sym] = "the export's example size";
   };
   for (auto &[name, meta] : values.items())
@@ -1562,27 +1615,50 @@ llvm::Error specialize(json &program, std::optional<int64_t> microBatch,
   if (graph.contains("sym_int_values"))
     for (auto &[name, v] : graph.at("sym_int_values").items())
       noteHint(v);
+  for (const auto &[text, hint] : hinted)
+    if (auto bound = bindTo(text, hint, "the export's example size"); !bound)
+      return bound.takeError();
 
-  // Within the range the program was exported for.
+  // Within the ranges the program was exported for (keyed by a symbol or,
+  // for a derived Dim, by the expression of one).
   if (program.contains("range_constraints") &&
       program.at("range_constraints").is_object())
-    for (auto &[sym, range] : program.at("range_constraints").items()) {
-      auto it = symbols.find(sym);
-      if (it == symbols.end())
+    for (auto &[key, range] : program.at("range_constraints").items()) {
+      auto value = pt2::evaluateSymExpr(key, symbols);
+      if (!value) {
+        llvm::consumeError(value.takeError());
         continue;
+      }
       const json &lo = range.value("min_val", json()),
                  &hi = range.value("max_val", json());
-      int64_t v = it->second;
+      int64_t v = *value;
       if ((lo.is_number() && v < lo.get<double>()) ||
-          (hi.is_number() && v > hi.get<double>()))
-        return error(setBy[sym] + ": symbol " + sym + " = " + llvm::Twine(v) +
-                     " is outside [" + (lo.is_number() ? lo.dump() : "-inf") +
-                     ", " + (hi.is_number() ? hi.dump() : "inf") +
+          (hi.is_number() && v > hi.get<double>())) {
+        std::vector<std::string> syms = pt2::symbolsOf(key);
+        std::string by =
+            syms.empty() ? std::string("the program") : setBy.lookup(syms[0]);
+        return error(by + ": " + (pt2::bareSymbol(key) ? "symbol " : "") + key +
+                     " = " + llvm::Twine(v) + " is outside [" +
+                     (lo.is_number() ? lo.dump() : "-inf") + ", " +
+                     (hi.is_number() ? hi.dump() : "inf") +
                      "], the range the program was exported for (its "
                      "Dim's min and max, narrowed by the model's own "
                      "checks); use a size in range or export again with "
                      "a wider Dim");
+      }
     }
+
+  // What the options asked for is what the dims are.
+  for (const Wanted &w : wanted) {
+    auto v = pt2::evaluateSymExpr(w.text, symbols);
+    if (v && *v != w.value)
+      return error(w.by + ": the program has that dim as " + inQuotes(w.text) +
+                   ", " + llvm::Twine(*v) +
+                   " at the sizes the other "
+                   "options and the export's example give");
+    if (!v)
+      llvm::consumeError(v.takeError());
+  }
 
   // Every symbolic size, stride and offset as the integer it is.
   auto resolve = [&](json &symInt, const std::string &where) -> llvm::Error {

@@ -485,3 +485,52 @@ std::optional<std::string> pt2::bareSymbol(llvm::StringRef expr) {
     return std::nullopt;
   return name.str();
 }
+
+std::vector<std::string> pt2::symbolsOf(llvm::StringRef expr) {
+  // Lexically: Symbol('name', ...)'s string, and any other name that is not
+  // called, not a keyword argument and not a truth value.
+  std::vector<std::string> names;
+  auto note = [&](llvm::StringRef name) {
+    if (llvm::find(names, name) == names.end())
+      names.push_back(name.str());
+  };
+  auto isWord = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  for (size_t at = 0; at < expr.size();) {
+    char c = expr[at];
+    if (c == '\'' || c == '"') {
+      size_t end = expr.find(c, at + 1);
+      at = end == llvm::StringRef::npos ? expr.size() : end + 1;
+      continue;
+    }
+    if (!std::isalpha(static_cast<unsigned char>(c)) && c != '_') {
+      ++at;
+      // A number's digits are not a name.
+      while (std::isdigit(static_cast<unsigned char>(c)) && at < expr.size() &&
+             isWord(expr[at]))
+        ++at;
+      continue;
+    }
+    size_t start = at;
+    while (at < expr.size() && isWord(expr[at]))
+      ++at;
+    llvm::StringRef name = expr.slice(start, at);
+    llvm::StringRef rest = expr.substr(at).ltrim();
+    if (name == "Symbol" && rest.starts_with("(")) {
+      rest = rest.drop_front().ltrim();
+      if (!rest.empty() && (rest[0] == '\'' || rest[0] == '"')) {
+        size_t end = rest.find(rest[0], 1);
+        if (end != llvm::StringRef::npos)
+          note(rest.slice(1, end));
+      }
+      continue;
+    }
+    if (rest.starts_with("(") ||
+        (rest.starts_with("=") && !rest.starts_with("==")) || name == "True" ||
+        name == "False" || name == "true" || name == "false")
+      continue;
+    note(name);
+  }
+  return names;
+}

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir::ds::importer::pt2 {
 
@@ -28,6 +29,9 @@ namespace mlir::ds::importer::pt2 {
 /// expression (the caller names it).
 llvm::Expected<int64_t>
 evaluateSymExpr(llvm::StringRef expr, const llvm::StringMap<int64_t> &symbols);
+
+/// The names of the symbols `expr` reads, each once, in order of first use.
+std::vector<std::string> symbolsOf(llvm::StringRef expr);
 
 /// The symbol's name if `expr` is one symbol alone ("Symbol('s13', ...)" or
 /// "s13"), else nullopt.

@@ -18,7 +18,8 @@ program (make_fixtures.py's Tiny) with one size expression made unreadable
 (a call of MALFORMED), for the one-line error. tiny-dynamic.pt2 is that
 program unbroken, tiny-str.pt2 the same with its expressions in sympy's
 str() form, tiny-forms.pt2 with each size written through other functions
-(other_forms): all three import to the same module. --fuzz-seed writes
+(other_forms): all three import to the same module. tiny-derived.pt2
+exports Tiny with a derived sequence Dim, 2 x Dim("half"). --fuzz-seed writes
 tiny-dynamic.pt2 and malformed-expr.pt2 as pt2 fuzz inputs.
 """
 import importlib.util
@@ -153,6 +154,17 @@ def tiny(out):
     return path
 
 
+def tiny_derived(out):
+    """Tiny with a derived sequence Dim: its length is 2 x half."""
+    torch.manual_seed(0)
+    half = Dim("half", min=1, max=8)
+    batch = Dim("batch", max=64)
+    example = (torch.randint(0, 8, (2, 4)), torch.randint(0, 8, (2, 4)))
+    dims = {"ids": {0: batch, 1: 2 * half}, "targets": {0: batch, 1: 2 * half}}
+    program = torch.export.export(fixtures.Tiny(), example, dynamic_shapes=dims)
+    torch.export.save(program, os.path.join(out, "tiny-derived.pt2"))
+
+
 def main(out):
     warnings.filterwarnings("ignore")
     os.makedirs(out, exist_ok=True)
@@ -180,6 +192,7 @@ def main(out):
     break_expression(path, os.path.join(out, "malformed-expr.pt2"))
     as_str(path, os.path.join(out, "tiny-str.pt2"))
     other_forms(path, os.path.join(out, "tiny-forms.pt2"), {"ids", "targets"})
+    tiny_derived(out)
 
 
 def fuzz_seed(out):
