@@ -1716,8 +1716,6 @@ llvm::Error specialize(json &program, std::optional<int64_t> microBatch,
   json kept = json::array();
   for (json &n : graph.at("nodes")) {
     std::string target = n.at("target");
-    std::string where =
-        target + " (" + n.at("outputs").dump().substr(0, 80) + ")";
     bool symOnly = !n.at("outputs").empty();
     for (const json &out : n.at("outputs"))
       symOnly &= out.is_object() &&
@@ -1770,7 +1768,8 @@ llvm::Error specialize(json &program, std::optional<int64_t> microBatch,
         arg = json{{"as_bool", *v != 0}};
       } else if (arg.contains("as_sym_float") ||
                  arg.contains("as_sym_floats")) {
-        return error(where + ": a symbolic float argument \"" +
+        return error(target + " (" + n.at("outputs").dump().substr(0, 80) +
+                     "): a symbolic float argument \"" +
                      in.at("name").get<std::string>() +
                      "\", which ds does not evaluate");
       }

@@ -12,6 +12,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <cctype>
+#include <limits>
 #include <numeric>
 
 using namespace mlir::ds::importer;
@@ -45,6 +46,10 @@ struct Q {
   static Q of(int64_t n, int64_t d = 1) {
     if (d == 0)
       fail("divides by zero");
+    // std::gcd and negation need |n| and |d| representable.
+    if (n == std::numeric_limits<int64_t>::min() ||
+        d == std::numeric_limits<int64_t>::min())
+      fail("overflows 64-bit integers");
     if (d < 0) {
       n = checkedMul(n, -1);
       d = checkedMul(d, -1);
@@ -136,7 +141,20 @@ private:
     return v.q;
   }
 
+  /// Counts the nesting of one recursive rule; deeper than kMaxDepth is an
+  /// error, not a stack overflow.
+  struct Nest {
+    explicit Nest(size_t &depth) : depth(depth) {
+      if (++depth > kMaxDepth)
+        fail("nests deeper than " + llvm::Twine(kMaxDepth));
+    }
+    ~Nest() { --depth; }
+    size_t &depth;
+  };
+  static constexpr size_t kMaxDepth = 256;
+
   Q logicOr() {
+    Nest nest(depth);
     Q v = logicAnd();
     while (eat("|"))
       v = truth(logicAnd().num != 0 || v.num != 0);
@@ -190,6 +208,7 @@ private:
     }
   }
   Q unary() {
+    Nest nest(depth);
     if (eat("-"))
       return -unary();
     if (eat("+"))
@@ -439,7 +458,7 @@ private:
 
   llvm::StringRef s;
   const llvm::StringMap<int64_t> &symbols;
-  size_t at = 0;
+  size_t at = 0, depth = 0;
 };
 
 } // namespace
