@@ -114,7 +114,9 @@ echo "With ds-import built against torch 2.x's LibTorch ($build2):"
 # exported with dynamic batch and sequence dims, made fresh, train at
 # another size than the export's (the config's micro-batch 2, --seq-len)
 # against the losses torch just recorded at that size; torch's losses are
-# compared with the committed ones.
+# compared with the committed ones. Then every .pt2 fixture's module,
+# exported the same way, trains at 2 x 8 and 3 x 13 (make_dynamic.py
+# --sweep).
 dyn=$work/dynamic
 echo
 if "$py" "$fixtures/make_dynamic.py" "$dyn" >"$work/make_dynamic.log" 2>&1; then
@@ -133,6 +135,10 @@ for x in json.load(open(sys.argv[1]))["losses"]: print(json.dumps({"loss": x}))'
       /usr/bin/python3 "$fixtures/pt2tool.py" check \
         "$fixtures/dynamic/$1.reference.json" "$dyn/$1.fresh.jsonl" || status=1
   done
+  # Every .pt2 fixture's module, exported dynamic, at two other sizes.
+  mkdir -p "$dyn/sweep"
+  "$py" "$fixtures/make_dynamic.py" --sweep "$dyn/sweep" "$bin/ds-train" \
+    2>/dev/null || status=1
 else
   tail -n 20 "$work/make_dynamic.log" >&2
   echo "dynamic dims: make_dynamic.py failed" >&2

@@ -5,6 +5,7 @@ dims (run with torch 2.x, e.g. from the ignored virtualenv .venv-torch2;
 
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_dynamic.py test/Import/Inputs/torch2/dynamic
   .venv-torch2/bin/python test/Import/Inputs/torch2/make_dynamic.py --fuzz-seed test/fuzz/corpus/pt2
+  .venv-torch2/bin/python test/Import/Inputs/torch2/make_dynamic.py --sweep OUT build/bin/ds-train
 
 For each model NAME (nanogpt-sdpa, hf-llama: make_fixtures.py's modules):
 NAME.pt2, torch.export.export of the module at make_fixtures.py's example
@@ -20,7 +21,10 @@ program unbroken, tiny-str.pt2 the same with its expressions in sympy's
 str() form, tiny-forms.pt2 with each size written through other functions
 (other_forms): all three import to the same module. tiny-derived.pt2
 exports Tiny with a derived sequence Dim, 2 x Dim("half"). --fuzz-seed writes
-tiny-dynamic.pt2 and malformed-expr.pt2 as pt2 fuzz inputs.
+tiny-dynamic.pt2 and malformed-expr.pt2 as pt2 fuzz inputs. --sweep
+exports every model of make_fixtures.py the same way and trains each in
+the given ds-train at each SWEEP size against torch at that size (nothing
+kept; make test-torch2 runs it).
 """
 import importlib.util
 import json
@@ -105,6 +109,19 @@ def edit_expressions(src, dst, edit):
             zout.writestr(info, data)
 
 
+def write_config(out, batch):
+    """OUT/adamw.json: byom's AdamW loop at micro-batch `batch`."""
+    path = os.path.join(out, "adamw.json")
+    with open(path, "w") as f:
+        json.dump({"train_batch_size": batch,
+                   "train_micro_batch_size_per_gpu": batch,
+                   "gradient_clipping": 0,
+                   "optimizer": {"type": "AdamW",
+                                 "params": {"lr": byom.LR,
+                                            "weight_decay": 0.01}}}, f)
+    return path
+
+
 def break_expression(src, dst):
     """src with its first size expression that is a product made a call of
     MALFORMED instead."""
@@ -181,18 +198,49 @@ def main(out):
             json.dump({**versions, "micro_batch": batch, "seq_len": seq,
                        "steps": byom.STEPS, "losses": losses}, f, indent=1)
             f.write("\n")
-    with open(os.path.join(out, "adamw.json"), "w") as f:
-        json.dump({"train_batch_size": TRAIN_BATCH,
-                   "train_micro_batch_size_per_gpu": TRAIN_BATCH,
-                   "gradient_clipping": 0,
-                   "optimizer": {"type": "AdamW",
-                                 "params": {"lr": byom.LR,
-                                            "weight_decay": 0.01}}}, f)
+    write_config(out, TRAIN_BATCH)
     path = tiny(out)
     break_expression(path, os.path.join(out, "malformed-expr.pt2"))
     as_str(path, os.path.join(out, "tiny-str.pt2"))
     other_forms(path, os.path.join(out, "tiny-forms.pt2"), {"ids", "targets"})
     tiny_derived(out)
+
+
+# Sizes the sweep trains every model at (micro-batch, sequence length).
+SWEEP = [(2, 8), (3, 13)]
+
+
+def sweep(out, ds_train):
+    """Every model of make_fixtures.py exported dynamic, trained by
+    ds_train at each SWEEP size against torch at that size; prints one line
+    each, returns how many failed."""
+    import subprocess
+    failed = 0
+    check = [sys.executable, os.path.join(HERE, "pt2tool.py"), "check"]
+    for name in MODELS:
+        for batch, seq in SWEEP:
+            torch.manual_seed(0)
+            model = MODELS[name]()
+            path = os.path.join(out, f"{name}.pt2")
+            export(model, path)
+            ref = os.path.join(out, f"{name}.reference.json")
+            with open(ref, "w") as f:
+                json.dump({"torch_version": torch.__version__,
+                           "losses": losses_at(model, batch, seq)}, f)
+            config = write_config(out, batch)
+            metrics = os.path.join(out, f"{name}.jsonl")
+            run = subprocess.run(
+                [ds_train, "--model", path, "--seq-len", str(seq),
+                 "--config", config, "--data", os.path.join(HERE, "tokens.bin"),
+                 "--data-order", "sequential", "--steps", str(byom.STEPS),
+                 "--quiet", "--metrics", metrics], capture_output=True, text=True)
+            result = run.stderr.strip()[:300] if run.returncode else \
+                subprocess.run(check + [ref, metrics], capture_output=True,
+                               text=True).stdout.strip()
+            ok = run.returncode == 0 and result.endswith(" ok")
+            failed += not ok
+            print(f"{name} (dynamic, {batch} x {seq}): {result}", flush=True)
+    return failed
 
 
 def fuzz_seed(out):
@@ -203,5 +251,8 @@ def fuzz_seed(out):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--fuzz-seed"]:
         fuzz_seed(sys.argv[2])
+    elif sys.argv[1:2] == ["--sweep"]:
+        warnings.filterwarnings("ignore")
+        sys.exit(1 if sweep(sys.argv[2], sys.argv[3]) else 0)
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "dynamic"))
