@@ -223,7 +223,8 @@ std::optional<std::vector<double>> matmul(const ts::Value &a,
   int64_t m = a.shape.end()[-2], k = a.shape.back(), n = b.shape.back();
   if (b.shape.end()[-2] != k || shape[rank - 2] != m || shape[rank - 1] != n)
     return std::nullopt;
-  std::vector<int64_t> aShape(shape.begin(), shape.end() - 2), bShape = aShape;
+  std::vector<int64_t> aShape(shape.begin(), shape.end() - 2),
+      bShape = aShape;
   aShape.insert(aShape.end(), {m, k});
   bShape.insert(bShape.end(), {k, n});
   int64_t count = 1;
