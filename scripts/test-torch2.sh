@@ -107,5 +107,43 @@ echo "With ds-import built against Debian's LibTorch ($build):"
 echo
 echo "With ds-import built against torch 2.x's LibTorch ($build2):"
 "$py" "$root/scripts/torch2-measure.py" --ds-import "$bin2/ds-import" --out "$work/measure2" 2>/dev/null
+
+# --- Dynamic dims (test/Import/Inputs/torch2/make_dynamic.py) -------------
+# (Placed before the verdict below: after its `exit` it would not run.)
+# Programs
+# exported with dynamic batch and sequence dims, made fresh, train at
+# another size than the export's (the config's micro-batch 2, --seq-len)
+# against the losses torch just recorded at that size; torch's losses are
+# compared with the committed ones. Then every .pt2 fixture's module,
+# exported the same way, trains at 2 x 8 and 3 x 13 (make_dynamic.py
+# --sweep).
+dyn=$work/dynamic
+echo
+if "$py" "$fixtures/make_dynamic.py" "$dyn" >"$work/make_dynamic.log" 2>&1; then
+  for run in "nanogpt-sdpa 8" "hf-llama 12"; do
+    set -- $run
+    echo -n "$1 (dynamic export, trained at 2 x $2): "
+    "$bin/ds-train" --model "$dyn/$1.pt2" --seq-len "$2" \
+      --config "$dyn/adamw.json" --data "$fixtures/tokens.bin" \
+      --data-order sequential --steps 10 --quiet --metrics "$dyn/$1.jsonl" &&
+      /usr/bin/python3 "$fixtures/pt2tool.py" check "$dyn/$1.reference.json" \
+        "$dyn/$1.jsonl" || status=1
+    echo -n "$1 (dynamic, committed losses vs this torch's, as ds's): "
+    /usr/bin/python3 -c 'import json, sys
+for x in json.load(open(sys.argv[1]))["losses"]: print(json.dumps({"loss": x}))' \
+      "$dyn/$1.reference.json" >"$dyn/$1.fresh.jsonl" &&
+      /usr/bin/python3 "$fixtures/pt2tool.py" check \
+        "$fixtures/dynamic/$1.reference.json" "$dyn/$1.fresh.jsonl" || status=1
+  done
+  # Every .pt2 fixture's module, exported dynamic, at two other sizes.
+  mkdir -p "$dyn/sweep"
+  "$py" "$fixtures/make_dynamic.py" --sweep "$dyn/sweep" "$bin/ds-train" \
+    2>/dev/null || status=1
+else
+  tail -n 20 "$work/make_dynamic.log" >&2
+  echo "dynamic dims: make_dynamic.py failed" >&2
+  status=1
+fi
+# --- end of dynamic dims ----------------------------------------------------
 if [ $status -ne 0 ]; then echo "make test-torch2: FAILED"; else echo "make test-torch2: passed"; fi
 exit $status

@@ -23,11 +23,14 @@ loadModel(MLIRContext &ctx, llvm::StringRef modelPath,
   importOptions.seqLen = seqLen;
   if (ext == ".json")
     return mlir::ds::importer::importSpecFile(ctx, path, importOptions);
-  if (seqLen)
-    return createStringError("%s: --seq-len sets a .json spec's sequence "
-                             "length; this model's batch shapes are its "
-                             "own (export or trace it at the length you "
-                             "want)",
+  // A .pt2 exported with a dynamic sequence dim takes it (and one with a
+  // static dim says so); TorchScript and .mlir shapes are their own.
+  if (seqLen && ext != ".pt2")
+    return createStringError("%s: --seq-len sets the sequence length of a "
+                             ".json spec or of a .pt2 exported with a "
+                             "dynamic sequence dim; this model's batch "
+                             "shapes are its own (export or trace it at the "
+                             "length you want)",
                              path.c_str());
   if (ext == ".pt")
     return mlir::ds::importer::importTorchScriptFile(ctx, path, importOptions);

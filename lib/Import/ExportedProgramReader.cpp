@@ -7,9 +7,11 @@
 //   <name>/data/weights/weight_N              raw little-endian tensor bytes
 //   <name>/data/constants/...                 the same for constants
 //
-// The program's graph is already in ATen ops with static shapes on every
-// value (torch.export traced it), so unlike TorchScript nothing needs
-// evaluating: each node keeps its op name without the overload
+// The program's graph is already in ATen ops with a shape on every value
+// (torch.export traced it); sizes of a program exported with dynamic_shapes
+// are sympy expressions, evaluated once the batch fixes their symbols
+// (SymExpr.h). Unlike TorchScript nothing else needs evaluating: each node
+// keeps its op name without the overload
 // ("aten::linear"), its arguments are put in schema order with defaults
 // filled in, and the nodes that only compute constants (arange, a causal
 // mask from ones/tril/bitwise_not, a rotary table from the inv_freq buffer
@@ -17,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ExportedProgramReader.h"
+#include "SymExpr.h"
 
 #include "ds/Support/StrictJson.h"
 
@@ -674,8 +677,9 @@ llvm::Expected<ts::Value> tensorMeta(const json &meta) {
   v.dtype = toDType(jsonInteger<int64_t>(meta, "dtype"));
   for (const json &d : meta.at("sizes")) {
     if (!d.contains("as_int"))
-      return error("a tensor has a symbolic dim (" + d.dump() +
-                   "); export with static shapes (no dynamic_shapes)");
+      return error("a tensor has a dim that is neither an integer nor a "
+                   "size expression: " +
+                   d.dump().substr(0, 200));
     v.shape.push_back(jsonInteger<int64_t>(d, "as_int"));
   }
   // Bounded so that element counts and byte sizes cannot overflow.
@@ -1426,7 +1430,10 @@ llvm::Error Reader::read(std::optional<int64_t> microBatch) {
         return error("input \"" + in.name + "\" was exported with batch " +
                      llvm::Twine(v.shape[0]) + " but the micro-batch is " +
                      llvm::Twine(*microBatch) +
-                     "; export with that batch or set "
+                     "; export with that batch or a dynamic one "
+                     "(dynamic_shapes={\"" +
+                     in.name +
+                     "\": {0: Dim(\"batch\")}, ...}), or set "
                      "train_micro_batch_size_per_gpu to " +
                      llvm::Twine(v.shape[0]));
     }
@@ -1457,6 +1464,320 @@ llvm::Error Reader::read(std::optional<int64_t> microBatch) {
   g.output = add(std::move(list));
   tuple.outputs = {g.output};
   g.nodes.push_back(std::move(tuple));
+  return llvm::Error::success();
+}
+
+/// The text of an expression for a message, shortened.
+std::string inQuotes(const std::string &text) {
+  return "\"" + (text.size() > 160 ? text.substr(0, 157) + "..." : text) + "\"";
+}
+
+/// Fixes a program exported with dynamic_shapes to static sizes: binds
+/// each input symbol (dim 0 of a batch input to `microBatch`, dim 1 to
+/// `seqLen`, any other to the export's example size, its hint), checks
+/// each against the program's range_constraints, and rewrites every
+/// symbolic size, stride, offset and sym-int argument as the integer it
+/// evaluates to. Nodes that only compute sym-ints (aten.sym_size.int and
+/// their arithmetic) go: their values are in sym_int_values; a runtime
+/// assert (aten._assert_scalar) is checked here.
+llvm::Error specialize(json &program, std::optional<int64_t> microBatch,
+                       std::optional<int64_t> seqLen) {
+  json &graph = program.at("graph_module").at("graph");
+  json &values = graph.at("tensor_values");
+  llvm::StringMap<int64_t> symbols;
+  // What set each symbol, for messages.
+  llvm::StringMap<std::string> setBy;
+  auto exprOf = [](const json &symInt) -> const json * {
+    if (!symInt.is_object() || !symInt.contains("as_expr"))
+      return nullptr;
+    return &symInt.at("as_expr");
+  };
+
+  // Binds the one unbound symbol of `text` so that it evaluates to `want`:
+  // `text` is that symbol alone, or linear in it (a derived Dim such as
+  // 2*s0). false if it is neither; an error if it never takes `want`.
+  auto bindTo = [&](const std::string &text, int64_t want,
+                    const std::string &by) -> llvm::Expected<bool> {
+    std::vector<std::string> unbound;
+    for (const std::string &name : pt2::symbolsOf(text))
+      if (!symbols.count(name))
+        unbound.push_back(name);
+    if (unbound.size() != 1)
+      return false;
+    const std::string &sym = unbound[0];
+    auto at = [&](int64_t k) -> std::optional<int64_t> {
+      llvm::StringMap<int64_t> trial = symbols;
+      trial[sym] = k;
+      auto v = pt2::evaluateSymExpr(text, trial);
+      if (!v) {
+        llvm::consumeError(v.takeError());
+        return std::nullopt;
+      }
+      return *v;
+    };
+    auto f1 = at(1), f2 = at(2), f3 = at(3);
+    if (!f1 || !f2 || !f3)
+      return false;
+    int64_t a = *f2 - *f1, b = *f1 - a;
+    if (a == 0 || *f3 != 3 * a + b)
+      return false;
+    if ((want - b) % a != 0)
+      return error(by + ": the program has that dim as " + inQuotes(text) +
+                   ", which is " + llvm::Twine(a) + " x " + sym +
+                   (b ? " + " + std::to_string(b) : std::string()) +
+                   " and never " + llvm::Twine(want));
+    symbols[sym] = (want - b) / a;
+    setBy[sym] = by;
+    return true;
+  };
+
+  // The batch inputs' dims 0 and 1, set by the options: symbols alone
+  // first, then dims derived from one.
+  bool seqDynamic = false;
+  std::optional<std::pair<std::string, int64_t>> seqStatic;
+  struct Wanted {
+    std::string text, by;
+    int64_t value;
+  };
+  std::vector<Wanted> wanted;
+  for (const json &spec :
+       program.at("graph_module").at("signature").at("input_specs")) {
+    if (!spec.contains("user_input") ||
+        !spec.at("user_input").at("arg").contains("as_tensor"))
+      continue;
+    std::string name =
+        spec.at("user_input").at("arg").at("as_tensor").at("name");
+    if (!values.contains(name))
+      continue; // The reader says so.
+    const json &sizes = values.at(name).at("sizes");
+    for (size_t d = 0; d < 2 && d < sizes.size(); ++d) {
+      const json *e = exprOf(sizes[d]);
+      if (!e) {
+        if (d == 1 && !seqStatic)
+          seqStatic = {name, jsonInteger<int64_t>(sizes[d], "as_int")};
+        continue;
+      }
+      seqDynamic |= d == 1;
+      std::optional<int64_t> want = d == 0 ? microBatch : seqLen;
+      if (!want)
+        continue;
+      std::string text = e->at("expr_str");
+      std::string by = (d == 0 ? "--micro-batch " : "--seq-len ") +
+                       std::to_string(*want) + " (dim " + std::to_string(d) +
+                       " of input \"" + name + "\")";
+      wanted.push_back({text, by, *want});
+      auto sym = pt2::bareSymbol(text);
+      if (!sym)
+        continue;
+      auto [it, added] = symbols.try_emplace(*sym, *want);
+      if (!added && it->second != *want)
+        return error(by + " and " + setBy[*sym] + " set symbol " + *sym +
+                     ", one size of the program, to different values");
+      setBy.try_emplace(*sym, by);
+    }
+  }
+  for (const Wanted &w : wanted)
+    if (auto bound = bindTo(w.text, w.value, w.by); !bound)
+      return bound.takeError();
+  if (seqLen && !seqDynamic) {
+    if (!seqStatic)
+      return error("--seq-len " + llvm::Twine(*seqLen) +
+                   ": no batch input of the program has a sequence dim "
+                   "(dim 1)");
+    if (seqStatic->second != *seqLen)
+      return error("input \"" + seqStatic->first +
+                   "\" was exported with a static sequence length " +
+                   llvm::Twine(seqStatic->second) + ", so --seq-len " +
+                   llvm::Twine(*seqLen) +
+                   " cannot change it; export with a dynamic dim 1 "
+                   "(torch.export.export(..., dynamic_shapes={\"" +
+                   seqStatic->first + "\": {1: Dim(\"seq\")}, ...}))");
+  }
+
+  // Every other symbol takes the export's example size (its hint), again
+  // symbols alone first.
+  std::vector<std::pair<std::string, int64_t>> hinted;
+  auto noteHint = [&](const json &symInt) {
+    const json *e = exprOf(symInt);
+    if (!e || !e->contains("hint") || !e->at("hint").is_object() ||
+        !e->at("hint").contains("as_int"))
+      return;
+    std::string text = e->at("expr_str");
+    int64_t hint = jsonInteger<int64_t>(e->at("hint"), "as_int");
+    auto sym = pt2::bareSymbol(text);
+    if (!sym)
+      hinted.emplace_back(text, hint);
+    else if (symbols.try_emplace(*sym, hint).second)
+      setBy[*sym] = "the export's example size";
+  };
+  for (auto &[name, meta] : values.items())
+    for (const json &d : meta.at("sizes"))
+      noteHint(d);
+  if (graph.contains("sym_int_values"))
+    for (auto &[name, v] : graph.at("sym_int_values").items())
+      noteHint(v);
+  for (const auto &[text, hint] : hinted)
+    if (auto bound = bindTo(text, hint, "the export's example size"); !bound)
+      return bound.takeError();
+
+  // Within the ranges the program was exported for (keyed by a symbol or,
+  // for a derived Dim, by the expression of one).
+  if (program.contains("range_constraints") &&
+      program.at("range_constraints").is_object())
+    for (auto &[key, range] : program.at("range_constraints").items()) {
+      auto value = pt2::evaluateSymExpr(key, symbols);
+      if (!value) {
+        llvm::consumeError(value.takeError());
+        continue;
+      }
+      const json &lo = range.value("min_val", json()),
+                 &hi = range.value("max_val", json());
+      int64_t v = *value;
+      if ((lo.is_number() && v < lo.get<double>()) ||
+          (hi.is_number() && v > hi.get<double>())) {
+        std::vector<std::string> syms = pt2::symbolsOf(key);
+        std::string by =
+            syms.empty() ? std::string("the program") : setBy.lookup(syms[0]);
+        return error(by + ": " + (pt2::bareSymbol(key) ? "symbol " : "") + key +
+                     " = " + llvm::Twine(v) + " is outside [" +
+                     (lo.is_number() ? lo.dump() : "-inf") + ", " +
+                     (hi.is_number() ? hi.dump() : "inf") +
+                     "], the range the program was exported for (its "
+                     "Dim's min and max, narrowed by the model's own "
+                     "checks); use a size in range or export again with "
+                     "a wider Dim");
+      }
+    }
+
+  // What the options asked for is what the dims are.
+  for (const Wanted &w : wanted) {
+    auto v = pt2::evaluateSymExpr(w.text, symbols);
+    if (v && *v != w.value)
+      return error(w.by + ": the program has that dim as " + inQuotes(w.text) +
+                   ", " + llvm::Twine(*v) +
+                   " at the sizes the other "
+                   "options and the export's example give");
+    if (!v)
+      llvm::consumeError(v.takeError());
+  }
+
+  // Every symbolic size, stride and offset as the integer it is.
+  auto resolve = [&](json &symInt, const std::string &where) -> llvm::Error {
+    const json *e = exprOf(symInt);
+    if (!e)
+      return llvm::Error::success();
+    std::string text = e->at("expr_str");
+    auto v = pt2::evaluateSymExpr(text, symbols);
+    if (!v)
+      return error(where + ": size expression " + inQuotes(text) + " " +
+                   llvm::toString(v.takeError()));
+    symInt = json{{"as_int", *v}};
+    return llvm::Error::success();
+  };
+  for (auto &[name, meta] : values.items()) {
+    for (const char *field : {"sizes", "strides"}) {
+      if (!meta.contains(field))
+        continue;
+      json &dims = meta.at(field);
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (auto err = resolve(dims[d], "tensor \"" + name + "\" " + field +
+                                            "[" + std::to_string(d) + "]"))
+          return err;
+    }
+    if (meta.contains("storage_offset"))
+      if (auto err = resolve(meta.at("storage_offset"),
+                             "tensor \"" + name + "\" storage_offset"))
+        return err;
+  }
+
+  // Named sym-ints and sym-bools, evaluated when a node reads them.
+  auto named = [&](const char *table, const std::string &name,
+                   const char *plain) -> llvm::Expected<int64_t> {
+    if (!graph.contains(table) || !graph.at(table).contains(name))
+      return error("the program reads " + name + ", which no " + table +
+                   " entry defines");
+    json v = graph.at(table).at(name);
+    if (v.contains(plain))
+      return v.at(plain).is_boolean() ? int64_t(v.at(plain).get<bool>())
+                                      : jsonInteger<int64_t>(v, plain);
+    if (auto err = resolve(v, name))
+      return std::move(err);
+    return jsonInteger<int64_t>(v, "as_int");
+  };
+  auto symArg = [&](const json &a, const char *table,
+                    const char *plain) -> llvm::Expected<int64_t> {
+    if (a.contains("as_name"))
+      return named(table, a.at("as_name"), plain);
+    if (a.contains(plain))
+      return a.at(plain).is_boolean() ? int64_t(a.at(plain).get<bool>())
+                                      : jsonInteger<int64_t>(a, plain);
+    return error("a symbolic argument " + a.dump().substr(0, 200) +
+                 " that is neither a name nor a constant");
+  };
+  json kept = json::array();
+  for (json &n : graph.at("nodes")) {
+    std::string target = n.at("target");
+    bool symOnly = !n.at("outputs").empty();
+    for (const json &out : n.at("outputs"))
+      symOnly &= out.is_object() &&
+                 (out.contains("as_sym_int") || out.contains("as_sym_ints") ||
+                  out.contains("as_sym_bool") || out.contains("as_sym_bools"));
+    if (target == "torch.ops.aten._assert_scalar.default") {
+      for (const json &in : n.at("inputs")) {
+        if (in.at("name") != "self" || !in.at("arg").contains("as_sym_bool"))
+          continue;
+        auto holds = symArg(in.at("arg").at("as_sym_bool"), "sym_bool_values",
+                            "as_bool");
+        if (!holds)
+          return holds.takeError();
+        if (!*holds) {
+          std::string msg;
+          for (const json &m : n.at("inputs"))
+            if (m.at("name") == "assert_msg" &&
+                m.at("arg").contains("as_string"))
+              msg = m.at("arg").at("as_string");
+          return error(
+              "at these sizes the program's check fails: " +
+              (msg.empty() ? std::string("aten._assert_scalar") : msg));
+        }
+      }
+      continue;
+    }
+    if (symOnly || target == "torch.ops.aten.sym_constrain_range.default" ||
+        target == "torch.ops.aten.sym_constrain_range_for_size.default")
+      continue;
+    for (json &in : n.at("inputs")) {
+      json &arg = in.at("arg");
+      if (arg.contains("as_sym_int")) {
+        auto v = symArg(arg.at("as_sym_int"), "sym_int_values", "as_int");
+        if (!v)
+          return v.takeError();
+        arg = json{{"as_int", *v}};
+      } else if (arg.contains("as_sym_ints")) {
+        std::vector<int64_t> ints;
+        for (const json &a : arg.at("as_sym_ints")) {
+          auto v = symArg(a, "sym_int_values", "as_int");
+          if (!v)
+            return v.takeError();
+          ints.push_back(*v);
+        }
+        arg = json{{"as_ints", ints}};
+      } else if (arg.contains("as_sym_bool")) {
+        auto v = symArg(arg.at("as_sym_bool"), "sym_bool_values", "as_bool");
+        if (!v)
+          return v.takeError();
+        arg = json{{"as_bool", *v != 0}};
+      } else if (arg.contains("as_sym_float") ||
+                 arg.contains("as_sym_floats")) {
+        return error(target + " (" + n.at("outputs").dump().substr(0, 80) +
+                     "): a symbolic float argument \"" +
+                     in.at("name").get<std::string>() +
+                     "\", which ds does not evaluate");
+      }
+    }
+    kept.push_back(std::move(n));
+  }
+  graph["nodes"] = std::move(kept);
   return llvm::Error::success();
 }
 
@@ -1492,11 +1813,14 @@ openProgram(const std::string &path) {
 
 llvm::Expected<ts::Graph>
 pt2::readExportedProgram(const std::string &path,
-                         std::optional<int64_t> microBatch) {
+                         std::optional<int64_t> microBatch,
+                         std::optional<int64_t> seqLen) {
   try {
     auto opened = openProgram(path);
     if (!opened)
       return opened.takeError();
+    if (auto err = specialize(opened->second, microBatch, seqLen))
+      return std::move(err);
     Reader reader(*opened->first, opened->second);
     if (auto err = reader.read(microBatch))
       return std::move(err);
@@ -1508,7 +1832,7 @@ pt2::readExportedProgram(const std::string &path,
 
 llvm::Expected<std::vector<ts::Weights>>
 pt2::readExportedWeights(const std::string &path) {
-  auto graph = readExportedProgram(path, std::nullopt);
+  auto graph = readExportedProgram(path, std::nullopt, std::nullopt);
   if (!graph)
     return graph.takeError();
   try {

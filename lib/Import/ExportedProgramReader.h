@@ -20,10 +20,14 @@ inline constexpr int64_t kSchemaMajor = 8;
 
 /// The program's graph: parameters named by the graph signature, buffers and
 /// constants as constant values, user inputs as batch arguments, and every
-/// node with its positional ATen arguments (defaults filled in). Errors name
-/// no path; the caller prefixes it.
-llvm::Expected<ts::Graph>
-readExportedProgram(const std::string &path, std::optional<int64_t> microBatch);
+/// node with its positional ATen arguments (defaults filled in). A program
+/// exported with dynamic_shapes gets static sizes: dim 0 of the batch
+/// inputs is `microBatch` and dim 1 `seqLen` where those dims are symbols
+/// (unset: the export's example sizes), within its range_constraints.
+/// Errors name no path; the caller prefixes it.
+llvm::Expected<ts::Graph> readExportedProgram(const std::string &path,
+                                              std::optional<int64_t> microBatch,
+                                              std::optional<int64_t> seqLen);
 
 /// The parameters' values (one per tensor, under its first name), as f32.
 llvm::Expected<std::vector<ts::Weights>>

@@ -25,7 +25,8 @@ mlir::ds::importer::importExportedProgramFile(MLIRContext &context,
   if (!llvm::sys::fs::exists(path))
     return makeError("cannot read torch.export archive \"" + path +
                      "\": No such file or directory");
-  auto graph = pt2::readExportedProgram(path.str(), options.microBatch);
+  auto graph =
+      pt2::readExportedProgram(path.str(), options.microBatch, options.seqLen);
   if (!graph)
     return makeError(path + ": " + llvm::toString(graph.takeError()));
   return ts::importTorchGraph(context, *graph, path);
