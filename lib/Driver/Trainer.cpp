@@ -8,6 +8,7 @@
 #include "ds/Driver/Trainer.h"
 
 #include "ds/Config/Config.h"
+#include "ds/Driver/Artifact.h"
 #include "ds/Driver/Checkpointer.h"
 #include "ds/Driver/DataFeeder.h"
 #include "ds/Driver/Evaluator.h"
@@ -71,6 +72,16 @@ llvm::Expected<std::string> initialWeights(const TrainOptions &options,
                                            const StepSource &source,
                                            llvm::SmallString<128> &temporary) {
   std::string from = options.initFrom;
+  // An artifact compiled from a PyTorch file starts from that file's
+  // weights, which ds-compile put beside its manifest (--model, if given,
+  // is checked to be that file).
+  if (from.empty() && !options.freshInit && options.loadDir.empty() &&
+      !options.compiledDir.empty()) {
+    std::string weights =
+        options.compiledDir + "/" + kArtifactWeightsFile.str();
+    if (llvm::sys::fs::exists(weights))
+      return weights;
+  }
   if (from.empty() && !options.freshInit && options.loadDir.empty() &&
       options.compiledDir.empty() && isTorchFile(options.modelPath))
     from = options.modelPath;

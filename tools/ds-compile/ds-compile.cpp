@@ -7,12 +7,16 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Config/Config.h"
+#include "ds/Driver/Artifact.h"
 #include "ds/Driver/JitStep.h"
+#include "ds/Driver/SafeTensors.h"
+#include "ds/Import/Import.h"
 #include "ds/Execution/JitTarget.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace llvm;
@@ -91,5 +95,19 @@ int main(int argc, char **argv) {
   request.quiet = quiet;
   if (Error err = ds::driver::compileArtifact(request, outs()))
     return fail(std::move(err));
+  // A PyTorch file's own weights are where its run starts; ds-runner reads
+  // no PyTorch files, so the artifact carries them (weights.safetensors).
+  StringRef ext = llvm::sys::path::extension(model.getValue());
+  if (ext == ".pt" || ext == ".pt2") {
+    auto weights = mlir::ds::importer::readTorchWeights(model);
+    if (!weights)
+      return fail(weights.takeError());
+    std::vector<ds::driver::SafeTensorView> views;
+    for (const auto &w : *weights)
+      views.push_back({w.name, "F32", w.shape, w.values.data()});
+    if (Error err = ds::driver::writeSafeTensors(
+            output + "/" + ds::driver::kArtifactWeightsFile.str(), views))
+      return fail(std::move(err));
+  }
   return 0;
 }

@@ -75,6 +75,12 @@ llvm::Error writeArtifactManifest(const ArtifactManifest &manifest,
                                   const std::string &dir);
 llvm::Expected<ArtifactManifest> readArtifactManifest(const std::string &dir);
 
+/// The starting weights of an artifact compiled from a PyTorch file (.pt,
+/// .pt2), written by ds-compile beside the manifest: ds-runner reads no
+/// PyTorch files.
+inline constexpr llvm::StringLiteral kArtifactWeightsFile =
+    "weights.safetensors";
+
 /// The first place two JSON values differ, as "key.path: a vs b" ("" when
 /// equal): what a config mismatch names.
 std::string firstDifference(const nlohmann::json &a, const nlohmann::json &b);
