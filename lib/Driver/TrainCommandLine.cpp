@@ -84,7 +84,8 @@ static cl::opt<std::string> commProfile(
 static cl::opt<int64_t>
     seqLen("seq-len", cl::cat(category),
            cl::desc("sequence length T of a .json spec (default: its "
-                    "n_positions / max_position_embeddings)"));
+                    "n_positions / max_position_embeddings) or of a .pt2 "
+                    "exported with a dynamic sequence dim"));
 static cl::opt<std::string>
     target("target", cl::init("cpu"), cl::cat(category),
            cl::desc("what the step runs on: cpu (default) or a GPU chip, "

@@ -55,7 +55,8 @@ static cl::opt<bool>
 static cl::opt<int64_t>
     seqLen("seq-len", cl::cat(category),
            cl::desc("sequence length T of a .json spec (default: its "
-                    "n_positions / max_position_embeddings)"));
+                    "n_positions / max_position_embeddings) or of a .pt2 "
+                    "exported with a dynamic sequence dim"));
 static cl::opt<bool> quiet("quiet", cl::cat(category),
                            cl::desc("no summary line"));
 

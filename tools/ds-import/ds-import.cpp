@@ -53,7 +53,9 @@ static cl::opt<int64_t>
                cl::init(0));
 static cl::opt<int64_t>
     seqLen(cl::cat(category), "seq-len",
-           cl::desc("sequence length T of a GPT spec (default n_positions)"),
+           cl::desc("sequence length T of a .json spec (default n_positions / "
+                    "max_position_embeddings) or of a .pt2 exported with a "
+                    "dynamic sequence dim (default: the export's)"),
            cl::init(0));
 static cl::list<std::string>
     inputTypes(cl::cat(category), "inputs",
