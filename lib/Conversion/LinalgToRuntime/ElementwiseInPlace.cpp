@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Conversion/Passes.h"
+#include "ds/Support/DiesAt.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -27,22 +28,6 @@ using namespace mlir;
 
 namespace {
 
-/// Whether nothing reads `v` after `op`: its one use in `op` is the last,
-/// every other one in an op before `op` in `op`'s block.
-bool diesAt(Value v, linalg::GenericOp op) {
-  unsigned inOp = 0;
-  for (OpOperand &use : v.getUses()) {
-    if (use.getOwner() == op) {
-      ++inOp;
-      continue;
-    }
-    Operation *at = op->getBlock()->findAncestorOpInBlock(*use.getOwner());
-    if (!at || !at->isBeforeInBlock(op))
-      return false;
-  }
-  return inOp == 1;
-}
-
 /// The input of `op` that can become its init `init`: of the init's type,
 /// read where the init is written (both maps the identity), made by an op
 /// (not a block argument: a caller's buffer or a loop's carried value; not
@@ -54,7 +39,8 @@ Value dyingInput(linalg::GenericOp op, OpOperand &init) {
     Value v = in->get();
     if (v.getType() == init.get().getType() &&
         op.getMatchingIndexingMap(in).isIdentity() && v.getDefiningOp() &&
-        !v.getDefiningOp<arith::ConstantOp>() && diesAt(v, op))
+        !v.getDefiningOp<arith::ConstantOp>() &&
+        mlir::ds::diesAt(v, op))
       return v;
   }
   return {};

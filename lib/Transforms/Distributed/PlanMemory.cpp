@@ -12,6 +12,7 @@
 // its last use, as bufferization and ds-plan-buffers will place it.
 //
 //===----------------------------------------------------------------------===//
+#include "ds/Support/DiesAt.h"
 #include "ds/Support/ShapeCheck.h"
 #include "ds/Transforms/MemoryPlan.h"
 #include "ds/Transforms/Passes.h"
@@ -417,14 +418,6 @@ private:
     return trips && trips->isOne();
   }
 
-  /// Whether nothing reads `v` after `op`: every use in `op` or before it.
-  static bool diesAt(Value v, Operation &op) {
-    return llvm::all_of(v.getUses(), [&](OpOperand &use) {
-      Operation *at = op.getBlock()->findAncestorOpInBlock(*use.getOwner());
-      return at && (at == &op || at->isBeforeInBlock(&op));
-    });
-  }
-
   /// The operand result `r` of an elementwise op is written over
   /// (ds-elementwise-in-place; a clipped gradient over the gradient): one
   /// of the result's type, made by an op, that dies at the op.
@@ -440,7 +433,7 @@ private:
     for (Value v : candidates) {
       auto it = root.find(v);
       if (v.getType() == r.getType() && it != root.end() && v.getDefiningOp() &&
-          diesAt(v, op) && llvm::count(op.getOperands(), v) == 1)
+          mlir::ds::diesAt(v, &op))
         return v;
     }
     return {};
