@@ -26,7 +26,6 @@ exports every model of make_fixtures.py the same way and trains each in
 the given ds-train at each SWEEP size against torch at that size (nothing
 kept; make test-torch2 runs it).
 """
-import importlib.util
 import json
 import os
 import sys
@@ -38,10 +37,10 @@ from torch.export import Dim
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-spec = importlib.util.spec_from_file_location(
-    "torch2_fixtures", os.path.join(HERE, "make_fixtures.py"))
-fixtures = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fixtures)
+# The models of the .pt2 fixtures (this directory), so every path imports
+# the same modules.
+sys.path.insert(0, HERE)
+import make_fixtures as fixtures  # noqa: E402
 byom = fixtures.byom
 MODELS = {**fixtures.MODELS, **fixtures.HF_MODELS}
 

@@ -18,7 +18,6 @@ The .pt and reference in test/Import/Inputs/torch2/torchscript are
 `make_torchscript.py test/Import/Inputs/torch2/torchscript nanogpt-sdpa`'s;
 its tokens.bin and adamw.json are not kept there, being torch2/'s.
 """
-import importlib.util
 import json
 import os
 import sys
@@ -28,11 +27,10 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# The models of the .pt2 fixtures, so both paths import the same modules.
-spec = importlib.util.spec_from_file_location(
-    "torch2_fixtures", os.path.join(HERE, "make_fixtures.py"))
-fixtures = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(fixtures)
+# The models of the .pt2 fixtures (this directory), so every path imports
+# the same modules.
+sys.path.insert(0, HERE)
+import make_fixtures as fixtures  # noqa: E402
 byom = fixtures.byom
 NAMES = ["nanogpt-sdpa", "nanogpt-gqa", "hf-gpt2", "hf-llama", "hf-qwen3",
          "hf-mistral"]
