@@ -68,7 +68,6 @@ public:
   const SafeTensorInfo *find(llvm::StringRef name) const;
   /// The tensor as f32, from whichever file holds it.
   llvm::Expected<std::vector<float>> readF32(llvm::StringRef name) const;
-  size_t numTensors() const { return shardOf.size(); }
 
 private:
   std::vector<SafeTensorsFile> files;
