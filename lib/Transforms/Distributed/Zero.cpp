@@ -755,6 +755,38 @@ static Value tensorParallelSquares(OpBuilder &b, Location loc, ModuleOp module,
                                      sum);
 }
 
+/// With one data-parallel rank nothing is reduced, but a tensor-parallel
+/// rank's norm still covers only its pieces: the group's squares are summed
+/// as in normAndClip, and the clipping uses that norm.
+static void tensorParallelNormOnly(ModuleOp module, func::FuncOp fn) {
+  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
+  Operation *normOp =
+      ret.getNumOperands() ? ret.getOperands().back().getDefiningOp() : nullptr;
+  if (!normOp || !isa<train::ClipGradNormOp, train::GlobalNormOp>(normOp))
+    return;
+  OpBuilder b(normOp);
+  Location loc = normOp->getLoc();
+  SmallVector<Value> grads(normOp->getOperands());
+  if (auto clip = dyn_cast<train::ClipGradNormOp>(normOp)) {
+    if (clip.getNormIn())
+      return;
+    grads.assign(clip.getGrads().begin(), clip.getGrads().end());
+  }
+  Value squares = tensorParallelSquares(b, loc, module, fn, grads);
+  if (!squares)
+    return;
+  Value norm = math::SqrtOp::create(b, loc, squares);
+  if (auto clip = dyn_cast<train::ClipGradNormOp>(normOp)) {
+    auto newClip = train::ClipGradNormOp::create(
+        b, loc, ValueRange(grads).getTypes(), norm.getType(), grads,
+        clip.getMaxNormAttr(), norm);
+    clip->replaceAllUsesWith(newClip->getResults());
+  } else {
+    normOp->getResult(0).replaceAllUsesWith(norm);
+  }
+  normOp->erase();
+}
+
 SmallVector<Value> ZeroPass::normAndClip(ModuleOp module, Step &step,
                                          OpBuilder &b, ArrayRef<Value> chunks,
                                          ArrayRef<Value> grads) {
@@ -1074,7 +1106,7 @@ void ZeroPass::runOnOperation() {
         return;
       }
   if (dpSize == 1)
-    return;
+    return tensorParallelNormOnly(module, fn);
 
   Block &body = fn.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
