@@ -48,3 +48,12 @@ mpicc_dsrt() {
     "$1" -o "$2" \
     -L"$DS_BUILD/lib" -ldsrt -Wl,-rpath,"$(cd "$DS_BUILD/lib" && pwd)"
 }
+
+# mem_budget_bytes [GIB]: GIB GiB in bytes, or 90% of MemTotal without one:
+# how much of this machine a "largest model that fits" search may plan for.
+mem_budget_bytes() {
+  local mem_kb
+  mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+  "$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 2**30))" \
+    "${1:-$(( mem_kb * 9 / 10 / 1048576 ))}"
+}

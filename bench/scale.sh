@@ -49,9 +49,7 @@ seq=${SCALE_SEQ:-128}
 steps=${SCALE_STEPS:-3}
 parts=${SCALE_PARTS:-fit compile}
 layouts=${SCALE_LAYOUTS:-0 0c 1 1c 2 2c 3 3c}
-mem_kb=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
-budget=$("$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 2**30))" \
-  "${SCALE_MEM_GIB:-$(( mem_kb * 9 / 10 / 1048576 ))}")
+budget=$(mem_budget_bytes "${SCALE_MEM_GIB:-}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=${OMPI_ALLOW_RUN_AS_ROOT:-1}

@@ -54,11 +54,15 @@ bool isCopyable(Operation *op);
 /// True outside a pipeline.
 bool countsInStageNorm(ModuleOp module, func::FuncOp fn, unsigned param);
 
-/// The sum of squares (f32 scalar) of the gradients `grads[i]` of `fn`'s
-/// parameters i that count in the stage's norm (all of them outside a
-/// pipeline); zero when none does.
-Value stageSquares(OpBuilder &b, Location loc, ModuleOp module, func::FuncOp fn,
-                   ArrayRef<Value> grads);
+/// This rank's share of the squared gradient norm (f32 scalar), the same on
+/// every rank of a tensor-parallel group: of the gradients `grads[i]` of
+/// `fn`'s parameters i that count in the stage's norm (all of them outside a
+/// pipeline), a tensor-parallel piece's squares summed over tp and a
+/// replicated parameter's, the same on every rank of the group, once. Zero
+/// when none counts. Summing it over the data-parallel chunks and the
+/// stages gives the model's.
+Value normSquares(OpBuilder &b, Location loc, ModuleOp module, func::FuncOp fn,
+                  ArrayRef<Value> grads);
 
 /// The ops of `block` (top level) that `outputs` need, transitively: the
 /// forward of a gradient function whose outputs are its loss or the

@@ -60,19 +60,35 @@ bool mlir::ds::pipeline::countsInStageNorm(ModuleOp module, func::FuncOp fn,
   return !holders || holders[0] == info.getAs<IntegerAttr>("stage").getInt();
 }
 
-Value mlir::ds::pipeline::stageSquares(OpBuilder &b, Location loc,
-                                       ModuleOp module, func::FuncOp fn,
-                                       ArrayRef<Value> grads) {
-  SmallVector<Value> counted;
+Value mlir::ds::pipeline::normSquares(OpBuilder &b, Location loc,
+                                      ModuleOp module, func::FuncOp fn,
+                                      ArrayRef<Value> grads) {
+  auto grid =
+      module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
+  bool tensorParallel = grid && grid.getAxisSize("tp").value_or(1) > 1;
+  SmallVector<Value> pieces, whole;
   for (auto [i, g] : llvm::enumerate(grads))
     if (countsInStageNorm(module, fn, i))
-      counted.push_back(g);
+      (tensorParallel &&
+               fn.getArgAttr(i, dist::DistDialect::kTensorParallelAttrName)
+           ? pieces
+           : whole)
+          .push_back(g);
   auto scalar = RankedTensorType::get({}, b.getF32Type());
-  if (counted.empty())
-    return arith::ConstantOp::create(b, loc,
-                                     cast<TypedAttr>(b.getZeroAttr(scalar)));
-  return train::GlobalNormOp::create(b, loc, scalar, counted, b.getUnitAttr(),
-                                     /*init=*/Value());
+  Value sum;
+  if (!pieces.empty())
+    sum = dist::AllReduceOp::create(
+        b, loc, scalar,
+        train::GlobalNormOp::create(b, loc, scalar, pieces, b.getUnitAttr(),
+                                    /*init=*/Value()),
+        b.getStrArrayAttr({"tp"}), dist::ReductionKind::sum);
+  if (!whole.empty())
+    sum = train::GlobalNormOp::create(b, loc, scalar, whole, b.getUnitAttr(),
+                                      sum);
+  if (!sum)
+    sum = arith::ConstantOp::create(b, loc,
+                                    cast<TypedAttr>(b.getZeroAttr(scalar)));
+  return sum;
 }
 
 llvm::SetVector<Operation *>

@@ -725,68 +725,6 @@ FailureOr<int64_t> ZeroPass::setUpGrid(ModuleOp module) {
   return epSize;
 }
 
-/// The squares of this rank's gradient chunks on a grid with a tp axis: a
-/// tensor-parallel piece's (dsdist.tensor_parallel) summed over tp, a
-/// replicated parameter's, the same on every rank of the group, once.
-/// Null without tensor parallelism.
-static Value tensorParallelSquares(OpBuilder &b, Location loc, ModuleOp module,
-                                   func::FuncOp fn, ArrayRef<Value> chunks) {
-  auto grid =
-      module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
-  if (!grid || grid.getAxisSize("tp").value_or(1) == 1)
-    return {};
-  SmallVector<Value> pieces, whole;
-  for (auto [i, g] : llvm::enumerate(chunks))
-    (fn.getArgAttr(i, dist::DistDialect::kTensorParallelAttrName) ? pieces
-                                                                  : whole)
-        .push_back(g);
-  auto scalar = RankedTensorType::get({}, b.getF32Type());
-  Value sum =
-      arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(scalar)));
-  if (!pieces.empty())
-    sum = dist::AllReduceOp::create(
-        b, loc, scalar,
-        train::GlobalNormOp::create(b, loc, scalar, pieces, b.getUnitAttr(),
-                                    /*init=*/Value()),
-        b.getStrArrayAttr({"tp"}), dist::ReductionKind::sum);
-  if (whole.empty())
-    return sum;
-  return train::GlobalNormOp::create(b, loc, scalar, whole, b.getUnitAttr(),
-                                     sum);
-}
-
-/// With one data-parallel rank nothing is reduced, but a tensor-parallel
-/// rank's norm still covers only its pieces: the group's squares are summed
-/// as in normAndClip, and the clipping uses that norm.
-static void tensorParallelNormOnly(ModuleOp module, func::FuncOp fn) {
-  auto ret = cast<func::ReturnOp>(fn.getBody().front().getTerminator());
-  Operation *normOp =
-      ret.getNumOperands() ? ret.getOperands().back().getDefiningOp() : nullptr;
-  if (!normOp || !isa<train::ClipGradNormOp, train::GlobalNormOp>(normOp))
-    return;
-  OpBuilder b(normOp);
-  Location loc = normOp->getLoc();
-  SmallVector<Value> grads(normOp->getOperands());
-  if (auto clip = dyn_cast<train::ClipGradNormOp>(normOp)) {
-    if (clip.getNormIn())
-      return;
-    grads.assign(clip.getGrads().begin(), clip.getGrads().end());
-  }
-  Value squares = tensorParallelSquares(b, loc, module, fn, grads);
-  if (!squares)
-    return;
-  Value norm = math::SqrtOp::create(b, loc, squares);
-  if (auto clip = dyn_cast<train::ClipGradNormOp>(normOp)) {
-    auto newClip = train::ClipGradNormOp::create(
-        b, loc, ValueRange(grads).getTypes(), norm.getType(), grads,
-        clip.getMaxNormAttr(), norm);
-    clip->replaceAllUsesWith(newClip->getResults());
-  } else {
-    normOp->getResult(0).replaceAllUsesWith(norm);
-  }
-  normOp->erase();
-}
-
 SmallVector<Value> ZeroPass::normAndClip(ModuleOp module, Step &step,
                                          OpBuilder &b, ArrayRef<Value> chunks,
                                          ArrayRef<Value> grads) {
@@ -795,9 +733,7 @@ SmallVector<Value> ZeroPass::normAndClip(ModuleOp module, Step &step,
   // stages.
   Location loc = step.normOp->getLoc();
   auto scalarF32 = RankedTensorType::get({}, b.getF32Type());
-  Value partial = tensorParallelSquares(b, loc, module, step.fn, chunks);
-  if (!partial)
-    partial = pipeline::stageSquares(b, loc, module, step.fn, chunks);
+  Value partial = pipeline::normSquares(b, loc, module, step.fn, chunks);
   Value total = step.groups.dense.allReduce(partial, dist::ReductionKind::sum);
   if (module->getAttr(pipeline::kPipelineAttrName))
     total = dist::AllReduceOp::create(b, loc, scalarF32, total,
@@ -1106,7 +1042,7 @@ void ZeroPass::runOnOperation() {
         return;
       }
   if (dpSize == 1)
-    return tensorParallelNormOnly(module, fn);
+    return;
 
   Block &body = fn.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());

@@ -30,23 +30,26 @@ using namespace mlir::ds;
 
 namespace {
 
-/// A pipeline stage's share of the model's gradient norm: the sum of
-/// squares of its gradients (pipeline::countsInStageNorm), summed over the
-/// stages. Null outside a pipeline, and when ds-zero will rebuild the norm
-/// from the data-parallel shards (dp > 1 on the module's grid).
-Value stageNorm(OpBuilder &b, Location loc, ModuleOp module, func::FuncOp fn,
-                ArrayRef<Value> grads) {
-  if (!module->getAttr(pipeline::kPipelineAttrName))
+/// The model's gradient norm where this rank holds only part of it: a
+/// pipeline stage's share summed over the stages, a tensor-parallel piece's
+/// over tp (pipeline::normSquares). Null on one whole model, and when
+/// ds-zero will rebuild the norm from the data-parallel shards (dp > 1 on
+/// the module's grid).
+Value modelParallelNorm(OpBuilder &b, Location loc, ModuleOp module,
+                        func::FuncOp fn, ArrayRef<Value> grads) {
+  bool pipelined = module->getAttr(pipeline::kPipelineAttrName) != nullptr;
+  auto grid =
+      module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
+  bool tensorParallel = grid && grid.getAxisSize("tp").value_or(1) > 1;
+  if ((!pipelined && !tensorParallel) ||
+      (grid && grid.getAxisSize("dp").value_or(1) > 1))
     return Value();
-  if (auto grid = module->getAttrOfType<dist::GridAttr>(
-          dist::DistDialect::kGridAttrName))
-    if (grid.getAxisSize("dp").value_or(1) > 1)
-      return Value();
   auto scalar = RankedTensorType::get({}, b.getF32Type());
-  Value partial = pipeline::stageSquares(b, loc, module, fn, grads);
-  Value total = dist::AllReduceOp::create(b, loc, scalar, partial,
-                                          b.getStrArrayAttr({"pp"}),
-                                          dist::ReductionKind::sum);
+  Value total = pipeline::normSquares(b, loc, module, fn, grads);
+  if (pipelined)
+    total = dist::AllReduceOp::create(b, loc, scalar, total,
+                                      b.getStrArrayAttr({"pp"}),
+                                      dist::ReductionKind::sum);
   return math::SqrtOp::create(b, loc, total);
 }
 
@@ -86,7 +89,7 @@ struct ClipGradsPass : mlir::ds::impl::ClipGradsBase<ClipGradsPass> {
     SmallVector<Value> grads(ret.getOperands().drop_front());
     auto normType = RankedTensorType::get({}, b.getF32Type());
     SmallVector<Value> results = {ret.getOperand(0)};
-    Value norm = stageNorm(b, loc, module, fn, grads);
+    Value norm = modelParallelNorm(b, loc, module, fn, grads);
     if (maxNorm > 0) {
       auto clip = train::ClipGradNormOp::create(
           b, loc, ValueRange(grads).getTypes(), normType, grads,
