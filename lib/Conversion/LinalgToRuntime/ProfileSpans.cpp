@@ -114,11 +114,6 @@ public:
       v = arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
     return {0, v};
   }
-  Count of(OpFoldResult v) {
-    if (std::optional<int64_t> c = getConstantIntValue(v))
-      return {*c, nullptr};
-    return of(cast<Value>(v));
-  }
   Count mul(Count x, Count y) {
     if (!x.value && !y.value)
       return {x.known * y.known, nullptr};
