@@ -1,5 +1,8 @@
 """Checks a ds-train --profile JSON against a GPT spec.
 
+Usage: check_profile.py PROFILE SPEC CONFIG [WORLD]: rank 0's profile of a
+run on WORLD data-parallel ranks.
+
 The GEMM class's FLOPs must be the step's matrix products counted from the
 spec alone: forward 2*M*N*K per product (each layer's qkv, attention scores,
 attention-weighted values, projection, MLP up and down; the tied head), and
@@ -10,9 +13,10 @@ import json
 import sys
 
 profile, spec, config = (json.load(open(p)) for p in sys.argv[1:4])
+world = int(sys.argv[4]) if len(sys.argv) > 4 else 1  # rank 0's share
 L, C, H = spec["n_layer"], spec["n_embd"], spec["n_head"]
 T, V = spec["n_positions"], spec["vocab_size"]
-B = config["train_batch_size"]
+B = config["train_batch_size"] // world
 BT, hd = B * T, C // H
 
 
