@@ -57,10 +57,9 @@ struct Row {
 
 void printRow(llvm::raw_ostream &os, const Row &r, double stepSeconds,
               llvm::StringRef label) {
-  os << llvm::format("  %-12s %9.2f %6.1f%% %8.0f", label.str().c_str(),
-                     r.seconds * 1e3,
-                     stepSeconds > 0 ? 100 * r.seconds / stepSeconds : 0.0,
-                     r.calls);
+  os << llvm::format(
+      "  %-12s %9.2f %6.1f%% %8.0f", label.str().c_str(), r.seconds * 1e3,
+      stepSeconds > 0 ? 100 * r.seconds / stepSeconds : 0.0, r.calls);
   if (r.flops > 0)
     os << llvm::format(" %9.1f", r.gflops());
   else

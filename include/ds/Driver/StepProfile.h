@@ -1,4 +1,4 @@
-//===- StepProfile.h - ds-train --profile: where a step's time goes -*- C++ -*-===//
+//===- StepProfile.h - ds-train --profile: where time goes -----*- C++ -*-===//
 //
 // A step compiled with profiling (ds-profile-spans) times each kernel in
 // libdsrt (dsrt_profile_*). This sums those times over the steps, next to

@@ -21,8 +21,8 @@ namespace mlir::ds {
 
 /// The module's private declaration of `name`, added at its top if absent.
 inline func::FuncOp declareRuntimeFunction(ModuleOp module,
-                                           SymbolTable &symbols,
-                                           StringRef name, FunctionType type) {
+                                           SymbolTable &symbols, StringRef name,
+                                           FunctionType type) {
   if (auto fn = module.lookupSymbol<func::FuncOp>(name))
     return fn;
   OpBuilder b = OpBuilder::atBlockBegin(module.getBody());

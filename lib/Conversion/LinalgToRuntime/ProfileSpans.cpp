@@ -32,20 +32,21 @@ using namespace mlir::ds;
 
 namespace {
 
-// dsrt_profile_class in runtime/include/dsrt/dsrt.h.
+// dsrt_profile_class in runtime/include/dsrt/dsrt.h, in its order: the
+// runtime reads the number.
 enum Class : int32_t {
-  Gemm = 0,
-  Elementwise = 1,
-  Reduction = 2,
-  Copy = 3,
-  Fill = 4,
-  Collective = 5,
-  Optimizer = 6,
+  Gemm,
+  Elementwise,
+  Reduction,
+  Copy,
+  Fill,
+  Collective,
+  Optimizer
 };
 
 StringRef className(Class c) {
-  static const char *const names[] = {"gemm", "elementwise", "reduction",
-                                      "copy", "fill",        "collective",
+  static const char *const names[] = {"gemm",     "elementwise", "reduction",
+                                      "copy",     "fill",        "collective",
                                       "optimizer"};
   return names[c];
 }
@@ -154,9 +155,9 @@ public:
     Count iterations = n(1);
     std::string dims;
     for (auto [i, size] : llvm::enumerate(op.getStaticLoopRanges())) {
-      iterations = mul(iterations, ShapedType::isDynamic(size)
-                                       ? of(loopSize(op, i))
-                                       : n(size));
+      iterations =
+          mul(iterations,
+              ShapedType::isDynamic(size) ? of(loopSize(op, i)) : n(size));
       dims += (dims.empty() ? "" : "x") +
               (ShapedType::isDynamic(size) ? "?" : std::to_string(size));
     }
@@ -166,7 +167,8 @@ public:
         bytes = add(bytes, bytesOf(operand.get()));
     Span span{classOf(op), "", n(0), bytes};
     span.flops = mul(iterations, n(span.cls == Gemm ? 2 : floatOps(op)));
-    span.label = (className(span.cls) + " " + (dims.empty() ? "1" : dims)).str();
+    span.label =
+        (className(span.cls) + " " + (dims.empty() ? "1" : dims)).str();
     return span;
   }
 
