@@ -133,9 +133,9 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     profile("profile", cl::cat(category),
             cl::desc("compile the step with a timer around each kernel and "
-                     "write where a step's time goes to FILE.json (per class "
-                     "of kernel: ms, share, GFLOP/s, GB/s); a table on "
-                     "stderr"));
+                     "write where rank 0's step time goes to FILE.json (per "
+                     "class of kernel: ms, share, GFLOP/s, GB/s); a table "
+                     "on stderr"));
 static cl::opt<std::string> loadTag("tag", cl::cat(category),
                                     cl::desc("with --load: the tag to resume "
                                              "from (e.g. global_step100)"));
