@@ -57,3 +57,19 @@ mem_budget_bytes() {
   "$PYTHON" -c "import sys; print(int(float(sys.argv[1]) * 2**30))" \
     "${1:-$(( mem_kb * 9 / 10 / 1048576 ))}"
 }
+
+# matmul_mlir N: a square f32 C = A·B as ds-run compiles it (@mm: linalg.fill
+# and linalg.matmul on tensors, lowered to dsrt_sgemm).
+matmul_mlir() {
+  local n=$1
+  cat <<MLIR
+func.func @mm(%a: tensor<${n}x${n}xf32>, %b: tensor<${n}x${n}xf32>) -> tensor<${n}x${n}xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<${n}x${n}xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<${n}x${n}xf32>) -> tensor<${n}x${n}xf32>
+  %c = linalg.matmul ins(%a, %b : tensor<${n}x${n}xf32>, tensor<${n}x${n}xf32>)
+                     outs(%f : tensor<${n}x${n}xf32>) -> tensor<${n}x${n}xf32>
+  return %c : tensor<${n}x${n}xf32>
+}
+MLIR
+}

@@ -27,16 +27,7 @@ ds_ms() { # FILE REPS [ds-run flags] -> "MS BLAS_CORE"
 
 for n in $sizes; do
   file="$tmp/mm_$n.mlir"
-  cat >"$file" <<MLIR
-func.func @mm(%a: tensor<${n}x${n}xf32>, %b: tensor<${n}x${n}xf32>) -> tensor<${n}x${n}xf32> {
-  %zero = arith.constant 0.0 : f32
-  %e = tensor.empty() : tensor<${n}x${n}xf32>
-  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<${n}x${n}xf32>) -> tensor<${n}x${n}xf32>
-  %c = linalg.matmul ins(%a, %b : tensor<${n}x${n}xf32>, tensor<${n}x${n}xf32>)
-                     outs(%f : tensor<${n}x${n}xf32>) -> tensor<${n}x${n}xf32>
-  return %c : tensor<${n}x${n}xf32>
-}
-MLIR
+  matmul_mlir "$n" >"$file"
   # About 2 GFLOP of work per side, at least 3 calls.
   reps=$("$PYTHON" -c "print(max(3, int(2e9 / (2 * $n**3))))")
   read -r ds_ms_per_call ds_core < <(ds_ms "$file" "$reps")

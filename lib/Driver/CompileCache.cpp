@@ -63,6 +63,9 @@ llvm::Expected<uint64_t> cacheKey(const StepRequest &request,
     os << "stack-layers\n";
   if (request.seqLen)
     os << "seq-len " << *request.seqLen << "\n";
+  // Timers around every kernel: the same numbers, different code.
+  if (request.profile)
+    os << "profile\n";
   os << "model " << *model << "\nconfig " << cfg::toJson(*request.config).dump()
      << "\nworld " << request.worldSize << "\nprogram " << kProgram << "\ncpu "
      << target.level << " " << target.cpu << " "
@@ -90,6 +93,7 @@ llvm::Error compileEntry(const StepRequest &request,
   artifact.step.worldSize = request.worldSize;
   artifact.step.commProfile = request.commProfile;
   artifact.step.target = request.target;
+  artifact.step.profile = request.profile;
   if (early)
     artifact.step.beforeCodegen = request.beforeCodegen;
   artifact.configPath = request.configPath;

@@ -403,9 +403,11 @@ llvm::Expected<std::string> toolkitFor(llvm::StringRef target) {
 mlir::ds::exec::RunnerOptions stepRunnerOptions(const DumpFn &dump,
                                                 bool eval = false,
                                                 llvm::StringRef target = "cpu",
-                                                llvm::StringRef toolkit = "") {
+                                                llvm::StringRef toolkit = "",
+                                                bool profile = false) {
   mlir::ds::exec::RunnerOptions options;
   options.target = target.str();
+  options.profile = profile;
   options.cudaToolkit = toolkit.str();
   // Only the step (and @eval_step) is called; @forward and
   // @forward_backward stay uncompiled.
@@ -451,7 +453,8 @@ llvm::Expected<CompiledStep> compileJitStep(const StepRequest &request) {
   // Lower and JIT everything at once: the step is the hot path.
   auto runner = mlir::ds::exec::Runner::create(
       *built->module,
-      stepRunnerOptions(dump, request.eval, request.target, *toolkit));
+      stepRunnerOptions(dump, request.eval, request.target, *toolkit,
+                        request.profile));
   if (!runner)
     return runner.takeError();
   built->manifest.blasCallSites = (*runner)->blasCallSites();
@@ -519,7 +522,9 @@ llvm::Error compileArtifact(const ArtifactRequest &request,
     const bool eval = request.step.eval;
     auto lowered = mlir::ds::exec::compileSharedObject(
         *built->module,
-        stepRunnerOptions(dump, eval, request.step.target, *toolkit), *target,
+        stepRunnerOptions(dump, eval, request.step.target, *toolkit,
+                          request.step.profile),
+        *target,
         request.dir + "/" + program.object, &stageTimes);
     if (!lowered)
       return lowered.takeError();

@@ -45,6 +45,8 @@ StepLoop::StepLoop(const StepManifest &manifest, const TrainOptions &options,
       csv(std::move(csv)), routing(manifest) {
   if (config.pipeline.stages > 1)
     stage = rank / config.dpSize;
+  if (!options.profilePath.empty())
+    profile.emplace();
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     if (manifest.args[i].kind != ArgSpec::State)
       continue;
@@ -132,8 +134,12 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     dsrt_comm_seconds_reset();
     dsrt_phase_reset();
     dsrt_mem_peak_reset();
+    if (profile)
+      profile->beforeStep(s, firstStep);
     if (llvm::Error err = step.run(args, results))
       return err;
+    if (profile)
+      profile->afterStep(timesPhases());
     StepReport r;
     r.peakTrackedBytes = dsrt_mem_peak_bytes();
     if (int64_t rss = currentRssBytes())
@@ -172,6 +178,8 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
     if (llvm::Error err = report(s, r, store, modelStateBytes, log))
       return err;
   }
+  if (profile && rank == 0)
+    return profile->write(options->profilePath, llvm::errs());
   return llvm::Error::success();
 }
 

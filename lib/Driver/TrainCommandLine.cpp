@@ -130,6 +130,12 @@ static cl::opt<std::string>
           cl::desc("write a Chrome trace (chrome://tracing, Perfetto) of the "
                    "run to FILE.json: every rank's layers, collectives, "
                    "waits, optimizer and checkpoint saves"));
+static cl::opt<std::string>
+    profile("profile", cl::cat(category),
+            cl::desc("compile the step with a timer around each kernel and "
+                     "write where rank 0's step time goes to FILE.json (per "
+                     "class of kernel: ms, share, GFLOP/s, GB/s); a table "
+                     "on stderr"));
 static cl::opt<std::string> loadTag("tag", cl::cat(category),
                                     cl::desc("with --load: the tag to resume "
                                              "from (e.g. global_step100)"));
@@ -190,6 +196,12 @@ ds::driver::parseTrainCommandLine(int argc, char **argv,
   options.loadTag = loadTag;
   options.compiledDir = compiled;
   options.tracePath = trace;
+  options.profilePath = profile;
+  if (!options.profilePath.empty() && options.target != "cpu")
+    return createStringError("--profile times kernels as the CPU runs them; "
+                             "with --target %s they run asynchronously on "
+                             "the GPU: profile a CPU step",
+                             options.target.c_str());
   if (options.compiledDir.empty() && (modelFile.empty() || configFile.empty()))
     return createStringError("--model and --config are required (or "
                              "--compiled DIR, a ds-compile artifact)");

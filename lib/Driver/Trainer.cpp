@@ -263,6 +263,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   request.dumpIRDir = options.dumpIRDir;
   request.commProfile = options.commProfile;
   request.target = options.target;
+  request.profile = !options.profilePath.empty();
   request.eval = *evaluator != nullptr;
   request.agreeOnStep = [&](uint64_t hash) {
     return agreeOnStep(hash, rank, worldSize, place.programSize);

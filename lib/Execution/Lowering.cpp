@@ -382,6 +382,7 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
     pipeline.reuseBuffers = options.reuseBuffers;
     pipeline.blas = options.blas;
     pipeline.outlineKernels = options.outlineKernels;
+    pipeline.profile = options.profile;
     pipeline.target = options.target;
     pipeline.cudaToolkit = options.cudaToolkit;
     pipeline.report = options.report;

@@ -109,6 +109,11 @@ struct LowerToLLVMPipelineOptions
       llvm::cl::desc("compile each repeated linalg op once, as a shared "
                      "function (ds-outline-kernels)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> profile{
+      *this, "profile",
+      llvm::cl::desc("bracket each kernel with libdsrt's profile calls "
+                     "(ds-profile-spans; ds-train --profile); CPU only"),
+      llvm::cl::init(false)};
   PassOptions::Option<std::string> target{
       *this, "target",
       llvm::cl::desc("cpu (loops LLVM vectorizes) or a GPU chip, e.g. "

@@ -261,6 +261,49 @@ def OutlineKernels : Pass<"ds-outline-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def ProfileSpans : Pass<"ds-profile-spans", "mlir::ModuleOp"> {
+  let summary = "Bracket each kernel of the step with libdsrt's profile calls";
+  let description = [{
+    `ds-train --profile` attributes a step's time to kinds of work: matrix
+    products, fused elementwise loop nests, reductions, copies, fills,
+    collectives and optimizer kernels. Each kernel on buffers gets
+    `dsrt_profile_begin()` before it and
+    `dsrt_profile_end(name, class, flops, bytes)` after it, where `name` is
+    a constant string (`<function>:<ordinal> <class> <loop sizes>`), and
+    `flops` and `bytes` are what the shapes say: 2·M·N·K for a matrix
+    product; the float arith and math ops of a loop body times its
+    iterations; each memref operand's size once. Dynamic sizes are read at
+    run time. Kernels are: every linalg op on buffers not inside another
+    (they become loops or BLAS calls later), every `memref.copy`, and every
+    call of `dsrt_sgemm*`, of a collective (`dsrt_all_reduce`, ...,
+    `dsrt_wait`) and of a fused optimizer (`dsrt_adam`, ...). Collectives
+    and optimizer calls carry no FLOP or byte counts. Runs after the
+    runtime rewrites and before ds-outline-kernels, so an outlined kernel's
+    call is bracketed as its op was. The calls touch no buffer, so results
+    are bitwise the same as without them. Off unless ds-lower-to-llvm's
+    `profile` asks for it.
+
+      linalg.generic {iterator_types = ["parallel"]}
+          ins(%a, %b : memref<16xf32>, memref<16xf32>)
+          outs(%c : memref<16xf32>) { arith.addf ... }
+
+    becomes
+
+      call @dsrt_profile_begin() : () -> ()
+      linalg.generic ...
+      %name = llvm.mlir.addressof @ds_profile_name : !llvm.ptr
+      call @dsrt_profile_end(%name, %c1_i32, %c16_i64, %c192_i64)
+          : (!llvm.ptr, i32, i64, i64) -> ()
+  }];
+  let statistics = [
+    Statistic<"numKernels", "kernels", "kernels bracketed">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def InlineGlue : Pass<"ds-inline-glue", "mlir::ModuleOp"> {
   let summary = "Inline each function called once that is not a layer function";
   let description = [{

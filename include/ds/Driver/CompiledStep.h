@@ -199,6 +199,8 @@ struct StepRequest {
   /// linalg op a kernel, GEMMs through cuBLAS, the arena and every buffer
   /// of the step in device-accessible memory.
   std::string target = "cpu";
+  /// Profile calls around each kernel (ds-train --profile).
+  bool profile = false;
   /// Called with the start-up hash as soon as the step is known, before
   /// anything else can fail: ranks compare it.
   std::function<llvm::Error(uint64_t startupHash)> agreeOnStep;

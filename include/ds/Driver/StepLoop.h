@@ -18,6 +18,7 @@
 #include "ds/Driver/Metrics.h"
 #include "ds/Driver/RoutingMonitor.h"
 #include "ds/Driver/StateStore.h"
+#include "ds/Driver/StepProfile.h"
 #include "ds/Driver/Trainer.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -97,6 +98,8 @@ private:
   /// This rank's pipeline stage, when the step is one.
   std::optional<int64_t> stage;
   int64_t rssBaseline = 0;
+  /// --profile: the kernels' times, summed over the steps.
+  std::optional<StepProfile> profile;
 };
 
 } // namespace ds::driver

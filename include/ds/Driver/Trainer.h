@@ -79,6 +79,8 @@ struct TrainOptions {
   std::string compiledDir;
   /// --trace: the run's timeline as a Chrome trace (Timeline.h).
   std::string tracePath;
+  /// --profile: time per kind of kernel, written here (StepProfile.h).
+  std::string profilePath;
 };
 
 /// Where the step comes from: compiled here, or an artifact. The world

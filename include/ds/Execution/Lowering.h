@@ -50,6 +50,8 @@ struct RunnerOptions {
   bool reuseBuffers = true;
   bool blas = true;
   bool outlineKernels = true;
+  /// Profile calls around each kernel (ds-profile-spans).
+  bool profile = false;
   /// "cpu", or a GPU chip ("sm_90") whose kernels are assembled with the
   /// CUDA toolkit at `cudaToolkit` (ds::target::findCudaToolkit).
   std::string target = "cpu";

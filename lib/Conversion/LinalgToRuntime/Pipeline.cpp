@@ -121,6 +121,9 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
       ds::createLowerOptimizerToRuntime({/*multi=*/true, options.report}));
   pm.addPass(ds::createLowerCommToRuntime({options.report}));
   pm.addPass(ds::createRelaxReductions());
+  // Every kernel is now one op: a linalg op, a copy or a runtime call.
+  if (options.profile)
+    pm.addPass(ds::createProfileSpans());
   // The same loop nest for every layer's parameters of one shape: one
   // function each, so the step's code does not grow with depth.
   if (options.outlineKernels)

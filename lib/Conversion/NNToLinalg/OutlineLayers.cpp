@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Support/Outline.h"
+#include "ds/Support/RuntimeSymbols.h"
 #include "ds/Transforms/Passes.h"
 #include "dsnn/NNOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -47,11 +48,13 @@ constexpr llvm::StringLiteral kTraceEnd = "dsrt_trace_end";
 class TraceMarks {
 public:
   explicit TraceMarks(ModuleOp module) : module(module), symbols(module) {
-    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    Builder b(module.getContext());
     auto ptr = LLVM::LLVMPointerType::get(module.getContext());
-    begin =
-        declare(b, kTraceBegin, b.getFunctionType({ptr, b.getI32Type()}, {}));
-    end = declare(b, kTraceEnd, b.getFunctionType({}, {}));
+    begin = declareRuntimeFunction(
+        module, symbols, kTraceBegin,
+        b.getFunctionType({ptr, b.getI32Type()}, {}));
+    end = declareRuntimeFunction(module, symbols, kTraceEnd,
+                                 b.getFunctionType({}, {}));
   }
 
   void around(func::CallOp call, StringRef layerName, bool backward) {
@@ -95,28 +98,11 @@ private:
     func::CallOp::create(b, loc, end, ValueRange{});
   }
 
-  func::FuncOp declare(OpBuilder &b, StringRef name, FunctionType type) {
-    if (auto fn = module.lookupSymbol<func::FuncOp>(name))
-      return fn;
-    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
-    fn.setPrivate();
-    symbols.insert(fn);
-    return fn;
-  }
-
   /// A constant holding `text` and a terminating NUL.
-  LLVM::GlobalOp global(StringRef text_) {
-    LLVM::GlobalOp &g = globals[text_];
-    if (g)
-      return g;
-    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    std::string text = text_.str();
-    text.push_back('\0');
-    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
-    g = LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
-                               LLVM::Linkage::Internal, "ds_layer_name",
-                               b.getStringAttr(text));
-    symbols.insert(g); // renames: ds_layer_name_0, _1, ...
+  LLVM::GlobalOp global(StringRef text) {
+    LLVM::GlobalOp &g = globals[text];
+    if (!g)
+      g = createCString(module, symbols, text, "ds_layer_name");
     return g;
   }
 

@@ -402,6 +402,46 @@ DSRT_API void dsrt_trace_end(void);
 DSRT_API int dsrt_trace_events(const dsrt_trace_event **out, int64_t *count,
                                int64_t *dropped);
 
+/*--- Kernel profile (core/profile.c) -------------------------------------*/
+
+/* `ds-train --profile`: a step compiled with profiling (ds-profile-spans)
+ * brackets each kernel (a BLAS call, a loop nest, a copy, a collective, an
+ * optimizer call) with these. The runtime sums, per kernel, its calls,
+ * seconds and the FLOPs and bytes the compiler counted from its shapes. A
+ * step compiled without profiling makes no such calls. */
+typedef enum dsrt_profile_class {
+  DSRT_PROFILE_GEMM = 0,        /* matrix products (dsrt_sgemm*, loops) */
+  DSRT_PROFILE_ELEMENTWISE = 1, /* fused loop nests, every loop parallel */
+  DSRT_PROFILE_REDUCTION = 2,   /* loop nests with a reduction loop */
+  DSRT_PROFILE_COPY = 3,        /* copies, transposes */
+  DSRT_PROFILE_FILL = 4,        /* a buffer set to one value */
+  DSRT_PROFILE_COLLECTIVE = 5,  /* collectives, their waits, send/recv */
+  DSRT_PROFILE_OPTIMIZER = 6,   /* the fused optimizer kernels */
+  DSRT_PROFILE_CLASS_COUNT = 7,
+} dsrt_profile_class;
+
+typedef struct dsrt_profile_kernel {
+  const char *name; /* "layer_block:3 elementwise 128x768" (a copy) */
+  int32_t cls;      /* dsrt_profile_class */
+  int64_t calls;
+  double seconds;
+  int64_t flops; /* summed over calls; 0 where not counted */
+  int64_t bytes; /* each operand's buffer once per call; 0: not counted */
+} dsrt_profile_kernel;
+
+/* Brackets one kernel; spans do not nest (a begin while one is open
+ * restarts it). `name` is a constant of the compiled code. */
+DSRT_API void dsrt_profile_begin(void);
+DSRT_API void dsrt_profile_end(const char *name, int32_t cls, int64_t flops,
+                               int64_t bytes);
+/* The kernels so far, in order of first call (not a copy: valid until the
+ * next dsrt_profile_end or reset). */
+DSRT_API int dsrt_profile_kernels(const dsrt_profile_kernel **out,
+                                  int64_t *count);
+/* "gemm", "elementwise", ...; "?" for an unknown class. */
+DSRT_API const char *dsrt_profile_class_name(int32_t cls);
+DSRT_API void dsrt_profile_reset(void);
+
 /*--- Optimizers (kernels/cpu/optim.c) -----------------------------------*/
 
 /* One fused pass per step over flat fp32 buffers updated in place: params,
