@@ -1063,11 +1063,6 @@ void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
 /// different numbers.
 void checkTensorParallel(const Config &c, int64_t t) {
   std::string tp = "tensor_parallel.autotp_size " + num(t);
-  if (c.pipeline.stages > 1)
-    fail(tp + " with pipeline.stages " + num(c.pipeline.stages) +
-         ": tensor parallelism inside a pipeline stage is not supported yet "
-         "(the stage's activations would cross stages as TP shards); use "
-         "autotp_size 1 or one stage");
   if (c.moe.enabled)
     fail(tp + " with a moe section: experts are neither sharded nor "
               "replicated over the tensor-parallel group yet; use "

@@ -47,7 +47,7 @@ Evaluator::open(const TrainOptions &options, const cfg::Config &config) {
   eval->micro = config.trainMicroBatchSizePerGpu;
   eval->gas = config.gradientAccumulationSteps;
   eval->globalBatch = config.trainBatchSize;
-  eval->dpSize = config.dpSize;
+  eval->stageRanks = config.stageRanks();
   eval->stages = config.pipeline.stages;
   return eval;
 }
@@ -142,15 +142,14 @@ llvm::Expected<double> Evaluator::run(StepFunction &step,
   }
   ++evals;
   double mean = sum / double(gas);
-  // With a pipeline only the last stage computed a loss (ranks
-  // (stages - 1) * dp .. stages * dp - 1, PipeDataParallelTopology).
-  if (stages > 1) {
-    int64_t world = dsrt_comm_size(dsrt_comm_world());
-    return meanOfRanks(mean, world, world - dpSize);
-  }
-  if (dpSize == 1)
+  // With a pipeline only the last stage computed a loss (its ranks are the
+  // last stageRanks, PipeModelDataParallelTopology). The ranks of a tp or
+  // sp group hold the same mean, so averaging them with the dp ranks'
+  // keeps the dp mean.
+  int64_t world = dsrt_comm_size(dsrt_comm_world());
+  if (world == 1)
     return mean;
-  return meanOfRanks(mean, dpSize, 0);
+  return meanOfRanks(mean, world, stages > 1 ? world - stageRanks : 0);
 }
 
 llvm::Expected<double> Evaluator::meanOfRanks(double mean, int64_t count,

@@ -272,10 +272,11 @@ struct BuiltStep {
   StepManifest manifest;
 };
 
-/// The pipeline stage `rank` runs: ranks stage * dp .. stage * dp + dp - 1
-/// (DeepSpeed's PipeDataParallelTopology); 0 without a pipeline.
+/// The pipeline stage `rank` runs: with tp x dp ranks per stage, ranks
+/// stage * tp * dp onwards (DeepSpeed's PipeModelDataParallelTopology); 0
+/// without a pipeline.
 int64_t stageOfRank(const cfg::Config &config, int64_t rank) {
-  return config.pipeline.stages > 1 ? rank / config.dpSize : 0;
+  return config.pipeline.stages > 1 ? rank / config.stageRanks() : 0;
 }
 
 llvm::Expected<BuiltStep> buildStep(const StepRequest &request,

@@ -579,9 +579,13 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
   wholePieces.clear();
   // No reallocation: the tensors point into these buffers.
   wholePieces.reserve(manifest.args.size());
+  // The ranks of this program (a pipeline stage's, without pp), which
+  // `rank` counts.
   int64_t ranks = 1, wholeCount = 0;
-  for (int64_t size : manifest.gridSizes)
-    ranks *= size;
+  for (auto [name, size] :
+       llvm::zip(gridAxisNames(manifest), manifest.gridSizes))
+    if (name != "pp")
+      ranks *= size;
   for (size_t i = 0; i < manifest.args.size(); ++i) {
     const ArgSpec &p = manifest.args[i];
     if (!p.isModelState())

@@ -44,7 +44,7 @@ StepLoop::StepLoop(const StepManifest &manifest, const TrainOptions &options,
       talk(rank == 0 && !options.quiet), metrics(std::move(metrics)),
       csv(std::move(csv)), routing(manifest) {
   if (config.pipeline.stages > 1)
-    stage = rank / config.dpSize;
+    stage = rank / config.stageRanks();
   if (!options.profilePath.empty())
     profile.emplace();
   for (size_t i = 0; i < manifest.args.size(); ++i) {

@@ -198,7 +198,7 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   CkptPlace place;
   place.rank = rank;
   place.worldSize = worldSize;
-  place.programSize = pipelined ? int(config->dpSize) : worldSize;
+  place.programSize = pipelined ? int(config->stageRanks()) : worldSize;
   place.programRank = rank % place.programSize;
   // The ranks of a tensor-parallel group (consecutive) read the same batch,
   // and so do those of a sequence-parallel group (the step keeps each

@@ -125,11 +125,11 @@ std::string summarize(const PipelineReport &report,
   for (size_t part = 0; part + 1 < report.parts.size(); ++part) {
     int64_t start = report.parts[part], stop = report.parts[part + 1];
     int64_t stage = int64_t(part) % numStages;
-    // The stage's data-parallel replicas: ranks stage * dp + d.
-    int64_t first = stage * config.dpSize;
+    // The stage's ranks, consecutive: its dp replicas, each a tp group.
+    int64_t per = config.stageRanks(), first = stage * per;
     std::string ranks = std::to_string(first);
-    if (config.dpSize > 1)
-      ranks += "-" + std::to_string(first + config.dpSize - 1);
+    if (per > 1)
+      ranks += "-" + std::to_string(first + per - 1);
     if (interleaved)
       s += "chunk=" + std::to_string(part) + " ";
     s += "stage=" + std::to_string(stage) +

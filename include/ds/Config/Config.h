@@ -221,6 +221,11 @@ struct Config {
   /// sequence_parallel_size: DeepSpeed-Ulysses' group, inside dp and
   /// outside tp.
   int64_t sequenceParallelSize = 1;
+  /// The ranks of one pipeline stage, consecutive (the grid puts pp
+  /// outermost): dp x tp x sp.
+  int64_t stageRanks() const {
+    return dpSize * tensorParallel.autotpSize * sequenceParallelSize;
+  }
 
   /// DeepSpeed's default since 0.19.3; 0 turns clipping off.
   double gradientClipping = 1.0;

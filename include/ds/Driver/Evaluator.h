@@ -59,7 +59,7 @@ private:
   bool sampleDir = false;
   std::map<size_t, SampleArray> arrays;
   std::string path;
-  int64_t interval = 1, micro = 0, gas = 0, globalBatch = 0, dpSize = 1;
+  int64_t interval = 1, micro = 0, gas = 0, globalBatch = 0, stageRanks = 1;
   int64_t stages = 1;
   int64_t sequence = 0, evals = 0;
   int rank = 0;

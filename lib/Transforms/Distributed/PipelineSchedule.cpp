@@ -594,11 +594,19 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module,
       static_cast<uint64_t>(stages - 1));
   func::ReturnOp::create(b, loc, results);
 
+  // pp outermost; a tensor-parallel grid's tp stays innermost, so a stage's
+  // rank sends to the rank of the next stage with its own dp and tp place.
+  SmallVector<StringAttr> axes = {StringAttr::get(ctx, kPipeAxis),
+                                 StringAttr::get(ctx, "dp")};
+  SmallVector<int64_t> sizes = {stages, dpSize};
+  if (auto grid =
+          module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName))
+    if (std::optional<int64_t> tp = grid.getAxisSize("tp")) {
+      axes.push_back(StringAttr::get(ctx, "tp"));
+      sizes.push_back(*tp);
+    }
   module->setAttr(dist::DistDialect::kGridAttrName,
-                  dist::GridAttr::get(ctx,
-                                      {StringAttr::get(ctx, kPipeAxis),
-                                       StringAttr::get(ctx, "dp")},
-                                      {stages, dpSize}));
+                  dist::GridAttr::get(ctx, axes, sizes));
   for (func::FuncOp fb : fbs)
     fb.erase();
   return success();
