@@ -63,8 +63,9 @@ struct dsrt_swap {
   int status;      /* the first I/O error of the current update */
   swap_tensor *tensors;
   int64_t num_tensors, cap_tensors, last_hit;
-  char *stage; /* buffer_count slots x 2 states x stage_elems floats */
+  char *stage; /* stage_slots slots x 2 states x stage_elems floats */
   int64_t stage_elems;
+  int stage_slots;
   int64_t bytes_read, bytes_written;
   struct dsrt_swap *next;
 };
@@ -87,7 +88,7 @@ int dsrt_swap_open(const char *dir, const dsrt_swap_options *options,
                          .queue_depth = 8,
                          .single_submit = 0,
                          .buffer_count = 4,
-                         .buffer_size = 1 << 24};
+                         .buffer_size = 1 << 20};
   if (options)
     o = *options;
   if (o.block_size < SWAP_ALIGN || o.block_size % SWAP_ALIGN)
@@ -549,12 +550,16 @@ int dsrt_swap_update(const char *fn, int64_t num_tensors, float *const *params,
     if (chunk_first[c + 1] - chunk_first[c] > maxsegs)
       maxsegs = chunk_first[c + 1] - chunk_first[c];
 
-  /* Staging: buffer_count slots, each holding a chunk's two states. */
-  int slots = (int)s->opt.buffer_count;
-  if (status == DSRT_OK && largest > s->stage_elems) {
+  /* Staging: buffer_count slots (no more than there are chunks), each
+   * holding a chunk's two states; kept for the next call. */
+  int slots = (int)(nchunks < s->opt.buffer_count ? nchunks
+                                                  : s->opt.buffer_count);
+  if (status == DSRT_OK &&
+      (largest > s->stage_elems || slots > s->stage_slots)) {
     free(s->stage);
     s->stage = NULL;
     s->stage_elems = 0;
+    s->stage_slots = 0;
     void *stage = NULL;
     if (posix_memalign(&stage, SWAP_ALIGN,
                        (size_t)(2 * slots * largest) * sizeof(float)) != 0)
@@ -565,6 +570,7 @@ int dsrt_swap_update(const char *fn, int64_t num_tensors, float *const *params,
     else {
       s->stage = stage;
       s->stage_elems = largest;
+      s->stage_slots = slots;
     }
   }
   float **ptrs = NULL;
@@ -584,8 +590,9 @@ int dsrt_swap_update(const char *fn, int64_t num_tensors, float *const *params,
   int64_t slot_elems = 2 * s->stage_elems;
   s->status = DSRT_OK;
   /* Chunk i uses slot i % slots; reads run `ahead` chunks in front of the
-   * kernel, leaving one slot for the writes behind it. */
-  int64_t ahead = slots >= 3 ? slots - 2 : 1, next_read = 0;
+   * kernel, leaving one slot for the writes behind it (one slot: one
+   * chunk, nothing ahead). */
+  int64_t ahead = slots >= 3 ? slots - 2 : slots - 1, next_read = 0;
   double t0 = dsrt_trace_t0();
   for (int64_t i = 0; i < nchunks && s->status == DSRT_OK; ++i) {
     for (; next_read < nchunks && next_read <= i + ahead; ++next_read) {

@@ -44,9 +44,10 @@ struct OffloadConfig {
   /// NVMe: the directory of the state files (one folder per rank inside).
   std::string nvmePath;
   /// NVMe: staging buffers, and elements per buffer (one chunk of the
-  /// update's state).
+  /// update's state). Smaller than DeepSpeed's parameter-offload 1e8: the
+  /// staging is memory the swap adds back, 2 x 4 x 4 MiB by default.
   int64_t bufferCount = 4;
-  int64_t bufferSize = 100000000;
+  int64_t bufferSize = 1048576;
   bool enabled() const { return device != OffloadDevice::None; }
 };
 

@@ -460,7 +460,7 @@ typedef struct dsrt_swap_options {
 } dsrt_swap_options;
 
 /* Opens (creating one level if missing) directory `dir`; NULL options are
- * 1 MiB requests, depth 8, 4 buffers of 16M elements. */
+ * 1 MiB requests, depth 8, 4 buffers of 1M elements. */
 DSRT_API int dsrt_swap_open(const char *dir, const dsrt_swap_options *options,
                             dsrt_swap **out);
 /* A tensor of `bytes` in file dir/name (truncated, its blocks allocated
