@@ -606,9 +606,15 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
       // stage, precision and tensor-parallel size reads. One rank in turn
       // writes it and keeps it until then; the others drop it at once, so
       // a save holds about 1/ranks of these tensors per rank.
+      Tensor held = currentValues[i];
+      if (swapped(i)) {
+        held = Tensor::zeros(p.dtype, p.shape);
+        if (dsrt_swap_load(currentValues[i].data(), held.data()) != DSRT_OK)
+          return createStringError("%s", dsrt_last_error());
+      }
       auto whole = gatherTensorParallel(manifest, *param,
                                         p.fullShape.has_value(),
-                                        widened(p, currentValues[i]));
+                                        widened(p, held));
       if (!whole)
         return whole.takeError();
       int64_t numel = numElements(param->tpShape);
