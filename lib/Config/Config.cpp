@@ -331,7 +331,7 @@ const KeySet &topLevelKeys() {
        "optimizer", "scheduler", "pipeline", "moe", "tensor_parallel",
        "prescale_gradients", "gradient_predivide_factor",
        "gradient_allreduce_op", "allgather_size", "csv_monitor", "compile",
-       "sequence_parallel_size", "kernels",
+       "sequence_parallel_size", "kernels", "aio",
        // Read only to check its keys (readActivationCheckpointing).
        "activation_checkpointing"},
       // Monitoring, profiling, logging and checkpoint-file options: they
@@ -341,7 +341,7 @@ const KeySet &topLevelKeys() {
       {"tensorboard", "wandb", "comet", "monitor_config", "comms_logger",
        "flops_profiler", "zero_allow_untested_optimizer",
        "zero_force_ds_cpu_optimizer", "memory_breakdown", "dump_state",
-       "timers", "autotuning", "checkpoint", "aio", "dataloader_drop_last",
+       "timers", "autotuning", "checkpoint", "dataloader_drop_last",
        "vocabulary_size", "use_node_local_storage"},
       {{"amp", "Apex AMP (use fp16 or bf16)"},
        {"sparse_gradients", "sparse (CSR) gradients"},
@@ -379,11 +379,14 @@ const KeySet &topLevelKeys() {
 /// DeepSpeedZeroOffloadOptimizerConfig / ...ParamConfig).
 OffloadConfig readOffloadSection(const Section &s, bool optimizer) {
   // The NVMe tier's knobs say nothing when the device is the CPU, as in
-  // DeepSpeed.
+  // DeepSpeed; with "nvme" ds reads the ones it acts on.
+  bool nvme = s.has("device") && s.at("device") == "nvme";
   KeySet keys = {{"device", "pin_memory"},
-                 {"nvme_path", "buffer_count", "buffer_size", "max_in_cpu",
-                  "pipeline", "pipeline_read", "pipeline_write", "fast_init"},
+                 {"max_in_cpu", "pipeline", "pipeline_read", "pipeline_write",
+                  "fast_init"},
                  {}};
+  for (StringRef key : {"nvme_path", "buffer_count", "buffer_size"})
+    (nvme ? keys.known : keys.ignored).push_back(key);
   if (optimizer)
     keys.known.push_back("ratio");
   s.checkKeys(keys);
@@ -394,14 +397,32 @@ OffloadConfig readOffloadSection(const Section &s, bool optimizer) {
       fail(s.pathOf("device") + ": expected \"none\", \"cpu\" or \"nvme\", "
                                 "got " +
            d.dump());
-    if (d == "nvme")
+    if (d == "nvme" && !optimizer)
       fail(s.pathOf("device") +
-           ": ds does not support offload to NVMe (ZeRO-Infinity) yet; use "
-           "\"cpu\" (the state stays in host memory) or \"none\"");
+           ": ds does not support parameter offload to NVMe (ZeRO-Infinity) "
+           "yet; use \"cpu\" (the parameters stay in host memory) or "
+           "\"none\"; offload_optimizer takes \"nvme\"");
     if (d == "cpu")
       offload.device = OffloadDevice::Cpu;
+    if (d == "nvme")
+      offload.device = OffloadDevice::Nvme;
   }
   s.read("pin_memory", offload.pinMemory);
+  if (nvme) {
+    auto path = s.getString("nvme_path");
+    if (!path || path->empty())
+      fail(s.pathOf("nvme_path") +
+           ": \"device\": \"nvme\" needs the directory the optimizer "
+           "state is written to; set nvme_path");
+    offload.nvmePath = *path;
+    // The defaults are in range: checking them too costs nothing.
+    offload.bufferCount =
+        s.getInt("buffer_count").value_or(offload.bufferCount);
+    requireInRange<int64_t>(s.pathOf("buffer_count"), offload.bufferCount, 2,
+                            64);
+    offload.bufferSize = s.getInt("buffer_size").value_or(offload.bufferSize);
+    requireAtLeast<int64_t>(s.pathOf("buffer_size"), offload.bufferSize, 1);
+  }
   if (optimizer && s.has("ratio")) {
     double ratio = s.at("ratio").is_number() ? s.at("ratio").get<double>() : -1;
     if (ratio != 1.0)
@@ -411,6 +432,34 @@ OffloadConfig readOffloadSection(const Section &s, bool optimizer) {
            "so remove ratio or set it to 1.0");
   }
   return offload;
+}
+
+/// aio (DeepSpeed's AIO config), the NVMe swap's I/O.
+void readAio(const Section &s, AioConfig &aio) {
+  static const KeySet keys = {{"block_size", "queue_depth", "thread_count",
+                               "intra_op_parallelism", "single_submit",
+                               "overlap_events"},
+                              {},
+                              {{"use_gds", "GPUDirect Storage"}}};
+  s.checkKeys(keys);
+  if (auto v = s.getInt("block_size")) {
+    if (*v < 4096 || *v % 4096)
+      fail(s.pathOf("block_size") + ": " + num(*v) +
+           " is not a positive multiple of 4096 bytes (the alignment of "
+           "direct I/O); use e.g. 1048576");
+    aio.blockSize = *v;
+  }
+  if (auto v = s.getInt("queue_depth")) {
+    requireInRange<int64_t>(s.pathOf("queue_depth"), *v, 1, 4096);
+    aio.queueDepth = *v;
+  }
+  for (StringRef key : {"thread_count", "intra_op_parallelism"})
+    if (auto v = s.getInt(key)) {
+      requireAtLeast<int64_t>(s.pathOf(key), *v, 1);
+      aio.threadCount = *v;
+    }
+  s.read("single_submit", aio.singleSubmit);
+  s.read("overlap_events", aio.overlapEvents);
 }
 
 /// offload_optimizer / offload_param, and DeepSpeed's older booleans for
@@ -1436,6 +1485,12 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
     readKernels(*s, c.kernels);
   if (auto s = top.section("activation_checkpointing"))
     readActivationCheckpointing(*s);
+  if (auto s = top.section("aio")) {
+    readAio(*s, c.aio);
+    // Only the NVMe swap does I/O.
+    if (c.zero.offloadOptimizer.device != OffloadDevice::Nvme)
+      ignored.push_back("aio");
+  }
 
   // Checks across sections.
   if (c.zero.offloadOptimizer.enabled() && c.zero.stage == 0)
@@ -1454,6 +1509,14 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          (c.optimizer.type == OptimizerType::Lamb ? "Lamb" : "SGD") +
          ": DeepSpeed's ZeRO-Offload runs its CPU Adam, and refuses other "
          "optimizers; use Adam or AdamW, or remove offload_optimizer");
+  // fp16's overflow check skips the update with an scf.if whose branches
+  // yield the untouched state or an updated copy of it, so the step would
+  // read and copy the moments in memory.
+  if (c.zero.offloadOptimizer.device == OffloadDevice::Nvme && c.fp16.enabled)
+    fail("zero_optimization.offload_optimizer.device \"nvme\" with "
+         "fp16.enabled: ds's fp16 step skips an overflowing update on a copy "
+         "of the optimizer state, which NVMe offload keeps out of memory; "
+         "use bf16 or fp32, or offload to \"cpu\"");
   if (c.fp16.enabled && c.bf16.enabled)
     fail("fp16.enabled and bf16.enabled are both true; enable at most one");
   if (c.pipeline.stages > 1 && c.zero.stage >= 3)

@@ -166,8 +166,12 @@ json toJson(const Config &c) {
       {"stage3_param_persistence_threshold", z.paramPersistenceThreshold},
       {"stage3_max_live_parameters", z.maxLiveParameters},
       {"stage3_max_reuse_distance", z.maxReuseDistance}};
+  // Where the NVMe files go and how they are read do not change the
+  // compiled step: only the device is here.
   auto offload = [](const OffloadConfig &o) {
-    return json{{"device", o.enabled() ? "cpu" : "none"},
+    return json{{"device", o.device == OffloadDevice::Nvme ? "nvme"
+                           : o.enabled()                   ? "cpu"
+                                                           : "none"},
                 {"pin_memory", o.pinMemory}};
   };
   if (z.offloadOptimizer.enabled())
@@ -251,7 +255,10 @@ std::string summarize(const Config &c) {
        std::to_string(c.zero.reduceBucketSize) + ", allgather bucket " +
        std::to_string(c.zero.allgatherBucketSize) + ", overlap_comm " +
        (c.zero.overlapComm ? "true" : "false") +
-       (c.zero.offloadOptimizer.enabled() ? ", optimizer offload cpu" : "") +
+       (c.zero.offloadOptimizer.device == OffloadDevice::Nvme
+            ? ", optimizer offload nvme " + c.zero.offloadOptimizer.nvmePath
+        : c.zero.offloadOptimizer.enabled() ? ", optimizer offload cpu"
+                                            : "") +
        (c.zero.offloadParam.enabled() ? ", parameter offload cpu" : "") + ")");
   if (c.fp16.enabled) {
     if (c.fp16.lossScale == 0)

@@ -1,5 +1,6 @@
 //===- MemoryFit.cpp - Does the step fit this machine's memory? -----------===//
 #include "ds/Driver/MemoryFit.h"
+#include "ds/Driver/StateSwap.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -73,8 +74,11 @@ RankMemory ds::driver::memoryPerRank(int64_t ranksHere) {
 llvm::Error ds::driver::checkStepFits(const StepManifest &manifest,
                                       const ::ds::config::Config &config,
                                       const RankMemory &memory) {
-  if (manifest.plannedPeakBytes < 0 || memory.bytes < 0 ||
-      manifest.plannedPeakBytes <= memory.bytes)
+  // The NVMe swap keeps the Adam moments out of memory.
+  int64_t peak = manifest.plannedPeakBytes;
+  if (config.zero.offloadOptimizer.device == config::OffloadDevice::Nvme)
+    peak -= StateSwap::fileBytes(manifest);
+  if (manifest.plannedPeakBytes < 0 || memory.bytes < 0 || peak <= memory.bytes)
     return llvm::Error::success();
   std::vector<std::string> knobs;
   if (config.zero.stage < 3)

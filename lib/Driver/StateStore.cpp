@@ -379,8 +379,10 @@ ds::driver::readCheckpointState(const CheckpointReader &ckpt,
   return values;
 }
 
-StateStore::StateStore(const StepManifest &manifest, int rank)
-    : manifest(manifest), rank(rank), currentValues(manifest.args.size()) {
+StateStore::StateStore(const StepManifest &manifest, int rank,
+                       const StateSwap *swap)
+    : manifest(manifest), rank(rank), swap(swap),
+      currentValues(manifest.args.size()) {
   // A stacked group's values back to back in layer order, in one buffer:
   // the step takes them as one tensor without a copy (PackedCall.h).
   // setArgStacks checked that they share a type.
@@ -403,7 +405,10 @@ StateStore::StateStore(const StepManifest &manifest, int rank)
     const ArgSpec &arg = manifest.args[i];
     if (!arg.isModelState() || !currentValues[i].isNull())
       continue;
-    currentValues[i] = Tensor::zeros(arg.dtype, arg.shape);
+    // The swap's files start at zero, as these buffers do.
+    currentValues[i] = swapped(i)
+                           ? Tensor::borrow(arg.dtype, arg.shape, swap->key(i))
+                           : Tensor::zeros(arg.dtype, arg.shape);
   }
 }
 
@@ -557,11 +562,20 @@ llvm::Error StateStore::loadInitialWeights(llvm::StringRef safetensors,
   return llvm::Error::success();
 }
 
-void StateStore::restore(const std::vector<std::vector<char>> &restored) {
-  for (size_t i = 0; i < restored.size(); ++i)
-    if (!restored[i].empty())
+llvm::Error
+StateStore::restore(const std::vector<std::vector<char>> &restored) {
+  for (size_t i = 0; i < restored.size(); ++i) {
+    if (restored[i].empty())
+      continue;
+    if (!swapped(i)) {
       std::memcpy(currentValues[i].data(), restored[i].data(),
                   restored[i].size());
+    } else if (dsrt_swap_store(currentValues[i].data(), restored[i].data()) !=
+               DSRT_OK) {
+      return createStringError("%s", dsrt_last_error());
+    }
+  }
+  return llvm::Error::success();
 }
 
 void StateStore::bind(std::vector<Tensor> &args,
@@ -596,9 +610,15 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
       // stage, precision and tensor-parallel size reads. One rank in turn
       // writes it and keeps it until then; the others drop it at once, so
       // a save holds about 1/ranks of these tensors per rank.
+      Tensor held = currentValues[i];
+      if (swapped(i)) {
+        held = Tensor::zeros(p.dtype, p.shape);
+        if (dsrt_swap_load(currentValues[i].data(), held.data()) != DSRT_OK)
+          return createStringError("%s", dsrt_last_error());
+      }
       auto whole = gatherTensorParallel(manifest, *param,
                                         p.fullShape.has_value(),
-                                        widened(p, currentValues[i]));
+                                        widened(p, held));
       if (!whole)
         return whole.takeError();
       int64_t numel = numElements(param->tpShape);
@@ -629,6 +649,14 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
     if (at.expert || p.fullShape)
       t.held = CkptTensor::Held{at.held.first, at.held.count, at.writes};
     t.data = currentValues[i].data();
+    if (swapped(i)) {
+      // Read from its file and kept until the next checkpoint, as a
+      // gathered piece is: the save may write it after the next step.
+      wholePieces.push_back(Tensor::zeros(p.dtype, p.shape));
+      if (dsrt_swap_load(t.data, wholePieces.back().data()) != DSRT_OK)
+        return createStringError("%s", dsrt_last_error());
+      t.data = wholePieces.back().data();
+    }
     tensors.push_back(std::move(t));
   }
   return tensors;
@@ -849,10 +877,12 @@ int64_t StateStore::residentBytes(int64_t dpSize, int64_t zeroStage) const {
   // an all-reduce (ZeRO 0/1), this rank's chunk after a reduce-scatter
   // (ZeRO 2/3).
   int64_t bytes = 0;
-  for (const ArgSpec &p : manifest.args) {
+  for (size_t i = 0; i < manifest.args.size(); ++i) {
+    const ArgSpec &p = manifest.args[i];
     if (!p.isModelState())
       continue;
-    bytes += localBytes(p);
+    if (!swapped(i))
+      bytes += localBytes(p);
     if (p.kind != ArgSpec::Param)
       continue;
     // An expert parameter's gradient is this rank's experts', reduced over

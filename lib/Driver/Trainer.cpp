@@ -17,6 +17,7 @@
 #include "ds/Driver/ParamInit.h"
 #include "ds/Driver/ParamMap.h"
 #include "ds/Driver/StateStore.h"
+#include "ds/Driver/StateSwap.h"
 #include "ds/Driver/StepLoop.h"
 #include "ds/Driver/Timeline.h"
 #include "dsrt/dsrt.h"
@@ -166,7 +167,7 @@ private:
 int64_t stateBytes(const StateStore &store, const StepManifest &manifest) {
   int64_t bytes = 0;
   for (size_t i = 0; i < manifest.args.size(); ++i)
-    if (manifest.args[i].isModelState())
+    if (manifest.args[i].isModelState() && !store.swapped(i))
       bytes += store.current(i).byteSize();
   return bytes;
 }
@@ -192,6 +193,12 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   if (options.steps < 1)
     return createStringError("--steps must be >= 1, got %lld",
                              (long long)options.steps);
+  const bool nvme =
+      config->zero.offloadOptimizer.device == cfg::OffloadDevice::Nvme;
+  if (nvme)
+    if (llvm::Error err =
+            StateSwap::checkDirectory(config->zero.offloadOptimizer))
+      return err;
 
   // A pipeline runs one program per stage, on that stage's dp ranks.
   const bool pipelined = config->pipeline.stages > 1;
@@ -242,12 +249,21 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
   uint64_t seed = 0;
   std::vector<std::vector<char>> restored;
   StateInitializer initializer; // outlives the store, which refers to it
+  std::unique_ptr<StateSwap> swap; // likewise
   std::unique_ptr<StateStore> store;
+  const char *localSize = getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranksOnHost = localSize ? std::max(1, atoi(localSize)) : 1;
   auto startInit = [&](const StepManifest &manifest) {
     initializer.start(
         manifest,
         [&, rank = place.programRank](const StepManifest &m) -> llvm::Error {
-          store = std::make_unique<StateStore>(m, rank);
+          if (nvme) {
+            auto opened = StateSwap::open(*config, m, rank, ranksOnHost);
+            if (!opened)
+              return opened.takeError();
+            swap = std::move(*opened);
+          }
+          store = std::make_unique<StateStore>(m, rank, swap.get());
           return store->initialize(seed, *initFrom, paramMap,
                                    options.initFrom.empty() ? options.modelPath
                                                             : options.initFrom);
@@ -321,7 +337,9 @@ llvm::Error runTraining(const TrainOptions &options, const StepSource &source,
 
   if (llvm::Error err = feeder->initialize(manifest, seed, dataRank))
     return err;
-  store->restore(restored);
+  if (llvm::Error err = store->restore(restored))
+    return err;
+  restored = {}; // a swapped state's bytes are in its file now
   auto loop = StepLoop::create(manifest, options, *config, rank);
   if (!loop)
     return loop.takeError();

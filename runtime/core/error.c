@@ -32,6 +32,8 @@ const char *dsrt_status_string(int status) {
     return "DSRT_ERR_UNSUPPORTED";
   case DSRT_ERR_INTERNAL:
     return "DSRT_ERR_INTERNAL";
+  case DSRT_ERR_IO:
+    return "DSRT_ERR_IO";
   default:
     return "DSRT_ERR_UNKNOWN";
   }

@@ -554,7 +554,7 @@ TEST(ConfigKeys, NestedIgnoredKeysCarryTheirPath) {
 }
 
 // ZeRO-Offload to the CPU is read (docs/offload.md); NVMe is refused.
-TEST(ConfigKeys, OffloadToCpuIsReadAndNvmeRefused) {
+TEST(ConfigKeys, OffloadToCpuIsReadAndParamsToNvmeRefused) {
   Config c = parseOk(withBatch(R"("zero_optimization": {"stage": 2,
                 "offload_optimizer": {"device": "cpu", "pin_memory": true,
                                       "buffer_count": 4}})"));
@@ -567,8 +567,28 @@ TEST(ConfigKeys, OffloadToCpuIsReadAndNvmeRefused) {
   EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 3,
                 "offload_param": {"device": "nvme", "nvme_path": "/nvme"}})")),
             "zero_optimization.offload_param.device: ds does not support "
-            "offload to NVMe (ZeRO-Infinity) yet; use \"cpu\" (the state "
-            "stays in host memory) or \"none\"");
+            "parameter offload to NVMe (ZeRO-Infinity) yet; use \"cpu\" (the "
+            "parameters stay in host memory) or \"none\"; offload_optimizer "
+            "takes \"nvme\"");
+}
+
+TEST(ConfigKeys, OptimizerOffloadToNvmeReadsItsBuffersAndAio) {
+  Config c = parseOk(withBatch(R"("zero_optimization": {"stage": 2,
+                "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme",
+                                      "buffer_count": 3, "buffer_size": 1e6,
+                                      "fast_init": false}},
+                "aio": {"block_size": 262144, "queue_depth": 16,
+                        "single_submit": true})"));
+  EXPECT_EQ(c.zero.offloadOptimizer.device, OffloadDevice::Nvme);
+  EXPECT_EQ(c.zero.offloadOptimizer.nvmePath, "/nvme");
+  EXPECT_EQ(c.zero.offloadOptimizer.bufferCount, 3);
+  EXPECT_EQ(c.zero.offloadOptimizer.bufferSize, 1000000);
+  EXPECT_EQ(c.aio.blockSize, 262144);
+  EXPECT_EQ(c.aio.queueDepth, 16);
+  EXPECT_TRUE(c.aio.singleSubmit);
+  EXPECT_EQ(c.ignoredKeys,
+            std::vector<std::string>{
+                "zero_optimization.offload_optimizer.fast_init"});
 }
 
 TEST(ConfigKeys, OffloadToNoneIsOff) {

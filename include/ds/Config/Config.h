@@ -33,14 +33,34 @@ struct ResolveOptions {
 /// Where ZeRO-Offload keeps a state (DeepSpeed's offload_optimizer /
 /// offload_param "device"). On a CPU host every state already lives in host
 /// memory and the optimizer already runs as libdsrt's CPU kernel, so "cpu"
-/// trains exactly as "none"; NVMe is not supported yet.
-enum class OffloadDevice { None, Cpu };
+/// trains exactly as "none"; "nvme" keeps the optimizer's moments in files
+/// under nvmePath between steps (docs/offload.md).
+enum class OffloadDevice { None, Cpu, Nvme };
 
 struct OffloadConfig {
   OffloadDevice device = OffloadDevice::None;
   /// Page-locked host buffers for the copies to and from a GPU.
   bool pinMemory = false;
+  /// NVMe: the directory of the state files (one folder per rank inside).
+  std::string nvmePath;
+  /// NVMe: staging buffers, and elements per buffer (one chunk of the
+  /// update's state). Smaller than DeepSpeed's parameter-offload 1e8: the
+  /// staging is memory the swap adds back, 2 x 4 x 4 MiB by default.
+  int64_t bufferCount = 4;
+  int64_t bufferSize = 1048576;
   bool enabled() const { return device != OffloadDevice::None; }
+};
+
+/// aio: the NVMe swap's I/O (read only with an NVMe offload). io_uring
+/// takes block_size as the largest request and queue_depth as the ring's
+/// size and the requests in flight; thread_count and overlap_events, which
+/// size and schedule libaio's submitting threads, have nothing to act on.
+struct AioConfig {
+  int64_t blockSize = 1048576;
+  int64_t queueDepth = 8;
+  int64_t threadCount = 1;
+  bool singleSubmit = false;
+  bool overlapEvents = true;
 };
 
 struct ZeroConfig {
@@ -253,6 +273,7 @@ struct Config {
   TensorParallelConfig tensorParallel;
   CompileConfig compile;
   KernelsConfig kernels;
+  AioConfig aio;
 
   /// Key paths that were accepted but do not change training (monitoring,
   /// profiling, switched-off features), sorted.

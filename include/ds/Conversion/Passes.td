@@ -481,7 +481,10 @@ def StaticCopies : Pass<"ds-static-copies", "mlir::ModuleOp"> {
     register allocation are superlinear. Between two memrefs of one static
     shape and identity layout (offset 0 by type) this pass copies the
     aligned pointers' bytes with a size known at compile time; other copies
-    keep the upstream lowering. Runs before the memref-to-LLVM conversion.
+    keep the upstream lowering. A copy between two function arguments
+    copies nothing when they are one buffer (a state the driver updates in
+    place, which may be an NVMe-swapped moment that no memory backs).
+    Runs before the memref-to-LLVM conversion.
 
       memref.copy %a, %b : memref<4x8xf32> to memref<4x8xf32>
 

@@ -16,6 +16,7 @@
 #include "ds/Driver/Checkpoint.h"
 #include "ds/Driver/CompiledStep.h"
 #include "ds/Driver/ParamMap.h"
+#include "ds/Driver/StateSwap.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -33,8 +34,11 @@ readCheckpointState(const CheckpointReader &ckpt, const StepManifest &manifest,
 
 class StateStore {
 public:
-  /// Zeroed buffers for every model-state argument of `manifest`.
-  StateStore(const StepManifest &manifest, int rank);
+  /// Zeroed buffers for every model-state argument of `manifest`; with a
+  /// `swap`, the arguments it holds are its keys instead (files, not
+  /// memory: StateSwap.h).
+  StateStore(const StepManifest &manifest, int rank,
+             const StateSwap *swap = nullptr);
 
   /// First values: parameters drawn from `seed` (or read from `initFrom`
   /// when given, found there through `map`), states from their init values.
@@ -43,14 +47,17 @@ public:
                          const ParamMap &map = {},
                          llvm::StringRef shownAs = "");
   /// Overwrites the arguments `restored` holds bytes for.
-  void restore(const std::vector<std::vector<char>> &restored);
+  llvm::Error restore(const std::vector<std::vector<char>> &restored);
 
   /// Puts the current values into `args` and, at the results that update
   /// them, the same buffers into `results`: the step updates in place.
   void bind(std::vector<Tensor> &args, std::vector<Tensor> &results) const;
 
-  /// The current value of argument `arg` (a model state).
+  /// The current value of argument `arg` (a model state): for a swapped
+  /// one, its key, which no memory backs.
   const Tensor &current(size_t arg) const { return currentValues[arg]; }
+  /// Whether argument `arg` lives in a file of the NVMe swap.
+  bool swapped(size_t arg) const { return swap && swap->key(arg); }
   /// Every model state over its current buffer, for a checkpoint. A
   /// tensor-parallel piece (and its optimizer state, or a ZeRO chunk of
   /// either) is gathered into its whole tensor first, which one rank in
@@ -73,10 +80,11 @@ private:
 
   const StepManifest &manifest;
   int rank;
+  const StateSwap *swap;
   std::vector<Tensor> currentValues; ///< per argument
   /// The whole tensors of the last checkpoint's tensor-parallel pieces
-  /// that this rank writes, alive until the next one (an asynchronous save
-  /// copies them later).
+  /// that this rank writes, and its swapped states read from their files,
+  /// alive until the next one (an asynchronous save copies them later).
   mutable std::vector<Tensor> wholePieces;
   /// The buffers of stacked groups (StepManifest::argStacks), each
   /// contiguous in layer order: the group's tensors above borrow them.

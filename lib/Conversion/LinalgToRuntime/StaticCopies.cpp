@@ -2,7 +2,7 @@
 //
 // A copy between buffers whose type fixes shape and offset needs neither
 // descriptor's metadata: only the two aligned pointers and a constant
-// byte count.
+// byte count (none when two arguments are one buffer).
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Conversion/Passes.h"
@@ -11,6 +11,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::ds {
 #define GEN_PASS_DEF_STATICCOPIES
@@ -30,6 +32,18 @@ std::optional<int64_t> staticBytes(MemRefType type) {
   if (!element.isIntOrFloat() || element.getIntOrFloatBitWidth() % 8 != 0)
     return std::nullopt;
   return type.getNumElements() * (element.getIntOrFloatBitWidth() / 8);
+}
+
+/// Whether `v` is a function argument or a view of one.
+bool isArgument(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return false;
+    v = view.getViewSource();
+  }
+  return isa<FunctionOpInterface>(
+      cast<BlockArgument>(v).getOwner()->getParentOp());
 }
 
 struct StaticCopiesPass : ds::impl::StaticCopiesBase<StaticCopiesPass> {
@@ -60,6 +74,17 @@ struct StaticCopiesPass : ds::impl::StaticCopiesBase<StaticCopiesPass> {
       Value to = pointer(copy.getTarget());
       Value size = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
                                             b.getI64IntegerAttr(*bytes));
+      // Two arguments may be one buffer at run time: the state store binds
+      // an updated state's result to its argument. That copy is skipped,
+      // since it changes nothing and the buffer may be no memory at all (an
+      // NVMe-swapped moment's key, docs/offload.md).
+      if (isArgument(copy.getSource()) && isArgument(copy.getTarget())) {
+        Value same =
+            LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, from, to);
+        Value none = LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                              b.getI64IntegerAttr(0));
+        size = LLVM::SelectOp::create(b, loc, same, none, size);
+      }
       LLVM::MemcpyOp::create(b, loc, to, from, size, /*isVolatile=*/false);
       copy.erase();
       ++numCopies;

@@ -50,6 +50,7 @@ typedef enum dsrt_status {
   DSRT_ERR_OUT_OF_MEMORY = 2,
   DSRT_ERR_UNSUPPORTED = 3, /* valid request this build cannot serve */
   DSRT_ERR_INTERNAL = 4,
+  DSRT_ERR_IO = 5, /* a file operation failed; the message names the file */
 } dsrt_status;
 
 /* Message of the last failing call on this thread ("" if none). */
@@ -475,6 +476,47 @@ DSRT_API int dsrt_adam_multi(int64_t num_tensors, float *const *params,
                              float weight_decay, int adamw_mode,
                              int bias_correction, float grad_scale,
                              void *const *params16, int param16_dtype);
+
+/*--- Optimizer state on NVMe (offload/swap.c) ---------------------------*/
+
+/* A directory of state files, one per swapped tensor, read and written
+ * through io_uring (pread/pwrite where the kernel has no io_uring), with
+ * O_DIRECT where the file system takes it. dsrt_swap_add returns a key: an
+ * address range the size of the tensor, reserved but never backed by
+ * memory (any access faults). Passed as a state buffer to dsrt_adam or
+ * dsrt_adam_multi (as exp_avg and exp_avg_sq together), it makes the update
+ * stream that state from its file through buffer_count staging buffers of
+ * buffer_size elements: the next chunks are read while the kernel updates
+ * this one, and it is written back behind it. The arithmetic is the
+ * kernel's own, element by element: the values equal those of the call
+ * over memory, bit for bit. */
+typedef struct dsrt_swap dsrt_swap; /* opaque */
+typedef struct dsrt_swap_options {
+  int64_t block_size;    /* bytes per I/O request, a multiple of 4096 */
+  int32_t queue_depth;   /* the ring's entries: requests in flight at most */
+  int32_t single_submit; /* submit each request alone, not a batch */
+  int32_t buffer_count;  /* staging slots, 2..64 */
+  int64_t buffer_size;   /* elements per chunk (rounded to whole blocks) */
+} dsrt_swap_options;
+
+/* Opens (creating one level if missing) directory `dir`; NULL options are
+ * 1 MiB requests, depth 8, 4 buffers of 1M elements. */
+DSRT_API int dsrt_swap_open(const char *dir, const dsrt_swap_options *options,
+                            dsrt_swap **out);
+/* A tensor of `bytes` in file dir/name (truncated, its blocks allocated
+ * now, zeros; padded to 4096 bytes), and the key standing for it. */
+DSRT_API int dsrt_swap_add(dsrt_swap *s, const char *name, int64_t bytes,
+                           void **key);
+/* The whole tensor of `key` from its file into memory, or back. */
+DSRT_API int dsrt_swap_load(const void *key, void *dst);
+DSRT_API int dsrt_swap_store(const void *key, const void *src);
+/* Whether every file is opened with O_DIRECT. */
+DSRT_API int dsrt_swap_direct(const dsrt_swap *s);
+/* Bytes read from and written to the files so far. */
+DSRT_API void dsrt_swap_traffic(const dsrt_swap *s, int64_t *read,
+                                int64_t *written);
+/* Closes the files (which stay) and releases the keys. */
+DSRT_API int dsrt_swap_close(dsrt_swap *s);
 
 /* SGD as torch.optim.SGD: d = grad*grad_scale + weight_decay*p; with
  * momentum, buf = d on step 1, else buf = momentum*buf + (1-dampening)*d,

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/trace.h"
 #include "dsrt/dsrt.h"
+#include "offload/swap.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -277,6 +278,45 @@ static void adam_block(const void *ctx, const optim_kernels *k, int64_t t,
   write_param16(k, a->params16, a->param16_dtype, t, p, begin, len);
 }
 
+static int run_adam(adam_call *a, const optim_kernels *k, int64_t num_tensors,
+                    const int64_t *counts) {
+  block_plan plan;
+  int status = plan_blocks(&plan, num_tensors, counts);
+  if (status != DSRT_OK)
+    return status;
+  run_blocks(&plan, k, adam_block, a);
+  free_plan(&plan);
+  return DSRT_OK;
+}
+
+/* Whether the states are files (dsrt_swap_add keys), not memory. */
+static int swapped(int64_t num_tensors, const int64_t *counts,
+                   float *const *states) {
+  for (int64_t t = 0; t < num_tensors; ++t)
+    if (counts[t] > 0)
+      return dsrt_swap_holds(states[t]);
+  return 0;
+}
+
+/* One chunk of a swapped update: the same call over staged states. */
+typedef struct adam_chunks {
+  adam_call *a;
+  const optim_kernels *k;
+} adam_chunks;
+
+static int adam_chunk(void *ctx, int64_t num_tensors, float *const *params,
+                      const void *const *grads, float *const *exp_avgs,
+                      float *const *exp_avg_sqs, const int64_t *counts,
+                      void *const *params16) {
+  adam_chunks *c = ctx;
+  c->a->params = params;
+  c->a->grads = grads;
+  c->a->exp_avgs = exp_avgs;
+  c->a->exp_avg_sqs = exp_avg_sqs;
+  c->a->params16 = params16;
+  return run_adam(c->a, c->k, num_tensors, counts);
+}
+
 static int adam(const char *fn, int64_t num_tensors, float *const *params,
                 const void *const *grads, int grad_dtype,
                 float *const *exp_avgs, float *const *exp_avg_sqs,
@@ -322,12 +362,13 @@ static int adam(const char *fn, int64_t num_tensors, float *const *params,
                  .params16 = params16,
                  .grad_dtype = grad_dtype,
                  .param16_dtype = param16_dtype};
-  block_plan plan;
-  if ((status = plan_blocks(&plan, num_tensors, counts)) != DSRT_OK)
-    return status;
-  run_blocks(&plan, k, adam_block, &a);
-  free_plan(&plan);
-  return DSRT_OK;
+  if (swapped(num_tensors, counts, exp_avgs)) {
+    adam_chunks chunks = {.a = &a, .k = k};
+    return dsrt_swap_update(fn, num_tensors, params, grads, grad_dtype,
+                            exp_avgs, exp_avg_sqs, counts, params16,
+                            param16_dtype, OPTIM_BLOCK, adam_chunk, &chunks);
+  }
+  return run_adam(&a, k, num_tensors, counts);
 }
 
 int dsrt_adam(float *param, const void *grad, int grad_dtype, float *exp_avg,

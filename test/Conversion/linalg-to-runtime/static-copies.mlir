@@ -4,19 +4,36 @@
 // Shape and offset fixed by the type: the aligned pointers and a constant
 // byte count (4 x 8 x 4 bytes), no descriptor field read.
 // CHECK-LABEL: func @static
-// CHECK-SAME:    (%[[A:[^:]*]]: memref<4x8xf32>, %[[B:[^:]*]]: memref<4x8xf32>)
+// CHECK-SAME:    (%[[B:[^:]*]]: memref<4x8xf32>)
+// CHECK:         %[[A:.*]] = memref.alloc()
 // CHECK:         %[[SA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
 // CHECK:         %[[PA:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
 // CHECK:         %[[SB:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
 // CHECK:         %[[PB:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr
 // CHECK:         %[[N:.*]] = llvm.mlir.constant(128 : i64) : i64
+// CHECK-NOT:     llvm.select
 // CHECK:         "llvm.intr.memcpy"(%[[PB]], %[[PA]], %[[N]]) <{isVolatile = false}>
 // CHECK-NOT:     memref.copy
 // LLVM-LABEL: llvm.func @static
 // LLVM:         llvm.mlir.constant(128 : i64)
 // LLVM-NOT:     llvm.mul
 // LLVM:         "llvm.intr.memcpy"
-func.func @static(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
+func.func @static(%b: memref<4x8xf32>) {
+  %a = memref.alloc() : memref<4x8xf32>
+  memref.copy %a, %b : memref<4x8xf32> to memref<4x8xf32>
+  memref.dealloc %a : memref<4x8xf32>
+  return
+}
+
+// Two arguments may be one buffer (a state updated in place): then no
+// byte is copied.
+// CHECK-LABEL: func @arguments
+// CHECK:         %[[N:.*]] = llvm.mlir.constant(128 : i64) : i64
+// CHECK:         %[[SAME:.*]] = llvm.icmp "eq" %[[PA:[^,]*]], %[[PB:[^ ]*]] : !llvm.ptr
+// CHECK:         %[[Z:.*]] = llvm.mlir.constant(0 : i64) : i64
+// CHECK:         %[[SIZE:.*]] = llvm.select %[[SAME]], %[[Z]], %[[N]]
+// CHECK:         "llvm.intr.memcpy"(%[[PB]], %[[PA]], %[[SIZE]])
+func.func @arguments(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
   memref.copy %a, %b : memref<4x8xf32> to memref<4x8xf32>
   return
 }
