@@ -1116,10 +1116,6 @@ void checkTensorParallel(const Config &c, int64_t t) {
     fail(tp + " with a moe section: experts are neither sharded nor "
               "replicated over the tensor-parallel group yet; use "
               "autotp_size 1 or a dense model");
-  if (c.fp16.enabled)
-    fail(tp + " with fp16.enabled: the overflow check sees only this "
-              "rank's gradient shards, so tensor-parallel ranks could skip "
-              "different steps; use bf16 or fp32");
 }
 
 /// The combinations Ulysses sequence parallelism does not compose with yet,

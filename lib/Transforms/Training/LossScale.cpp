@@ -31,13 +31,15 @@ using namespace mlir::ds;
 
 namespace {
 
-/// Whether any pipeline stage's gradients overflowed: every stage skips the
-/// same steps and keeps the same scale.
-Value anyStage(OpBuilder &b, Location loc, Value overflow) {
+/// Whether the gradients of any rank over `axes` overflowed, where each
+/// holds part of the model (a pipeline stage's, a tensor-parallel piece):
+/// every one skips the same steps and keeps the same scale.
+Value anyPart(OpBuilder &b, Location loc, Value overflow,
+              ArrayRef<StringRef> axes) {
   auto f32 = RankedTensorType::get({}, b.getF32Type());
   Value asFloat = arith::UIToFPOp::create(b, loc, f32, overflow);
   Value any =
-      dist::AllReduceOp::create(b, loc, f32, asFloat, b.getStrArrayAttr({"pp"}),
+      dist::AllReduceOp::create(b, loc, f32, asFloat, b.getStrArrayAttr(axes),
                                 dist::ReductionKind::max);
   Value zero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(f32, b.getF32FloatAttr(0.0f)));
@@ -113,12 +115,17 @@ struct LossScalePass : mlir::ds::impl::LossScaleBase<LossScalePass> {
     // A pipeline stage's norm is its share summed over the stages
     // (ds-clip-grads); unclipped, its gradients are what the updates read.
     bool pipelined = bool(module->getAttr(pipeline::kPipelineAttrName));
+    // So is a tensor-parallel rank's: its pieces' squares summed over tp.
+    auto grid =
+        module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
+    bool tensorParallel = grid && grid.getAxisSize("tp").value_or(1) > 1;
+    bool partialNorm = pipelined || tensorParallel;
     SmallVector<Value> grads;
     if (auto clip = dyn_cast_or_null<train::ClipGradNormOp>(normOp))
       llvm::append_range(grads, clip.getGrads());
     else if (auto norm = dyn_cast_or_null<train::GlobalNormOp>(normOp))
       llvm::append_range(grads, norm.getInputs());
-    else if (pipelined && normOp)
+    else if (partialNorm && normOp)
       fn.walk([&](Operation *op) {
         if (isa<train::AdamOp, train::LambOp, train::SGDOp>(op))
           grads.push_back(op->getOperand(1));
@@ -169,7 +176,7 @@ struct LossScalePass : mlir::ds::impl::LossScaleBase<LossScalePass> {
     // In a pipeline stage the norm's partial sums read the gradients before
     // the norm op, so each is unscaled where it is defined.
     Location loc = normOp->getLoc();
-    if (pipelined)
+    if (partialNorm)
       b.setInsertionPointToStart(&entryBlock);
     else
       b.setInsertionPoint(normOp);
@@ -182,7 +189,7 @@ struct LossScalePass : mlir::ds::impl::LossScaleBase<LossScalePass> {
         unscaled.push_back(u);
         continue;
       }
-      if (pipelined)
+      if (partialNorm)
         b.setInsertionPointAfterValue(g);
       auto type = cast<RankedTensorType>(g.getType());
       Value factor = inverse;
@@ -195,12 +202,17 @@ struct LossScalePass : mlir::ds::impl::LossScaleBase<LossScalePass> {
       // Without clipping the updates read the gradients directly.
       g.replaceAllUsesExcept(mul, mul);
     }
-    if (pipelined)
+    if (partialNorm)
       b.setInsertionPoint(normOp);
     Value overflow =
         train::HasOverflowOp::create(b, loc, scalar(b.getI1Type()), unscaled);
+    SmallVector<StringRef> parts;
     if (pipelined)
-      overflow = anyStage(b, loc, overflow);
+      parts.push_back("pp");
+    if (tensorParallel)
+      parts.push_back("tp");
+    if (!parts.empty())
+      overflow = anyPart(b, loc, overflow, parts);
 
     // Updates are skipped on overflow, and count only applied steps.
     b.setInsertionPointToStart(&entryBlock);
