@@ -1107,19 +1107,9 @@ void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
   }
 }
 
-/// The combinations tensor parallelism does not compose with yet. Each is
-/// refused rather than run, as a wrong composition would train silently
-/// different numbers.
-void checkTensorParallel(const Config &c, int64_t t) {
-  std::string tp = "tensor_parallel.autotp_size " + num(t);
-  if (c.moe.enabled)
-    fail(tp + " with a moe section: experts are neither sharded nor "
-              "replicated over the tensor-parallel group yet; use "
-              "autotp_size 1 or a dense model");
-}
-
 /// The combinations Ulysses sequence parallelism does not compose with yet,
-/// refused for the same reason as tensor parallelism's. Each entry: when,
+/// refused rather than run, as a wrong composition would train silently
+/// different numbers. Each entry: when,
 /// and what follows "with".
 void checkSequenceParallel(const Config &c, int64_t s) {
   const std::pair<bool, std::string> refused[] = {
@@ -1577,8 +1567,6 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
            "use ep_size 1 or one stage");
   }
 
-  if (int64_t t = c.tensorParallel.autotpSize; t > 1)
-    checkTensorParallel(c, t);
   if (c.sequenceParallelSize > 1)
     checkSequenceParallel(c, c.sequenceParallelSize);
 

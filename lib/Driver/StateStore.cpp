@@ -151,14 +151,17 @@ Placement placementOf(const StepManifest &manifest, const ArgSpec &arg,
     at.writes = rank % innerGroupSize(manifest) == 0;
     return at;
   }
+  // Experts within dp: a tp group (inside) holds the same experts whole,
+  // which its first rank writes.
+  int64_t inner = innerGroupSize(manifest);
   int64_t ep = param->expertShards, slice = whole / ep;
-  int64_t expertRank = rank % ep, expertDpRank = rank / ep;
+  int64_t expertRank = rank / inner % ep, expertDpRank = rank / inner / ep;
   at.expert = true;
   at.held = {0, slice};
-  at.writes = expertDpRank == 0;
+  at.writes = expertDpRank == 0 && rank % inner == 0;
   if (isExpertChunk(arg, *param)) {
     at.held = chunkRange(slice, numElements(arg.shape), expertDpRank);
-    at.writes = true;
+    at.writes = rank % inner == 0;
   }
   at.held.first += expertRank * slice;
   return at;
@@ -663,13 +666,18 @@ llvm::Expected<std::vector<CkptTensor>> StateStore::checkpointTensors() const {
 }
 
 namespace {
-/// The grid-axis bit of the group ZeRO chunks a dense tensor over without
-/// experts: dp, the fastest axis but for tp or sp inside it.
+/// The grid-axis bits of the group ZeRO chunks a dense tensor over: dp (the
+/// fastest axis but for tp or sp inside it), and ep with experts, which
+/// sit within dp.
 uint64_t dataParallelAxis(const StepManifest &manifest) {
   llvm::SmallVector<llvm::StringRef> names = gridAxisNames(manifest);
   const auto *dp = llvm::find(names, "dp");
   size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
-  return uint64_t(1) << (dp != names.end() ? dp - names.begin() : axes - 1);
+  uint64_t mask = uint64_t(1)
+                  << (dp != names.end() ? dp - names.begin() : axes - 1);
+  if (const auto *ep = llvm::find(names, "ep"); ep != names.end())
+    mask |= uint64_t(1) << (ep - names.begin());
+  return mask;
 }
 
 /// Fills the f32 tensor `into` by an all-gather over the grid axes of `mask`.
@@ -689,7 +697,11 @@ llvm::Error gatherOver(uint64_t mask, const void *from, Tensor &into) {
 llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
                                    const ArgSpec &arg, const Tensor &value) {
   size_t axes = std::max<size_t>(manifest.gridSizes.size(), 1);
-  uint64_t fastest = uint64_t(1) << (axes - 1);
+  // The ep axis: the fastest but for a tp group inside it.
+  llvm::SmallVector<llvm::StringRef> names = gridAxisNames(manifest);
+  const auto *epAxis = llvm::find(names, "ep");
+  uint64_t fastest =
+      uint64_t(1) << (epAxis != names.end() ? epAxis - names.begin() : axes - 1);
   bool experts = llvm::any_of(
       manifest.args, [](const ArgSpec &a) { return a.expertShards != 0; });
   const ArgSpec *param = expertParamOf(manifest, arg);
@@ -704,7 +716,7 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
       return std::move(err);
   } else if (!param) {
     if (llvm::Error err =
-            gatherOver((uint64_t(1) << axes) - 1, value.data(), whole))
+            gatherOver(dataParallelAxis(manifest), value.data(), whole))
       return std::move(err);
   } else {
     // The chunks over dp (the ranks holding the same experts), then the

@@ -56,12 +56,22 @@ struct MoEExpertParallelPass
 
 LogicalResult MoEExpertParallelPass::setGrid(ModuleOp module, int64_t dp) {
   MLIRContext *ctx = &getContext();
-  auto grid = dist::GridAttr::get(
-      ctx, {StringAttr::get(ctx, "dp"), StringAttr::get(ctx, kEpAxis)},
-      {dp / epSize, epSize});
-  if (auto existing = module->getAttrOfType<dist::GridAttr>(
-          dist::DistDialect::kGridAttrName);
-      existing && existing != grid)
+  SmallVector<StringAttr> axes = {StringAttr::get(ctx, "dp"),
+                                  StringAttr::get(ctx, kEpAxis)};
+  SmallVector<int64_t> sizes = {dp / epSize, epSize};
+  auto existing =
+      module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
+  // Experts within dp, a tensor-parallel group inside: each rank of a tp
+  // group holds the same experts whole, and its dp place picks them.
+  if (std::optional<int64_t> tp = existing ? existing.getAxisSize("tp")
+                                           : std::nullopt;
+      tp && existing.getAxisSize("dp") == dp && existing.getSizes().size() == 2) {
+    axes.push_back(StringAttr::get(ctx, "tp"));
+    sizes.push_back(*tp);
+    existing = {};
+  }
+  auto grid = dist::GridAttr::get(ctx, axes, sizes);
+  if (existing && existing != grid)
     return fail(module, "the module's grid " +
                             llvm::Twine(existing.formatAxes()) +
                             " is not the expert-parallel grid dp = " +

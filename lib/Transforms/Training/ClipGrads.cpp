@@ -41,8 +41,11 @@ Value modelParallelNorm(OpBuilder &b, Location loc, ModuleOp module,
   auto grid =
       module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName);
   bool tensorParallel = grid && grid.getAxisSize("tp").value_or(1) > 1;
+  // Experts sit within dp: ds-zero's data-parallel group is dp x ep.
   if ((!pipelined && !tensorParallel) ||
-      (grid && grid.getAxisSize("dp").value_or(1) > 1))
+      (grid && grid.getAxisSize("dp").value_or(1) *
+                       grid.getAxisSize("ep").value_or(1) >
+                   1))
     return Value();
   auto scalar = RankedTensorType::get({}, b.getF32Type());
   Value total = pipeline::normSquares(b, loc, module, fn, grads);

@@ -280,12 +280,15 @@ struct MoERoutingMetricsPass
     ArrayAttr axes;
     if (auto grid = module->getAttrOfType<dist::GridAttr>(
             dist::DistDialect::kGridAttrName)) {
+      // Not over tp: the ranks of a tensor-parallel group route the same
+      // tokens.
       int64_t size = 1;
-      for (int64_t s : grid.getSizes())
-        size *= s;
       SmallVector<StringRef> names;
-      for (StringAttr axis : grid.getAxes())
-        names.push_back(axis.getValue());
+      for (auto [axis, s] : llvm::zip(grid.getAxes(), grid.getSizes()))
+        if (axis.getValue() != "tp") {
+          names.push_back(axis.getValue());
+          size *= s;
+        }
       if (size > 1)
         axes = b.getStrArrayAttr(names);
     }
