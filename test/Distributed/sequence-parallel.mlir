@@ -13,6 +13,9 @@
 // summed over sp by copy_to_group's VJP.
 
 // CHECK:       module attributes {dsdist.grid = #dsdist.grid<dp = 2, sp = 2>}
+// The grid reads back, so the IR after this pass can be edited and fed on.
+// RUN: ds-opt %s --split-input-file --ds-sequence-parallel="size=2 dp-size=2" | ds-opt --split-input-file | FileCheck %s --check-prefix=READ
+// READ:        module attributes {dsdist.grid = #dsdist.grid<dp = 2, sp = 2>}
 // CHECK-LABEL: func.func @forward(
 // CHECK-DAG:     %[[WTE:.*]] = dsdist.copy_to_group %arg0 over ["sp"] : tensor<16x8xf32>
 // CHECK-DAG:     %[[WPE:.*]] = dsdist.copy_to_group %arg1 over ["sp"] : tensor<4x8xf32>
