@@ -19,8 +19,8 @@ def Dist_GridAttr : Dist_Attr<"Grid", "grid"> {
   let summary = "The device grid: named axes and their sizes";
   let description = [{
     Axes come from `pp` (pipeline stages), `dp` (data parallel, the ZeRO
-    axis), `ep` (expert parallel) and `tp` (tensor parallel), each at most
-    once, each of size ≥ 1; an absent axis has size 1. The order is the
+    axis), `ep` (expert parallel), `tp` (tensor parallel) and `sp`
+    (sequence parallel), each at most once, each of size ≥ 1; an absent axis has size 1. The order is the
     rank layout: the last axis varies fastest, as in DeepSpeed's process
     topology (`pp = 2, dp = 4` puts ranks 0-3 on stage 0).
 

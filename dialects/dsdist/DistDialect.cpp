@@ -180,7 +180,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
 // GridAttr
 //===----------------------------------------------------------------------===//
 
-static constexpr llvm::StringLiteral kKnownAxes[] = {"pp", "dp", "ep", "tp"};
+static constexpr llvm::StringLiteral kKnownAxes[] = {"pp", "dp", "ep", "tp",
+                                                     "sp"};
 
 Attribute GridAttr::parse(AsmParser &parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
@@ -224,7 +225,7 @@ LogicalResult GridAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     StringRef name = axis.getValue();
     if (!llvm::is_contained(kKnownAxes, name))
       return emitError() << "#dsdist.grid: unknown axis \"" << name
-                         << "\"; axes are pp, dp, ep and tp";
+                         << "\"; axes are pp, dp, ep, tp and sp";
     if (!seen.insert(name).second)
       return emitError() << "#dsdist.grid: axis \"" << name
                          << "\" appears twice";

@@ -1124,11 +1124,7 @@ void checkSequenceParallel(const Config &c, int64_t s) {
            "sequence_parallel_size 1 or one stage"},
       {c.moe.enabled, "a moe section: the experts' token routing is not "
                       "placed on sequence shards yet; use "
-                      "sequence_parallel_size 1 or a dense model"},
-      {c.fp16.enabled || c.bf16.enabled,
-       std::string(c.fp16.enabled ? "fp16" : "bf16") +
-           ".enabled: 16-bit casts of the parameters are not placed around "
-           "the sequence-parallel gradient sum yet; use fp32"}};
+                      "sequence_parallel_size 1 or a dense model"}};
   for (const auto &[when, why] : refused)
     if (when)
       fail("sequence_parallel_size " + num(s) + " with " + why);

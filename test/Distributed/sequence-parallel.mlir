@@ -1,5 +1,7 @@
 // RUN: ds-opt %s --split-input-file --ds-sequence-parallel="size=2 dp-size=2" | FileCheck %s
 // RUN: ds-opt %s --split-input-file --ds-sequence-parallel="size=2 dp-size=2" --ds-autodiff | FileCheck %s --check-prefix=GRAD --implicit-check-not=dsdist.copy_to_group
+// RUN: ds-opt %s --split-input-file --ds-sequence-parallel="size=2 dp-size=2" --ds-mixed-precision=dtype=bf16 | FileCheck %s --check-prefix=BF16
+// RUN: ds-opt %s --split-input-file --ds-sequence-parallel="size=2 dp-size=2" --ds-mixed-precision=dtype=bf16 --ds-autodiff | FileCheck %s --check-prefix=BF16GRAD
 
 // A GPT block (T = 4 positions, 2 heads of 4, width 8) over a sequence-
 // parallel group of two ranks (Ulysses). Each rank keeps its 2 positions
@@ -11,6 +13,9 @@
 // summed over sp by copy_to_group's VJP.
 
 // CHECK:       module attributes {dsdist.grid = #dsdist.grid<dp = 2, sp = 2>}
+// The grid reads back, so the IR after this pass can be edited and fed on.
+// RUN: ds-opt %s --split-input-file --ds-sequence-parallel="size=2 dp-size=2" | ds-opt --split-input-file | FileCheck %s --check-prefix=READ
+// READ:        module attributes {dsdist.grid = #dsdist.grid<dp = 2, sp = 2>}
 // CHECK-LABEL: func.func @forward(
 // CHECK-DAG:     %[[WTE:.*]] = dsdist.copy_to_group %arg0 over ["sp"] : tensor<16x8xf32>
 // CHECK-DAG:     %[[WPE:.*]] = dsdist.copy_to_group %arg1 over ["sp"] : tensor<4x8xf32>
@@ -56,6 +61,19 @@
 // GRAD-LABEL:  func.func @forward_backward(
 // GRAD-COUNT-8: dsdist.all_to_all {{.*}} over ["sp"] split 0 concat 0
 // GRAD-COUNT-4: dsdist.all_reduce sum %{{.*}} over ["sp"] : tensor<{{[0-9x]+}}xf32>
+
+// In bf16 (ds-mixed-precision runs after this pass) each copy_to_group
+// still reads the f32 parameter and its uses read a bf16 cast of it, so
+// the gradients are summed over sp in f32, as one rank adds the f32 casts
+// of its 16-bit gradients; the exchanges around attention move bf16.
+// BF16-LABEL:  func.func @forward(
+// BF16:          %[[WTE:.*]] = dsdist.copy_to_group %arg0 over ["sp"] : tensor<16x8xf32>
+// BF16:          %[[WTE16:.*]] = dsnn.cast %[[WTE]] : tensor<16x8xf32> -> tensor<16x8xbf16>
+// BF16-NEXT:     dsnn.embedding %{{.*}}, %[[WTE16]] : tensor<2x2xi64>, tensor<16x8xbf16> -> tensor<2x2x8xbf16>
+// BF16-COUNT-4:  dsdist.all_to_all %{{.*}} over ["sp"] split 0 concat 0 : tensor<2x2x2x4xbf16> -> tensor<2x2x2x4xbf16>
+// BF16GRAD-LABEL:  func.func @forward_backward(
+// BF16GRAD-COUNT-8: dsdist.all_to_all %{{.*}} over ["sp"] split 0 concat 0 : tensor<2x2x2x4xbf16> -> tensor<2x2x2x4xbf16>
+// BF16GRAD-COUNT-4: dsdist.all_reduce sum %{{.*}} over ["sp"] : tensor<{{[0-9x]+}}xf32>
 
 module {
   func.func @forward(

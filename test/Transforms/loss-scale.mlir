@@ -80,3 +80,33 @@ func.func @train_step(
   return %p1, %m1, %v1, %l, %lr, %n : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
 }
+
+// -----
+
+// A sequence-parallel rank's gradients are already summed over sp (by
+// copy_to_group's VJP), the same on every rank of its group: its own flag
+// is the group's, with no reduction.
+// CHECK-LABEL: func.func @train_step(
+// CHECK:         %[[OVF:.*]] = dstrain.has_overflow %{{.*}} : tensor<4xf32>
+// CHECK-NOT:     dsdist.all_reduce
+// CHECK:         dstrain.adam {{.*}} skip %[[OVF]]
+module attributes {dsdist.grid = #dsdist.grid<dp = 1, sp = 2>} {
+func.func @train_step(
+    %w: tensor<4xf32> {dsnn.param = #dsnn.param<name = "w", init = zeros>},
+    %m: tensor<4xf32> {dstrain.state = {kind = "exp_avg", param = "w"}},
+    %v: tensor<4xf32> {dstrain.state = {kind = "exp_avg_sq", param = "w"}},
+    %s: tensor<f32> {dstrain.state = {kind = "loss_scale"}},
+    %step: tensor<i64> {dstrain.step},
+    %x: tensor<1x4xf32>)
+    -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>)
+    attributes {dstrain.gradient_accumulation_steps = 1 : i64} {
+  %one = arith.constant dense<1> : tensor<i64>
+  %it = arith.subi %step, %one : tensor<i64>
+  %lr = dstrain.lr_schedule #dstrain.warmup_lr<max_lr = 1.0e-02, warmup_num_steps = 10, warmup_type = linear> at %it
+  %l = arith.constant dense<1.0> : tensor<f32>
+  %g = dsnn.mul %w, %s : tensor<4xf32>, tensor<f32> -> tensor<4xf32>
+  %n = dstrain.global_norm %g : tensor<4xf32>
+  %p1, %m1, %v1 = dstrain.adam %w, %g, %m, %v step %step lr %lr : tensor<4xf32>, tensor<4xf32>
+  return %p1, %m1, %v1, %l, %lr, %n : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>, tensor<f32>
+}
+}

@@ -18,7 +18,7 @@ module attributes {dsdist.grid = #dsdist.grid<>} {}
 
 // -----
 
-// expected-error @+1 {{#dsdist.grid: unknown axis "xp"; axes are pp, dp, ep and tp}}
+// expected-error @+1 {{#dsdist.grid: unknown axis "xp"; axes are pp, dp, ep, tp and sp}}
 module attributes {dsdist.grid = #dsdist.grid<dp = 2, xp = 2>} {}
 
 // -----

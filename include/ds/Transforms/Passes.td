@@ -54,7 +54,12 @@ def MixedPrecision : Pass<"ds-mixed-precision", "mlir::ModuleOp"> {
     `dsnn.mse_loss`) and MoE routing (`dsnn.moe`, gating as DeepSpeed does
     it in f32). Parameters stay f32 arguments (the master weights the
     optimizer updates); each use reads a 16-bit cast of it, so ds-autodiff's
-    VJP of the cast hands back f32 gradients. The lowering computes every
+    VJP of the cast hands back f32 gradients. A `dsdist` op keeps the
+    operand types it was built with, except an all-to-all, which carries
+    its 16-bit operand: a parameter's `dsdist.copy_to_group` over `sp`
+    (ds-sequence-parallel) reads the f32 parameter, so the gradient sum
+    over the group is f32 while attention's exchanges move 16 bits. The
+    lowering computes every
     16-bit op in f32 registers (reductions accumulate in f32, matmuls widen
     their operands and accumulate in f32) and stores 16-bit activations.
 
@@ -1527,7 +1532,9 @@ def SequenceParallel : Pass<"ds-sequence-parallel", "mlir::ModuleOp"> {
     the same on every rank of the group. Each parameter goes through
     `dsdist.copy_to_group` over `sp`, so its gradient is summed over the
     group and stays equal on all of its ranks; ds-zero then reduces it
-    over `dp` as usual. A sequence length or a head count that S does not
+    over `dp` as usual. Under ds-mixed-precision (bf16, fp16) the sum is
+    f32 and the all-to-alls 16-bit; every rank of the group checks the
+    same summed gradients for fp16 overflow. A sequence length or a head count that S does not
     divide, and an op the pass cannot place on sequence shards, are errors
     naming the op and the numbers.
   }];

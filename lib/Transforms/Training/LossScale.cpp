@@ -206,6 +206,8 @@ struct LossScalePass : mlir::ds::impl::LossScaleBase<LossScalePass> {
       b.setInsertionPoint(normOp);
     Value overflow =
         train::HasOverflowOp::create(b, loc, scalar(b.getI1Type()), unscaled);
+    // Not sp: ds-sequence-parallel sums each gradient over sp in the
+    // backward, so the ranks of an sp group check the same gradients.
     SmallVector<StringRef> parts;
     if (pipelined)
       parts.push_back("pp");

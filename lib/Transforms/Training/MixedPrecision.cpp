@@ -140,6 +140,9 @@ struct MixedPrecisionPass : ds::impl::MixedPrecisionBase<MixedPrecisionPass> {
         followOperand(exchange);
         continue;
       }
+      // Any other collective reads the types it was built for: so
+      // ds-sequence-parallel's copy_to_group stays on the f32 parameter,
+      // the cast follows it, and its VJP sums f32 gradients over sp.
       if (!isa<NNDialect>(op.getDialect()) || needsF32(&op) ||
           routingOps.contains(&op) || isScalarArithmetic(&op)) {
         restoreOperands(&op);
