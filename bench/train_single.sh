@@ -15,6 +15,11 @@
 # Thread counts: BENCH_THREADS; with the default (1) the bench also runs the
 # 2-thread comparison. TRAIN_SINGLE_THREADS="1" (or "2", "1 2") overrides.
 # One JSON line per thread count, metric "tokens_per_s@Nthread(s)".
+# Precisions: TRAIN_SINGLE_DTYPES (default "f32 bf16"). bf16 adds
+# "bf16": {"enabled": true} to the config for ds and runs torch's forward
+# under CPU autocast to bfloat16 (metric "tokens_per_s_bf16@..."), and one
+# more line, "bf16_speedup@...": ds bf16 tokens/s over ds f32 (the
+# baseline column is ds f32).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
@@ -33,6 +38,13 @@ else
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+dtype_list=${TRAIN_SINGLE_DTYPES:-f32 bf16}
+"$PYTHON" - "$config" "$tmp/bf16.json" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1]))
+cfg["bf16"] = {"enabled": True}
+json.dump(cfg, open(sys.argv[2], "w"), indent=2)
+PY
 
 # summarize FILE: "tokens_per_s median_step_ms loss_first loss_last" over the
 # measured steps of a per-step JSONL (B*T tokens per step).
@@ -51,12 +63,16 @@ PY
 cores=$(getconf _NPROCESSORS_ONLN) # not nproc: it obeys OMP_NUM_THREADS
 for t in $thread_list; do
   export BENCH_THREADS=$t OMP_NUM_THREADS=$t OPENBLAS_NUM_THREADS=$t MKL_NUM_THREADS=$t
-  "$ds_train" --model "$spec" --config "$config" --synthetic --steps "$steps" \
-    --metrics "$tmp/ds_$t.jsonl" --quiet >&2
-  baseline_python "$here/train_single/torch_train.py" "$spec" "$config" "$t" "$steps" \
-    "$tmp/torch_$t.jsonl"
-  # Same LR schedule on both sides: the per-step lr must agree.
-  "$PYTHON" - "$tmp/ds_$t.jsonl" "$tmp/torch_$t.jsonl" <<'PY'
+  for dt in $dtype_list; do
+    cfg=$config
+    [ "$dt" = bf16 ] && cfg=$tmp/bf16.json
+    run=${dt}_$t
+    "$ds_train" --model "$spec" --config "$cfg" --synthetic --steps "$steps" \
+      --metrics "$tmp/ds_$run.jsonl" --quiet >&2
+    baseline_python "$here/train_single/torch_train.py" "$spec" "$cfg" "$t" "$steps" \
+      "$tmp/torch_$run.jsonl"
+    # Same LR schedule on both sides: the per-step lr must agree.
+    "$PYTHON" - "$tmp/ds_$run.jsonl" "$tmp/torch_$run.jsonl" <<'PY'
 import json, sys
 a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
 bad = [(x["step"], x["lr"], y["lr"]) for x, y in zip(a, b)
@@ -64,17 +80,29 @@ bad = [(x["step"], x["lr"], y["lr"]) for x, y in zip(a, b)
 if bad:
     sys.exit(f"train_single: lr schedules differ (step, ds, torch): {bad[:3]}")
 PY
-  read -r ds ds_ms ds_l0 ds_l1 < <(summarize "$tmp/ds_$t.jsonl")
-  read -r base base_ms base_l0 base_l1 < <(summarize "$tmp/torch_$t.jsonl")
-  echo "train_single: ${t} thread(s): ds ${ds_ms} ms/step (loss ${ds_l0} -> ${ds_l1})," \
-    "torch ${base_ms} ms/step (loss ${base_l0} -> ${base_l1}); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-  # The load average counts our own threads; above the core count other
-  # processes distort wall-clock step times (2-thread
-  # OpenMP/OpenBLAS runs worst: spinning threads lose their time slices).
-  if "$PYTHON" -c "import os, sys; sys.exit(os.getloadavg()[0] <= $cores + 0.5)"; then
-    echo "train_single: warning: machine busy (load $(cut -d' ' -f1 /proc/loadavg) on $cores cores" \
-      "with $t thread(s)); step times are noisy, re-run when idle" >&2
+    read -r ds ds_ms ds_l0 ds_l1 < <(summarize "$tmp/ds_$run.jsonl")
+    read -r base base_ms base_l0 base_l1 < <(summarize "$tmp/torch_$run.jsonl")
+    echo "train_single: ${t} thread(s), $dt: ds ${ds_ms} ms/step (loss ${ds_l0} -> ${ds_l1})," \
+      "torch ${base_ms} ms/step (loss ${base_l0} -> ${base_l1}); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+    # The load average counts our own threads; above the core count other
+    # processes distort wall-clock step times (2-thread
+    # OpenMP/OpenBLAS runs worst: spinning threads lose their time slices).
+    if "$PYTHON" -c "import os, sys; sys.exit(os.getloadavg()[0] <= $cores + 0.5)"; then
+      echo "train_single: warning: machine busy (load $(cut -d' ' -f1 /proc/loadavg) on $cores cores" \
+        "with $t thread(s)); step times are noisy, re-run when idle" >&2
+    fi
+    if [ "$t" = 1 ]; then at="@1thread"; else at="@${t}threads"; fi
+    metric=tokens_per_s$at
+    base_name="pytorch eager (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), AdamW foreach)"
+    if [ "$dt" = bf16 ]; then
+      metric=tokens_per_s_bf16$at
+      base_name="pytorch eager, CPU autocast bf16 (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), AdamW foreach)"
+    fi
+    bench_json train_single "$metric" "$ds" "$base" "$base_name" 1
+    eval "ds_tps_$dt=$ds"
+  done
+  if [ -n "${ds_tps_f32:-}" ] && [ -n "${ds_tps_bf16:-}" ]; then
+    bench_json train_single "bf16_speedup$at" "$ds_tps_bf16" "$ds_tps_f32" "ds f32, same run" 1
   fi
-  if [ "$t" = 1 ]; then metric="tokens_per_s@1thread"; else metric="tokens_per_s@${t}threads"; fi
-  bench_json train_single "$metric" "$ds" "$base" "pytorch eager (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), AdamW foreach)" 1
+  unset ds_tps_f32 ds_tps_bf16
 done

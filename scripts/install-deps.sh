@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(cmake ninja-build ccache g++ make lld-22 python3
       llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
       nlohmann-json3-dev libzip-dev libgtest-dev libgmock-dev libbenchmark-dev
-      libopenblas-dev libopenmpi-dev openmpi-bin liburing-dev
+      libopenblas-dev libopenmpi-dev openmpi-bin liburing-dev libdnnl-dev
       libtorch-dev python3-torch python3-matplotlib
       openssh-server openssh-client iproute2 util-linux)
 # `make fuzz` and `make test-sanitize`: clang and its sanitizer and

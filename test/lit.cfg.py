@@ -150,7 +150,11 @@ def blas_cores():
 
 for core in blas_cores():
     config.available_features.add("blas-core-" + core)
-for name in ("OPENBLAS_CORETYPE", "DS_JIT_CPU", "ASAN_OPTIONS",
+# bf16 dot products (AVX512_BF16): dsrt_gemm_bf16 runs them (oneDNN) unless
+# DSRT_BF16_GEMM=f32 says otherwise; tests of that path require the feature.
+if "avx512_bf16" in flags and os.environ.get("DSRT_BF16_GEMM", "") != "f32":
+    config.available_features.add("avx512-bf16")
+for name in ("OPENBLAS_CORETYPE", "DS_JIT_CPU", "DSRT_BF16_GEMM", "ASAN_OPTIONS",
              "UBSAN_OPTIONS", "LSAN_OPTIONS", "LD_PRELOAD"):
     if name in os.environ:
         config.environment[name] = os.environ[name]

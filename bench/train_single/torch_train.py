@@ -9,6 +9,10 @@ Random tokens each step, like ds-train --synthetic.
 
   python3 torch_train.py SPEC.json CONFIG.json THREADS STEPS OUT.jsonl
 
+With the config's bf16.enabled, the forward runs under CPU autocast to
+bfloat16 (f32 parameters and optimizer, bf16 matrix products on oneDNN):
+eager PyTorch's mixed precision on a CPU.
+
 writes one JSON line per step (step, loss, lr, grad_norm, step_ms), with
 step_ms timed the way ds-train times its steps: from before the batch is
 made to after the optimizer step.
@@ -149,6 +153,7 @@ def main():
                             eps=op.get("eps", 1e-8),
                             weight_decay=op.get("weight_decay", 0.0),
                             foreach=True)
+    bf16 = cfg.get("bf16", {}).get("enabled", False)
     gen = torch.Generator().manual_seed(1234)
     with open(out_path, "w") as out:
         for s in range(1, steps + 1):
@@ -160,7 +165,8 @@ def main():
             for g in opt.param_groups:
                 g["lr"] = lr
             opt.zero_grad(set_to_none=True)
-            loss = model(idx, tgt)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = model(idx, tgt)
             loss.backward()
             norm = (torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
                     if clip > 0 else torch.zeros(()))

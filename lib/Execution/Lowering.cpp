@@ -438,7 +438,8 @@ mlir::ds::exec::lowerForExecution(ModuleOp module,
     }
   module.walk([&](LLVM::CallOp call) {
     if (auto callee = call.getCallee();
-        callee && callee->starts_with(ds::kSgemmSymbol))
+        callee && (callee->starts_with(ds::kSgemmSymbol) ||
+                   callee->starts_with(ds::kGemmBF16Symbol)))
       ++lowered.blasCallSites;
   });
   // The arenas, allocated at load (ds-workspaces-at-load).

@@ -168,6 +168,19 @@ void printBlas(llvm::raw_ostream &os) {
         << "unset OPENBLAS_CORETYPE or set it to a name docs/blas.md lists\n";
 }
 
+// What a bf16 x bf16 -> f32 product runs on in this process.
+void printBF16Gemm(llvm::raw_ostream &os) {
+  const char *why = nullptr;
+  int backend = dsrt_bf16_gemm_backend(&why);
+  os << "bf16 GEMM: ";
+  if (backend == DSRT_BF16_GEMM_ONEDNN)
+    os << "AVX512_BF16 dot products (" << why << ")\n";
+  else if (backend == DSRT_BF16_GEMM_F32)
+    os << "operands widened to f32, then sgemm (" << why << ")\n";
+  else
+    os << "none: " << dsrt_last_error() << "\n";
+}
+
 std::string cudaVersion(int code) {
   return std::to_string(code / 1000) + "." + std::to_string(code % 1000 / 10);
 }
@@ -289,6 +302,7 @@ void printVersions() {
              : "not linked (no .pt import)")
      << "\n";
   printBlas(os);
+  printBF16Gemm(os);
   bool haveGpu = printCuda(os, nccl);
 
   // What the runtime could use here. libdsrt is not built yet, so this is a

@@ -7,7 +7,10 @@
 #ifndef DS_UNITTESTS_GEMMORACLE_H
 #define DS_UNITTESTS_GEMMORACLE_H
 
+#include "gtest/gtest.h"
+
 #include <cstdint>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -37,6 +40,17 @@ inline void naiveGemm(bool tA, bool tB, int64_t M, int64_t N, int64_t K,
       double c = beta == 0.0f ? 0.0 : beta * double(C[i * ldc + j]);
       C[i * ldc + j] = float(alpha * acc + c);
     }
+}
+
+// Inputs in [-1, 1]: the f32 rounding error of a K-term sum grows at most
+// ~K eps.
+inline void expectNear(const std::vector<float> &got,
+                       const std::vector<float> &want, int64_t K,
+                       const std::string &what) {
+  ASSERT_EQ(got.size(), want.size());
+  float tol = 1e-5f * float(K + 1);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol) << what << " at flat index " << i;
 }
 
 } // namespace dstest

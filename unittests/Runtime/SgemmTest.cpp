@@ -21,17 +21,9 @@
 
 namespace {
 
+using dstest::expectNear;
 using dstest::naiveGemm;
 using dstest::randomMatrix;
-
-void expectNear(const std::vector<float> &got, const std::vector<float> &want,
-                int64_t K, const std::string &what) {
-  ASSERT_EQ(got.size(), want.size());
-  // Inputs are in [-1, 1]: the fp32 rounding error grows at most ~K eps.
-  float tol = 1e-5f * float(K + 1);
-  for (size_t i = 0; i < got.size(); ++i)
-    ASSERT_NEAR(got[i], want[i], tol) << what << " at flat index " << i;
-}
 
 struct GemmCase {
   bool tA, tB;

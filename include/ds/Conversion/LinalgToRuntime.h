@@ -26,6 +26,10 @@ namespace mlir::ds {
 inline constexpr llvm::StringLiteral kSgemmSymbol = "dsrt_sgemm";
 inline constexpr llvm::StringLiteral kSgemmStridedBatchedSymbol =
     "dsrt_sgemm_strided_batched";
+/// bf16 A and B, f32 C: the same arguments as the two above.
+inline constexpr llvm::StringLiteral kGemmBF16Symbol = "dsrt_gemm_bf16";
+inline constexpr llvm::StringLiteral kGemmBF16StridedBatchedSymbol =
+    "dsrt_gemm_bf16_strided_batched";
 
 /// Prefix of the global that holds a function's planned buffers
 /// (ds-plan-buffers): `<prefix><function name>`.
@@ -98,6 +102,12 @@ struct LowerToLLVMPipelineOptions
       *this, "blas",
       llvm::cl::desc("call dsrt_sgemm for f32 contractions "
                      "(ds-lower-to-runtime); off: loops"),
+      llvm::cl::init(true)};
+  PassOptions::Option<bool> bf16Gemm{
+      *this, "bf16-gemm",
+      llvm::cl::desc("contractions of bf16 operands call dsrt_gemm_bf16 "
+                     "(ds-bf16-contractions; CPU target with blas); off: "
+                     "dsrt_sgemm on operands widened in the step"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> parallelLoops{
       *this, "parallel-loops",

@@ -153,6 +153,41 @@ def LowerOptimizerToRuntime
   ];
 }
 
+def BF16Contractions : Pass<"ds-bf16-contractions", "mlir::ModuleOp"> {
+  let summary = "A contraction of widened bf16 operands reads the bf16 operands";
+  let description = [{
+    The NN lowering computes a 16-bit matmul as an f32 contraction of its
+    operands widened by `arith.extf` (exact: the products of a matrix unit
+    with f32 accumulation). For bf16 this pass makes each such contraction
+    (on tensors, f32 result) whose two operands are whole-tensor
+    bf16 -> f32 widenings read the bf16 tensors instead, as a
+    `linalg.generic` that widens each element in its body; the widenings
+    die unless something else reads them. The products and sums are the
+    same. `ds-lower-to-runtime` then calls `dsrt_gemm_bf16`, which runs on
+    the CPU's AVX512_BF16 dot products (oneDNN) where it has them, else on
+    sgemm over operands it widens itself (the numbers of the contraction
+    this pass started from). Runs on the CPU target only, before
+    `ds-fuse-elementwise` (which would fuse a widening into its producer).
+
+      %wa = linalg.generic {...} ins(%a : tensor<8x16xbf16>) ... { arith.extf }
+      %wb = linalg.generic {...} ins(%b : tensor<16x4xbf16>) ... { arith.extf }
+      %c = linalg.matmul ins(%wa, %wb : ...) outs(%z : tensor<8x4xf32>)
+
+    becomes
+
+      %c = linalg.generic {...matmul maps...} ins(%a, %b : ...) outs(%z : ...) {
+        ^bb0(%x: bf16, %y: bf16, %acc: f32):
+          %xf = arith.extf %x : bf16 to f32
+          %yf = arith.extf %y : bf16 to f32
+          ... mulf, addf
+      }
+  }];
+  let statistics = [
+    Statistic<"numContractions", "contractions", "contractions reading bf16 operands">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect"];
+}
+
 def FuseElementwise : Pass<"ds-fuse-elementwise", "mlir::ModuleOp"> {
   let summary = "Fuse elementwise linalg producers into consumers that read each element once";
   let description = [{

@@ -1,10 +1,10 @@
-//===- LowerToRuntime.cpp - f32 contractions on buffers -> dsrt_sgemm
-//------===//
+//===- LowerToRuntime.cpp - contractions on buffers -> dsrt_sgemm ---------===//
 //
 // Matches every linalg contraction on memrefs that BLAS can compute (one M,
 // N, K dimension, at most one batch dimension, f32, a unit stride on one
 // matrix dimension of each operand) and replaces it with a call to the fixed
-// runtime symbol dsrt_sgemm / dsrt_sgemm_strided_batched. Leading dimensions,
+// runtime symbol dsrt_sgemm / dsrt_sgemm_strided_batched (bf16 operands into
+// an f32 result: dsrt_gemm_bf16 and its batched form). Leading dimensions,
 // batch strides and offsets come from memref.extract_strided_metadata, so
 // subviews and dynamic sizes work; only the choice of transposes is static.
 //
@@ -187,12 +187,17 @@ private:
     Value a = op.getDpsInputOperand(0)->get();
     Value b = op.getDpsInputOperand(1)->get();
     Value c = op.getDpsInitOperand(0)->get();
-    for (Value v : {a, b, c}) {
+    auto elementType = [](Value v) -> Type {
       auto type = dyn_cast<MemRefType>(v.getType());
-      if (!type || !type.getElementType().isF32()) {
-        why = "element type is not f32";
-        return false;
-      }
+      return type ? type.getElementType() : Type();
+    };
+    Type ta = elementType(a), tb = elementType(b), tc = elementType(c);
+    // f32 x f32 -> f32 (sgemm), or bf16 x bf16 -> f32 (ds-bf16-contractions).
+    bool bf16 = ta && tb && ta.isBF16() && tb.isBF16();
+    if (!tc || !tc.isF32() || (!bf16 && (!ta || !tb || !ta.isF32() ||
+                                         !tb.isF32()))) {
+      why = "element types are not f32, or bf16 operands into f32";
+      return false;
     }
     if (!linalg::isaContractionOpInterface(op)) {
       why = "body is not a plain multiply-add";
@@ -259,8 +264,9 @@ private:
       Value base =
           memref::ExtractAlignedPointerAsIndexOp::create(bld, loc, memref);
       Value raw = LLVM::IntToPtrOp::create(bld, loc, ptr, toI64(base));
-      Value p = LLVM::GEPOp::create(bld, loc, ptr, f32, raw,
-                                    ValueRange{toI64(md.getOffset())});
+      Value p = LLVM::GEPOp::create(
+          bld, loc, ptr, cast<MemRefType>(memref.getType()).getElementType(),
+          raw, ValueRange{toI64(md.getOffset())});
       Meta m{p, {}, {}};
       for (Value s : md.getSizes())
         m.sizes.push_back(toI64(s));
@@ -335,7 +341,7 @@ private:
 
     SmallVector<Value> args = {cst(i32, tA), cst(i32, tB), M,   N,  k,
                                cstF(1.0),    pA,           ldA, pB, ldB};
-    StringRef callee = kSgemmSymbol;
+    StringRef callee = bf16 ? kGemmBF16Symbol : kSgemmSymbol;
     if (batch) {
       auto batchStride = [&](const Meta &mm, const OperandLayout &l) -> Value {
         return l.batchDim < 0 ? cst(i64, 0) : mm.strides[l.batchDim];
@@ -355,7 +361,8 @@ private:
               ldB,
               batchStride(*metaB, *layB)};
       args.append({beta, mc.ptr, ldc, mc.strides[cBatch], mc.sizes[cBatch]});
-      callee = kSgemmStridedBatchedSymbol;
+      callee =
+          bf16 ? kGemmBF16StridedBatchedSymbol : kSgemmStridedBatchedSymbol;
     } else {
       args.append({beta, mc.ptr, ldc});
     }

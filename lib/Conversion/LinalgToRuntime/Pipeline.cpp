@@ -68,6 +68,11 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Elementwise arith/math on tensors (0-d step and LR math in @train_step)
   // is not bufferizable as is; as linalg.generic it is.
   pm.addPass(createConvertElementwiseToLinalgPass());
+  // Before fusion, which would fuse an operand's widening into its producer.
+  if (options.blas && options.bf16Gemm && options.target == "cpu") {
+    pm.addPass(ds::createBF16Contractions());
+    pm.addPass(createCanonicalizerPass());
+  }
   if (options.fuseElementwise) {
     pm.addPass(ds::createFuseElementwise());
     pm.addPass(createCanonicalizerPass());

@@ -59,7 +59,9 @@ std::optional<Class> classOfCallee(StringRef callee) {
   callee.consume_back("_start");
   callee.consume_back("_multi");
   return llvm::StringSwitch<std::optional<Class>>(callee)
-      .Cases({"sgemm", "sgemm_strided_batched"}, Gemm)
+      .Cases({"sgemm", "sgemm_strided_batched", "gemm_bf16",
+              "gemm_bf16_strided_batched"},
+             Gemm)
       .Cases({"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
               "broadcast", "send", "recv", "wait"},
              Collective)
@@ -178,14 +180,17 @@ public:
   }
 
   /// dsrt_sgemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C,
-  /// ldc) and dsrt_sgemm_strided_batched(..., batchCount) last: 2·M·N·K
+  /// ldc) and dsrt_sgemm_strided_batched(..., batchCount) last (and their
+  /// dsrt_gemm_bf16 forms): 2·M·N·K
   /// FLOPs per problem, each matrix read or written once.
   Span callSpan(func::CallOp call, Class cls) {
     StringRef callee = call.getCallee();
     callee.consume_front("dsrt_");
     if (cls != Gemm)
       return {cls, callee.str(), n(0), n(0)};
-    bool batched = callee != "sgemm";
+    bool batched = callee.ends_with("_batched");
+    // bf16 operands: half the bytes of A and B.
+    bool bf16 = callee.starts_with("gemm_bf16");
     SmallVector<Value> sizes = {call.getOperand(2), call.getOperand(3),
                                 call.getOperand(4)};
     if (batched)
@@ -199,8 +204,8 @@ public:
           k = of(call.getOperand(4));
     Count batch = batched ? of(call.getOperands().back()) : n(1);
     Count flops = mul(mul(mul(mul(n(2), m), nn), k), batch);
-    Count elements = add(add(mul(m, k), mul(k, nn)), mul(m, nn));
-    Count bytes = mul(mul(elements, batch), n(4));
+    Count operands = mul(add(mul(m, k), mul(k, nn)), n(bf16 ? 2 : 4));
+    Count bytes = mul(add(operands, mul(mul(m, nn), n(4))), batch);
     return {Gemm, (callee + " " + dims).str(), flops, bytes};
   }
 

@@ -84,6 +84,35 @@ DSRT_API int dsrt_sgemm_strided_batched(int transA, int transB, int64_t M,
                                         float beta, float *C, int64_t ldc,
                                         int64_t strideC, int64_t batchCount);
 
+/*--- bf16 operands, f32 accumulation (kernels/cpu/gemm_bf16.c) ----------*/
+
+/* dsrt_sgemm's contract with A and B in bf16 (the upper 16 bits of an f32,
+ * as uint16_t) and C in f32. Each product is exact in f32; the sums are f32.
+ * On a CPU with AVX512_BF16 oneDNN's matmul runs it (its own order of the
+ * sums); elsewhere the operands are widened and dsrt_sgemm runs it, bit for
+ * bit the product of the widened operands. DSRT_BF16_GEMM=f32|onednn
+ * overrides the choice. */
+DSRT_API int dsrt_gemm_bf16(int transA, int transB, int64_t M, int64_t N,
+                            int64_t K, float alpha, const uint16_t *A,
+                            int64_t lda, const uint16_t *B, int64_t ldb,
+                            float beta, float *C, int64_t ldc);
+DSRT_API int dsrt_gemm_bf16_strided_batched(
+    int transA, int transB, int64_t M, int64_t N, int64_t K, float alpha,
+    const uint16_t *A, int64_t lda, int64_t strideA, const uint16_t *B,
+    int64_t ldb, int64_t strideB, float beta, float *C, int64_t ldc,
+    int64_t strideC, int64_t batchCount);
+
+typedef enum dsrt_bf16_gemm_kind {
+  DSRT_BF16_GEMM_F32 = 0,    /* widened, then dsrt_sgemm */
+  DSRT_BF16_GEMM_ONEDNN = 1, /* oneDNN's matmul on AVX512_BF16 */
+} dsrt_bf16_gemm_kind;
+
+/* Which backend this process's bf16 GEMMs use (chosen at the first call),
+ * or -1 when DSRT_BF16_GEMM is invalid (dsrt_last_error() says why). *why,
+ * when not NULL, gets the library and the reason ("oneDNN 2.6.3, this CPU
+ * has avx512_bf16", "this CPU has no avx512_bf16", "DSRT_BF16_GEMM=f32"). */
+DSRT_API int dsrt_bf16_gemm_backend(const char **why);
+
 /*--- Which BLAS kernels run (kernels/cpu/blas_core.c) --------------------*/
 
 /* OpenBLAS built with DYNAMIC_ARCH picks its kernel set ("core": Prescott,

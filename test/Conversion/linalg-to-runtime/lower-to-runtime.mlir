@@ -113,10 +113,33 @@ func.func @column_major_c(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %ct: memref
 
 // -----
 
+// bf16 operands into an f32 result (ds-bf16-contractions makes these): the
+// bf16 GEMM, on pointers offset in 2-byte elements.
+// CHECK-LABEL: func @bf16_operands
+// CHECK:         llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, bf16
+// CHECK:         call @dsrt_gemm_bf16(
+// CHECK-NOT:     linalg.generic
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func @bf16_operands(%a: memref<8x4xbf16>, %b: memref<4x16xbf16>, %c: memref<8x16xf32>) {
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : memref<8x4xbf16>, memref<4x16xbf16>) outs(%c : memref<8x16xf32>) {
+  ^bb0(%x: bf16, %y: bf16, %acc: f32):
+    %xf = arith.extf %x : bf16 to f32
+    %yf = arith.extf %y : bf16 to f32
+    %p = arith.mulf %xf, %yf : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
 // Not f32: left as loops, and said so.
 // CHECK-LABEL: func @f64_stays
 // CHECK:         linalg.matmul
-// REPORT: remark: left as loops: element type is not f32
+// REPORT: remark: left as loops: element types are not f32, or bf16 operands into f32
 // REPORT: remark: ds-lower-to-runtime: 0 contraction(s) call BLAS, 1 left as loops
 func.func @f64_stays(%a: memref<8x4xf64>, %b: memref<4x16xf64>, %c: memref<8x16xf64>) {
   linalg.matmul ins(%a, %b : memref<8x4xf64>, memref<4x16xf64>) outs(%c : memref<8x16xf64>)
