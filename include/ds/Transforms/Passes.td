@@ -698,7 +698,9 @@ def PipelineSchedule : Pass<"ds-pipeline-schedule", "mlir::ModuleOp"> {
 
     The last stage's mean loss is broadcast over `"pp"`, so every rank
     reports it. The module's grid becomes `pp = stages, dp = dp-size`
-    (rank = stage * dp + d). The stream is checked by the
+    (rank = stage * dp + d), or `pp` before the grid an earlier pass set
+    (`dp x ep` with experts, `dp x tp`, `dp x ep x tp`), so each stage's
+    groups are its own ranks. The stream is checked by the
     `dsdist.pipeline_schedule` verifier first.
 
       %x = dsdist.recv from "pp" offset -1 : tensor<4x64x128xf32>
