@@ -1501,12 +1501,11 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          "use bf16 or fp32, or offload to \"cpu\"");
   if (c.fp16.enabled && c.bf16.enabled)
     fail("fp16.enabled and bf16.enabled are both true; enable at most one");
-  if (c.pipeline.stages > 1 && c.zero.stage >= 3)
-    fail("zero_optimization.stage " + num(c.zero.stage) +
-         " with pipeline.stages " + num(c.pipeline.stages) +
-         ": ZeRO-3 gathers parameters inside the forward and backward, which "
-         "the pipeline calls once per micro-batch; ds does not support this, "
-         "use ZeRO stage 0, 1 or 2 with a pipeline");
+  if (c.pipeline.stages > 1 && c.zero.offloadParam.enabled())
+    fail("zero_optimization.offload_param with pipeline.stages " +
+         num(c.pipeline.stages) +
+         ": offloaded parameters inside a pipeline are not supported yet; "
+         "remove offload_param or use one stage");
 
   // Megatron's and DeepSpeed's grid: TP innermost, then SP, DP and PP.
   int64_t modelParallel =

@@ -871,7 +871,11 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
       `@forward_backward` each parameter is all-gathered before its first
       use in the forward, released after its last forward use, gathered
       again before its first backward use and released after its last;
-      the step returns the updated chunks without gathering them.
+      the step returns the updated chunks without gathering them. On a
+      pipeline stage (no `@forward_backward`) the same happens in each
+      function the step calls with parameters (`@stage_forward`,
+      `@stage_backward`), once per micro-batch; a gathered value such a
+      forward returns for its backward is not released there.
       Parameters of at most `param-persistence-threshold` elements
       (DeepSpeed's stage3_param_persistence_threshold, default 1e5) persist:
       as in DeepSpeed they stay whole on every rank and are treated as at
