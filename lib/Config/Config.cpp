@@ -1501,12 +1501,11 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          "use bf16 or fp32, or offload to \"cpu\"");
   if (c.fp16.enabled && c.bf16.enabled)
     fail("fp16.enabled and bf16.enabled are both true; enable at most one");
-  if (c.pipeline.stages > 1 && c.zero.stage >= 3)
-    fail("zero_optimization.stage " + num(c.zero.stage) +
-         " with pipeline.stages " + num(c.pipeline.stages) +
-         ": ZeRO-3 gathers parameters inside the forward and backward, which "
-         "the pipeline calls once per micro-batch; ds does not support this, "
-         "use ZeRO stage 0, 1 or 2 with a pipeline");
+  if (c.pipeline.stages > 1 && c.zero.offloadParam.enabled())
+    fail("zero_optimization.offload_param with pipeline.stages " +
+         num(c.pipeline.stages) +
+         ": offloaded parameters inside a pipeline are not supported yet; "
+         "remove offload_param or use one stage");
 
   // Megatron's and DeepSpeed's grid: TP innermost, then SP, DP and PP.
   int64_t modelParallel =
@@ -1553,16 +1552,15 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
     fail("moe.ep_size " + num(c.moe.epSize) +
          " does not divide the data-parallel size " + num(c.dpSize) +
          "; expert-parallel groups are carved out of the data-parallel ranks");
-  if (c.moe.enabled && c.moe.epSize > 1) {
-    // A pipeline needs its own layout work for experts held by only a part
-    // of the ranks; until then a clear refusal, never a silent run.
-    if (c.pipeline.stages > 1)
-      fail("moe.ep_size " + num(c.moe.epSize) + " with pipeline.stages " +
-           num(c.pipeline.stages) +
-           ": expert parallelism inside a pipeline is not supported yet; "
-           "use ep_size 1 or one stage");
-  }
-
+  // Each MoE layer's aux loss is added to the loss on the last stage; the
+  // 1F1B and GPipe stages pass it on with the activations, interleaved
+  // chunks pass values to the next chunk only.
+  if (c.moe.enabled && c.moe.epSize > 1 &&
+      c.pipeline.schedule == PipelineSchedule::Interleaved)
+    fail("moe.ep_size " + num(c.moe.epSize) +
+         " with pipeline.schedule \"interleaved\": the chunks do not carry "
+         "the MoE layers' aux losses to the last stage yet; use schedule "
+         "\"1f1b\" or \"gpipe\"");
   if (c.sequenceParallelSize > 1)
     checkSequenceParallel(c, c.sequenceParallelSize);
 

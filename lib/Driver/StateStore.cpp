@@ -722,9 +722,11 @@ llvm::Expected<Tensor> gatherWhole(const StepManifest &manifest,
     // The chunks over dp (the ranks holding the same experts), then the
     // slices over ep, each read from the front of the gathered chunks (a
     // ZeRO-3 expert chunk may be padded past the slice).
+    // By name: a pipeline's pp axis comes before dp.
+    size_t dp = llvm::find(names, "dp") - names.begin();
     Tensor parts = Tensor::zeros(
-        DType::F32, {manifest.gridSizes[0] * numElements(arg.shape)});
-    if (llvm::Error err = gatherOver(1, value.data(), parts))
+        DType::F32, {manifest.gridSizes[dp] * numElements(arg.shape)});
+    if (llvm::Error err = gatherOver(uint64_t(1) << dp, value.data(), parts))
       return std::move(err);
     if (llvm::Error err = gatherOver(fastest, parts.data(), whole))
       return std::move(err);

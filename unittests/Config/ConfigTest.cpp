@@ -767,22 +767,28 @@ TEST(ConfigMutual, Fp16AndBf16) {
             "fp16.enabled and bf16.enabled are both true; enable at most one");
 }
 
-TEST(ConfigMutual, PipelineWithZero3) {
-  EXPECT_EQ(parseError(withBatch(R"("zero_optimization": {"stage": 3},
-                                    "pipeline": {"stages": 2})"),
-                       2),
-            "zero_optimization.stage 3 with pipeline.stages 2: ZeRO-3 gathers "
-            "parameters inside the forward and backward, which the pipeline "
-            "calls once per micro-batch; ds does not support this, use ZeRO "
-            "stage 0, 1 or 2 with a pipeline");
+TEST(ConfigMutual, PipelineWithOffloadParam) {
+  EXPECT_EQ(
+      parseError(withBatch(R"("zero_optimization": {"stage": 3,
+                                  "offload_param": {"device": "cpu"}},
+                              "pipeline": {"stages": 2})"),
+                 2),
+      "zero_optimization.offload_param with pipeline.stages 2: offloaded "
+      "parameters inside a pipeline are not supported yet; remove "
+      "offload_param or use one stage");
 }
 
-TEST(ConfigMutual, PipelineWithZero2IsFine) {
-  Config c = parseOk(withBatch(R"("zero_optimization": {"stage": 2},
-                                  "pipeline": {"stages": 2})"),
-                     4);
-  EXPECT_EQ(c.zero.stage, 2);
-  EXPECT_EQ(c.dpSize, 2);
+TEST(ConfigMutual, PipelineWithZero2And3IsFine) {
+  // ZeRO-3: each stage's forward and backward gather its chunks per
+  // micro-batch.
+  for (int stage : {2, 3}) {
+    Config c = parseOk(withBatch(R"("zero_optimization": {"stage": )" +
+                                 std::to_string(stage) + R"(},
+                                    "pipeline": {"stages": 2})"),
+                       4);
+    EXPECT_EQ(c.zero.stage, stage);
+    EXPECT_EQ(c.dpSize, 2);
+  }
 }
 
 TEST(ConfigMutual, PipelineWithZero1IsFine) {

@@ -698,7 +698,9 @@ def PipelineSchedule : Pass<"ds-pipeline-schedule", "mlir::ModuleOp"> {
 
     The last stage's mean loss is broadcast over `"pp"`, so every rank
     reports it. The module's grid becomes `pp = stages, dp = dp-size`
-    (rank = stage * dp + d). The stream is checked by the
+    (rank = stage * dp + d), or `pp` before the grid an earlier pass set
+    (`dp x ep` with experts, `dp x tp`, `dp x ep x tp`), so each stage's
+    groups are its own ranks. The stream is checked by the
     `dsdist.pipeline_schedule` verifier first.
 
       %x = dsdist.recv from "pp" offset -1 : tensor<4x64x128xf32>
@@ -869,7 +871,11 @@ def Zero : Pass<"ds-zero", "mlir::ModuleOp"> {
       `@forward_backward` each parameter is all-gathered before its first
       use in the forward, released after its last forward use, gathered
       again before its first backward use and released after its last;
-      the step returns the updated chunks without gathering them.
+      the step returns the updated chunks without gathering them. On a
+      pipeline stage (no `@forward_backward`) the same happens in each
+      function the step calls with parameters (`@stage_forward`,
+      `@stage_backward`), once per micro-batch; a gathered value such a
+      forward returns for its backward is not released there.
       Parameters of at most `param-persistence-threshold` elements
       (DeepSpeed's stage3_param_persistence_threshold, default 1e5) persist:
       as in DeepSpeed they stay whole on every rank and are treated as at

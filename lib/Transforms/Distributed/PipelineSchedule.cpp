@@ -594,17 +594,20 @@ LogicalResult PipelineSchedulePass::build(ModuleOp module,
       static_cast<uint64_t>(stages - 1));
   func::ReturnOp::create(b, loc, results);
 
-  // pp outermost; a tensor-parallel grid's tp stays innermost, so a stage's
-  // rank sends to the rank of the next stage with its own dp and tp place.
-  SmallVector<StringAttr> axes = {StringAttr::get(ctx, kPipeAxis),
-                                 StringAttr::get(ctx, "dp")};
-  SmallVector<int64_t> sizes = {stages, dpSize};
-  if (auto grid =
-          module->getAttrOfType<dist::GridAttr>(dist::DistDialect::kGridAttrName))
-    if (std::optional<int64_t> tp = grid.getAxisSize("tp")) {
-      axes.push_back(StringAttr::get(ctx, "tp"));
-      sizes.push_back(*tp);
-    }
+  // pp outermost, before the stage's grid when an earlier pass set one
+  // (dp x tp, dp x ep, dp x ep x tp): a rank sends to the rank of the next
+  // stage with its own place in the stage, and the stage's groups (its
+  // expert-parallel groups too) are its own ranks.
+  SmallVector<StringAttr> axes = {StringAttr::get(ctx, kPipeAxis)};
+  SmallVector<int64_t> sizes = {stages};
+  if (auto grid = module->getAttrOfType<dist::GridAttr>(
+          dist::DistDialect::kGridAttrName)) {
+    llvm::append_range(axes, grid.getAxes());
+    llvm::append_range(sizes, grid.getSizes());
+  } else {
+    axes.push_back(StringAttr::get(ctx, "dp"));
+    sizes.push_back(dpSize);
+  }
   module->setAttr(dist::DistDialect::kGridAttrName,
                   dist::GridAttr::get(ctx, axes, sizes));
   for (func::FuncOp fb : fbs)

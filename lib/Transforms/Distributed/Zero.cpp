@@ -21,6 +21,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::ds {
 #define GEN_PASS_DEF_ZERO
@@ -447,7 +448,15 @@ struct ZeroPass : mlir::ds::impl::ZeroBase<ZeroPass> {
   }
 
   LogicalResult collectUpdates(func::FuncOp fn, SmallVector<Update> &updates);
-  LogicalResult gatherParamsInGradient(func::FuncOp grad, Step &step);
+  /// Stage 3: gathers each argument of `fn` in `args` (pairs of an
+  /// argument of `fn` and the step parameter it receives, partitioned)
+  /// before its uses in each phase and releases it after the last.
+  LogicalResult
+  gatherParamsIn(func::FuncOp fn, Step &step,
+                 ArrayRef<std::pair<unsigned, unsigned>> args);
+  /// Stage 3 in a pipeline stage: the functions @train_step calls per
+  /// micro-batch (@stage_forward, @stage_backward) take the chunks.
+  LogicalResult partitionParamsInCallees(Step &step, ArrayRef<Type> argTypes);
   LogicalResult readNarrowParams(func::FuncOp eval, unsigned numParams,
                                  Type narrow);
 
@@ -585,8 +594,9 @@ Operation *topLevel(Operation *op, Block &block) {
   return op;
 }
 
-LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad, Step &step) {
-  ArrayRef<bool> partitioned = step.partitioned;
+LogicalResult
+ZeroPass::gatherParamsIn(func::FuncOp grad, Step &step,
+                         ArrayRef<std::pair<unsigned, unsigned>> args) {
   Block &body = grad.getBody().front();
   // The backward starts at the first op autodiff marked as such; everything
   // before it is the forward (and the loss).
@@ -601,10 +611,8 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad, Step &step) {
            (top == firstBackward || firstBackward->isBeforeInBlock(top));
   };
 
-  for (unsigned p = 0; p < partitioned.size(); ++p) {
-    if (!partitioned[p])
-      continue;
-    BlockArgument arg = body.getArgument(p);
+  for (auto [a, p] : args) {
+    BlockArgument arg = body.getArgument(a);
     auto full = cast<RankedTensorType>(step.fullTypes[p]);
     // Uses grouped by phase: [forward, backward].
     SmallVector<OpOperand *> uses[2];
@@ -669,6 +677,11 @@ LogicalResult ZeroPass::gatherParamsInGradient(func::FuncOp grad, Step &step) {
           if (Operation *top = topLevel(user, body); last->isBeforeInBlock(top))
             last = top;
       }
+      // A pipeline stage's forward may return the gathered value (a 16-bit
+      // cast its backward reads): the caller then holds it until that
+      // backward, which reads it instead of gathering again.
+      if (last->hasTrait<OpTrait::IsTerminator>())
+        continue;
       b.setInsertionPointAfter(last);
       dist::ReleaseOp::create(b, grad.getLoc(), whole);
     }
@@ -911,42 +924,85 @@ static void returnWholeParams(Step &step, OpBuilder &b,
       step.ret->setOperand(p, whole[p]);
 }
 
+/// Gives the arguments of `f` in `args` (argument, step parameter) the
+/// parameters' chunk types from `argTypes` and their sharding.
+static void takeChunks(func::FuncOp f, Step &step,
+                       ArrayRef<Type> argTypes,
+                       ArrayRef<std::pair<unsigned, unsigned>> args) {
+  for (auto [a, p] : args) {
+    f.getBody().front().getArgument(a).setType(argTypes[p]);
+    f.setArgAttr(a, dist::DistDialect::kShardingAttrName, step.shardingOf(p));
+  }
+  f.setFunctionType(FunctionType::get(f.getContext(),
+                                      f.getBody().front().getArgumentTypes(),
+                                      f.getResultTypes()));
+}
+
+LogicalResult ZeroPass::partitionParamsInCallees(Step &step,
+                                                 ArrayRef<Type> argTypes) {
+  // Each callee's (argument, parameter) pairs; every call of it must pass
+  // the same parameters at the same places, as the schedule's calls do.
+  llvm::MapVector<Operation *, SmallVector<std::pair<unsigned, unsigned>>>
+      callees;
+  Block &body = step.body();
+  for (auto call : body.getOps<func::CallOp>()) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    SmallVector<std::pair<unsigned, unsigned>> args;
+    for (auto [a, operand] : llvm::enumerate(call.getOperands()))
+      if (auto arg = dyn_cast<BlockArgument>(operand);
+          arg && arg.getOwner() == &body && arg.getArgNumber() < step.numParams &&
+          step.partitioned[arg.getArgNumber()])
+        args.push_back({unsigned(a), arg.getArgNumber()});
+    if (args.empty())
+      continue;
+    if (!callee || callee.isExternal())
+      return fail(call, "stage 3 gathers parameters inside the functions "
+                        "@" + step.fn.getName() +
+                            " calls, but @" + call.getCallee() +
+                            " has no body");
+    auto [it, inserted] = callees.insert({callee, args});
+    if (!inserted && it->second != args)
+      return fail(call, "@" + call.getCallee() +
+                            " is called with other parameters at other "
+                            "places; stage 3 needs one layout per function");
+  }
+  for (auto &[f, args] : callees) {
+    takeChunks(cast<func::FuncOp>(f), step, argTypes, args);
+    if (failed(gatherParamsIn(cast<func::FuncOp>(f), step, args)))
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult ZeroPass::partitionParamsIn(ModuleOp module, Step &step,
                                           ArrayRef<Type> argTypes,
                                           func::FuncOp eval) {
   func::FuncOp fn = step.fn;
   unsigned numParams = step.numParams;
-  auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
-  if (!grad || grad.isExternal() || numLeadingParams(grad) != numParams)
-    return fail(fn, "stage 3 gathers parameters inside @" + gradientEntry +
-                        ", which must exist and take the same parameters "
-                        "(ds-autodiff builds it)");
-  SmallVector<Type> gradArgs(grad.getArgumentTypes());
-  for (unsigned p = 0; p < numParams; ++p) {
-    if (!step.partitioned[p])
-      continue;
-    gradArgs[p] = argTypes[p];
-    grad.getBody().front().getArgument(p).setType(argTypes[p]);
-    grad.setArgAttr(p, dist::DistDialect::kShardingAttrName,
-                    step.shardingOf(p));
+  SmallVector<std::pair<unsigned, unsigned>> own;
+  for (unsigned p = 0; p < numParams; ++p)
+    if (step.partitioned[p])
+      own.push_back({p, p});
+  // A pipeline stage's step calls its forward and backward once per
+  // micro-batch: each gathers what it reads, as @forward_backward does.
+  if (module->getAttr(pipeline::kPipelineAttrName)) {
+    if (failed(partitionParamsInCallees(step, argTypes)))
+      return failure();
+  } else {
+    auto grad = module.lookupSymbol<func::FuncOp>(gradientEntry);
+    if (!grad || grad.isExternal() || numLeadingParams(grad) != numParams)
+      return fail(fn, "stage 3 gathers parameters inside @" + gradientEntry +
+                          ", which must exist and take the same parameters "
+                          "(ds-autodiff builds it)");
+    takeChunks(grad, step, argTypes, own);
+    if (failed(gatherParamsIn(grad, step, own)))
+      return failure();
   }
-  grad.setFunctionType(
-      FunctionType::get(fn.getContext(), gradArgs, grad.getResultTypes()));
-  if (failed(gatherParamsInGradient(grad, step)))
-    return failure();
   if (!eval)
     return success();
-  for (unsigned p = 0; p < numParams; ++p) {
-    if (!step.partitioned[p])
-      continue;
-    eval.getArgument(p).setType(argTypes[p]);
-    eval.setArgAttr(p, dist::DistDialect::kShardingAttrName,
-                    step.shardingOf(p));
-  }
-  eval.setFunctionType(FunctionType::get(
-      fn.getContext(), eval.getBody().front().getArgumentTypes(),
-      eval.getResultTypes()));
-  return gatherParamsInGradient(eval, step);
+  takeChunks(eval, step, argTypes, own);
+  return gatherParamsIn(eval, step, own);
 }
 
 LogicalResult ZeroPass::shardOptimizer(ModuleOp module, Step &step,
