@@ -148,6 +148,12 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // The big nests' outermost parallel loops across the threads, before the
+  // passes that give a reduction stack buffers (those must be per thread).
+  // Not for a GPU target, whose kernels are launched, nor its emulation,
+  // which checks them in the GPU's order.
+  if (options.parallelLoops && options.target == "cpu")
+    pm.addPass(ds::createParallelizeLoops());
   pm.addNestedPass<func::FuncOp>(ds::createPromoteAccumulators());
   pm.addNestedPass<func::FuncOp>(ds::createFixedOrderReductions());
 
