@@ -5,8 +5,8 @@
 // identity layouts) ─ repeated results copied ─ results to out-params ─
 // ds-plan-buffers ─ ownership-based deallocation for what is left ─
 // ds-lower-to-runtime (BLAS), ds-lower-optimizer-to-runtime,
-// ds-lower-comm-to-runtime ─ linalg to (parallel) loops ─ math to LLVM / libm ─
-// LLVM dialect.
+// ds-lower-comm-to-runtime ─ linalg to (parallel) loops ─ big nests across
+// the threads (ds-parallelize-loops) ─ math to LLVM / libm ─ LLVM dialect.
 //
 // The BLAS rewrite runs after deallocation placement on purpose: it turns a
 // memref use into a raw pointer the deallocation analysis cannot see, so a
