@@ -20,6 +20,7 @@ static const dsrt_symbol symbols[] = {
     DSRT_SYMBOL(dsrt_bf16_gemm_backend),
     DSRT_SYMBOL(dsrt_threads_set),
     DSRT_SYMBOL(dsrt_threads_get),
+    DSRT_SYMBOL(dsrt_parallel_for),
     DSRT_SYMBOL(dsrt_arena_create),
     DSRT_SYMBOL(dsrt_arena_destroy),
     DSRT_SYMBOL(dsrt_arena_base),

@@ -616,6 +616,66 @@ def ExpandBF16Casts : Pass<"ds-expand-bf16-casts", "mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def ParallelizeLoops : Pass<"ds-parallelize-loops", "mlir::ModuleOp"> {
+  let summary = "Run the outermost parallel loop of each big loop nest across the threads";
+  let description = [{
+    Runs on the loops convert-linalg-to-parallel-loops leaves, before any
+    pass that gives a function stack buffers (ds-fixed-order-reductions):
+    every outermost `scf.parallel` (no results, constant bounds, step 1 in
+    its first dimension) whose nest runs at least `min-iterations`
+    iterations in all moves into a function `fn(ctx, begin, end)` that runs
+    the nest over [begin, end) of its first dimension, and is replaced by
+    `dsrt_parallel_for(fn, ctx, lb, ub)`, which splits [lb, ub) into one
+    contiguous block per thread (runtime/core/parallel.c). `ctx` is a stack
+    array of the addresses of the buffers the nest reads and writes (static
+    shapes and layouts, so an address rebuilds the descriptor); constants
+    are cloned in. An iteration of an `scf.parallel` depends on no other, a
+    reduction is a loop inside one iteration, and only whole iterations move
+    between threads: every element is computed by the same operations in
+    the same order whatever the thread count, so results are bitwise equal
+    for every count. Nests reading other values from above, and small nests
+    (a fork costs microseconds), stay where they are. The new function
+    carries `ds.kernel_count`, so the JIT optimizes it like a kernel.
+
+      scf.parallel (%i, %j) = (%c0, %c0) to (%c512, %c256) step (%c1, %c1) {
+        %x = memref.load %a[%i, %j] : memref<512x256xf32>
+        ...
+        memref.store %y, %b[%i, %j] : memref<512x256xf32>
+      }
+
+    becomes
+
+      %ctx = memref.alloca() : memref<2xi64>        // at the function entry
+      ... the addresses of %a and %b stored into %ctx ...
+      %fn = constant @f_par0 : (!llvm.ptr, i64, i64) -> ()
+      call @dsrt_parallel_for(%fn, %p, %c0_i64, %c512_i64)
+
+      func.func private @f_par0(%ctx: !llvm.ptr, %b: i64, %e: i64)
+          attributes {ds.kernel_count = 1 : i64} {
+        ... %a and %b rebuilt from the addresses in %ctx ...
+        scf.parallel (%i, %j) = (%b', %c0) to (%e', %c256) step (%c1, %c1) { ... }
+      }
+  }];
+  let options = [
+    Option<"minIterations", "min-iterations", "int64_t", "32768",
+           "iterations a nest needs (all its loops' trip counts multiplied) "
+           "to run across the threads">,
+  ];
+  let statistics = [
+    Statistic<"numParallel", "parallel", "loop nests run across the threads">,
+    Statistic<"numSmall", "small", "loop nests left serial for their size">,
+    Statistic<"numUnsupported", "unsupported",
+              "loop nests left serial for what they read from above or "
+              "their bounds">,
+  ];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect",
+  ];
+}
+
 def PromoteAccumulators : Pass<"ds-promote-accumulators", "mlir::func::FuncOp"> {
   let summary = "Keep a reduction loop's accumulator in a register (scf.for iter_args)";
   let description = [{

@@ -5,8 +5,8 @@
 // identity layouts) ─ repeated results copied ─ results to out-params ─
 // ds-plan-buffers ─ ownership-based deallocation for what is left ─
 // ds-lower-to-runtime (BLAS), ds-lower-optimizer-to-runtime,
-// ds-lower-comm-to-runtime ─ linalg to (parallel) loops ─ math to LLVM / libm ─
-// LLVM dialect.
+// ds-lower-comm-to-runtime ─ linalg to (parallel) loops ─ big nests across
+// the threads (ds-parallelize-loops) ─ math to LLVM / libm ─ LLVM dialect.
 //
 // The BLAS rewrite runs after deallocation placement on purpose: it turns a
 // memref use into a raw pointer the deallocation analysis cannot see, so a
@@ -153,6 +153,12 @@ void ds::buildLowerToLLVMPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // The big nests' outermost parallel loops across the threads, before the
+  // passes that give a reduction stack buffers (those must be per thread).
+  // Not for a GPU target, whose kernels are launched, nor its emulation,
+  // which checks them in the GPU's order.
+  if (options.parallelLoops && options.target == "cpu")
+    pm.addPass(ds::createParallelizeLoops());
   pm.addNestedPass<func::FuncOp>(ds::createPromoteAccumulators());
   pm.addNestedPass<func::FuncOp>(ds::createFixedOrderReductions());
 

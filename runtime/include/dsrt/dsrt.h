@@ -170,6 +170,16 @@ DSRT_API const char *dsrt_blas_core_choose(const char *detected,
 DSRT_API int dsrt_threads_set(int n);
 DSRT_API int dsrt_threads_get(void);
 
+/* The compiled step's loop nests (core/parallel.c): fn runs the iterations
+ * [b, e) of the outermost parallel loop of one nest, ctx holds its buffers'
+ * addresses. [begin, end) is cut into contiguous chunks that
+ * dsrt_threads_get() threads (the caller and a pool) claim; a nested call
+ * runs serially. Each iteration runs exactly as it would serially, so
+ * results do not depend on the count. */
+typedef void (*dsrt_range_fn)(void *ctx, int64_t b, int64_t e);
+DSRT_API int dsrt_parallel_for(dsrt_range_fn fn, void *ctx, int64_t begin,
+                               int64_t end);
+
 /*--- Workspace arena (core/arena.c) --------------------------------------*/
 
 /* A bump allocator over one aligned block: the memory planner gives each
