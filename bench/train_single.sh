@@ -20,10 +20,16 @@
 # under CPU autocast to bfloat16 (metric "tokens_per_s_bf16@..."), and one
 # more line, "bf16_speedup@...": ds bf16 tokens/s over ds f32 (the
 # baseline column is ds f32).
+# And per thread count "fraction_of_peak@...": the f32 step's model FLOPs
+# (the matrix products counted from the spec, forward x 3) per second over
+# the sgemm peak measured in the same run with the same threads (a 1024^3
+# matmul through ds-run, as profile_step measures it); the baseline column
+# is the peak in GFLOP/s.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 ds_train=$(ds_tool ds-train)
+ds_run=$(ds_tool ds-run)
 spec=$here/train_single/gpt.json
 config=$here/train_single/ds_config.json
 skip=${TRAIN_SINGLE_SKIP:-3}
@@ -59,6 +65,21 @@ tokens = json.load(open(cfg))["train_batch_size"] * json.load(open(spec))["n_pos
 print(tokens / (ms / 1e3), ms, rows[0]["loss"], rows[-1]["loss"])
 PY
 }
+
+# Model FLOPs of one step: per token, each block's QKV, projection and MLP
+# products (24 C^2), attention's two T x T products (4 T C, full matrices as
+# ds computes them) and the LM head (2 C V); the backward twice the forward.
+step_flops=$("$PYTHON" - "$spec" "$config" <<'PY'
+import json, sys
+s, c = (json.load(open(p)) for p in sys.argv[1:3])
+C, L, T, V = s["n_embd"], s["n_layer"], s["n_positions"], s["vocab_size"]
+inner = s.get("n_inner") or 4 * C
+per_token = L * (2 * (3 * C * C + C * C + 2 * C * inner) + 4 * T * C) + 2 * C * V
+print(3 * per_token * T * c["train_batch_size"])
+PY
+)
+n=1024
+matmul_mlir "$n" >"$tmp/mm.mlir"
 
 cores=$(getconf _NPROCESSORS_ONLN) # not nproc: it obeys OMP_NUM_THREADS
 for t in $thread_list; do
@@ -103,6 +124,22 @@ PY
   done
   if [ -n "${ds_tps_f32:-}" ] && [ -n "${ds_tps_bf16:-}" ]; then
     bench_json train_single "bf16_speedup$at" "$ds_tps_bf16" "$ds_tps_f32" "ds f32, same run" 1
+  fi
+  if [ -n "${ds_tps_f32:-}" ]; then
+    ms=$("$ds_run" "$tmp/mm.mlir" --entry mm --random-inputs 0 --repeat 10 --time \
+      --blas-threads "$t" |
+      "$PYTHON" -c "import json,sys; print(json.load(sys.stdin)['ms_per_call'])")
+    "$PYTHON" - "$step_flops" "$ds_tps_f32" "$spec" "$config" "$n" "$ms" "$at" <<'PY'
+import json, sys
+flops, tps, spec, cfg, n, ms, at = sys.argv[1:8]
+tokens = json.load(open(cfg))["train_batch_size"] * json.load(open(spec))["n_positions"]
+achieved = float(flops) * float(tps) / tokens / 1e9
+peak = 2 * int(n) ** 3 / (float(ms) * 1e6)
+print(json.dumps({"bench": "train_single", "metric": "fraction_of_peak" + at,
+                  "ds": round(achieved, 2), "baseline": round(peak, 2),
+                  "baseline_name": f"sgemm {n}^3 peak, same threads, GFLOP/s",
+                  "ratio": round(achieved / peak, 3)}))
+PY
   fi
   unset ds_tps_f32 ds_tps_bf16
 done
