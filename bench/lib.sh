@@ -58,6 +58,18 @@ mem_budget_bytes() {
     "${1:-$(( mem_kb * 9 / 10 / 1048576 ))}"
 }
 
+# sgemm_peak N THREADS: GFLOP/s of an N^3 f32 matmul through ds-run
+# (dsrt_sgemm -> OpenBLAS) with THREADS BLAS threads, 10 calls.
+sgemm_peak() {
+  local n=$1 threads=$2 dir
+  dir=$(mktemp -d)
+  matmul_mlir "$n" >"$dir/mm.mlir"
+  "$(ds_tool ds-run)" "$dir/mm.mlir" --entry mm --random-inputs 0 --repeat 10 \
+    --time --blas-threads "$threads" |
+    "$PYTHON" -c "import json,sys; print(2 * $n**3 / (json.load(sys.stdin)['ms_per_call'] * 1e6))"
+  rm -rf "$dir"
+}
+
 # matmul_mlir N: a square f32 C = A·B as ds-run compiles it (@mm: linalg.fill
 # and linalg.matmul on tensors, lowered to dsrt_sgemm).
 matmul_mlir() {

@@ -14,18 +14,13 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 ds_train=$(ds_tool ds-train)
-ds_run=$(ds_tool ds-run)
 steps=${PROFILE_STEP_STEPS:-6}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The roofline: sgemm peak and triad bandwidth, same threads as the step.
 n=1024
-matmul_mlir "$n" >"$tmp/mm.mlir"
-ms=$("$ds_run" "$tmp/mm.mlir" --entry mm --random-inputs 0 --repeat 10 --time \
-  --blas-threads "$BENCH_THREADS" |
-  "$PYTHON" -c "import json,sys; print(json.load(sys.stdin)['ms_per_call'])")
-peak=$("$PYTHON" -c "print(2 * $n**3 / ($ms * 1e6))")
+peak=$(sgemm_peak "$n" "$BENCH_THREADS")
 cc -O3 -march=native -fopenmp "$here/profile_step/triad.c" -o "$tmp/triad"
 triad=$("$tmp/triad")
 echo "bench: roofline with $BENCH_THREADS thread(s): sgemm $n $peak GFLOP/s," \

@@ -29,7 +29,6 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 ds_train=$(ds_tool ds-train)
-ds_run=$(ds_tool ds-run)
 spec=$here/train_single/gpt.json
 config=$here/train_single/ds_config.json
 skip=${TRAIN_SINGLE_SKIP:-3}
@@ -79,7 +78,6 @@ print(3 * per_token * T * c["train_batch_size"])
 PY
 )
 n=1024
-matmul_mlir "$n" >"$tmp/mm.mlir"
 
 cores=$(getconf _NPROCESSORS_ONLN) # not nproc: it obeys OMP_NUM_THREADS
 for t in $thread_list; do
@@ -126,15 +124,13 @@ PY
     bench_json train_single "bf16_speedup$at" "$ds_tps_bf16" "$ds_tps_f32" "ds f32, same run" 1
   fi
   if [ -n "${ds_tps_f32:-}" ]; then
-    ms=$("$ds_run" "$tmp/mm.mlir" --entry mm --random-inputs 0 --repeat 10 --time \
-      --blas-threads "$t" |
-      "$PYTHON" -c "import json,sys; print(json.load(sys.stdin)['ms_per_call'])")
-    "$PYTHON" - "$step_flops" "$ds_tps_f32" "$spec" "$config" "$n" "$ms" "$at" <<'PY'
+    peak=$(sgemm_peak "$n" "$t")
+    "$PYTHON" - "$step_flops" "$ds_tps_f32" "$spec" "$config" "$n" "$peak" "$at" <<'PY'
 import json, sys
-flops, tps, spec, cfg, n, ms, at = sys.argv[1:8]
+flops, tps, spec, cfg, n, peak, at = sys.argv[1:8]
 tokens = json.load(open(cfg))["train_batch_size"] * json.load(open(spec))["n_positions"]
 achieved = float(flops) * float(tps) / tokens / 1e9
-peak = 2 * int(n) ** 3 / (float(ms) * 1e6)
+peak = float(peak)
 print(json.dumps({"bench": "train_single", "metric": "fraction_of_peak" + at,
                   "ds": round(achieved, 2), "baseline": round(peak, 2),
                   "baseline_name": f"sgemm {n}^3 peak, same threads, GFLOP/s",
