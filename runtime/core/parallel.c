@@ -20,6 +20,7 @@
  * The thread count is the BLAS's (dsrt_threads_get: OPENBLAS_NUM_THREADS,
  * OMP_NUM_THREADS or dsrt_threads_set), so one knob sets both.
  */
+#include "core/parallel.h"
 #include "dsrt/dsrt.h"
 
 #include <pthread.h>
@@ -109,10 +110,16 @@ static void *worker_main(void *arg) {
 
 int dsrt_parallel_for(dsrt_range_fn fn, void *ctx, int64_t begin,
                       int64_t end) {
+  return dsrt_parallel_for_threads(fn, ctx, begin, end, dsrt_threads_get());
+}
+
+int dsrt_parallel_for_threads(dsrt_range_fn fn, void *ctx, int64_t begin,
+                              int64_t end, int64_t threads) {
   int64_t n = end - begin;
   if (n <= 0)
     return DSRT_OK;
-  int64_t threads = inside ? 1 : dsrt_threads_get();
+  if (inside)
+    threads = 1;
   if (threads > n)
     threads = n;
   if (threads > MAX_HELPERS + 1)

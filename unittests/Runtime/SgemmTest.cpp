@@ -163,6 +163,52 @@ TEST(SgemmBatched, ZeroStrideBroadcastsAnOperand) {
   expectNear(C, want, K, "broadcast B");
 }
 
+// With 2 threads the batch runs across the pool, one product per thread on
+// one BLAS thread; with 1 thread each product on OpenBLAS as one call. The
+// products are the same bits either way (OpenBLAS never splits K), for
+// products below and above OpenBLAS's own threading threshold, an odd
+// batch, a batch smaller than the threads, and accumulation into C.
+TEST(SgemmBatched, ThreadsGiveTheSameBits) {
+  int saved = dsrt_threads_get();
+  struct Shape {
+    int64_t batch, M, N, K;
+    bool tA, tB;
+    float beta;
+  };
+  for (Shape s : {Shape{16, 128, 128, 64, false, true, 0.0f},
+                  Shape{7, 64, 32, 64, true, false, 1.0f},
+                  Shape{1, 96, 80, 72, false, false, 0.0f},
+                  Shape{5, 200, 192, 256, true, true, 1.0f}}) {
+    int64_t lda = s.tA ? s.M : s.K, ldb = s.tB ? s.K : s.N;
+    int64_t sA = s.M * s.K, sB = s.K * s.N, sC = s.M * s.N;
+    std::vector<float> A = randomMatrix(s.batch * sA, 11);
+    std::vector<float> B = randomMatrix(s.batch * sB, 12);
+    std::vector<float> C0 = randomMatrix(s.batch * sC, 13);
+    std::vector<std::vector<float>> out;
+    for (int threads : {1, 2}) {
+      dsrt_threads_set(threads);
+      std::vector<float> C = C0;
+      ASSERT_EQ(dsrt_sgemm_strided_batched(s.tA, s.tB, s.M, s.N, s.K, 0.5f,
+                                           A.data(), lda, sA, B.data(), ldb, sB,
+                                           s.beta, C.data(), s.N, sC, s.batch),
+                DSRT_OK)
+          << dsrt_last_error();
+      EXPECT_EQ(dsrt_threads_get(), threads);
+      out.push_back(C);
+    }
+    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(),
+                          out[0].size() * sizeof(float)),
+              0)
+        << "batch " << s.batch << " of " << s.M << "x" << s.N << "x" << s.K;
+    std::vector<float> want = C0;
+    for (int64_t b = 0; b < s.batch; ++b)
+      naiveGemm(s.tA, s.tB, s.M, s.N, s.K, 0.5f, A.data() + b * sA, lda,
+                B.data() + b * sB, ldb, s.beta, want.data() + b * sC, s.N);
+    expectNear(out[1], want, s.K, "batched across threads");
+  }
+  dsrt_threads_set(saved);
+}
+
 TEST(SgemmBatched, OverlappingOutputIsAnError) {
   std::vector<float> A(8), B(8), C(8);
   EXPECT_EQ(dsrt_sgemm_strided_batched(0, 0, 2, 2, 2, 1.0f, A.data(), 2, 4,

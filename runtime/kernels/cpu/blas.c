@@ -6,6 +6,7 @@
  *
  *===-----------------------------------------------------------------------===*/
 #include "core/error.h"
+#include "core/parallel.h"
 #include "dsrt/dsrt.h"
 
 #ifdef _OPENMP
@@ -71,6 +72,32 @@ int dsrt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
   return DSRT_OK;
 }
 
+/* A batch's products across the threads, one whole product per iteration
+ * on one BLAS thread: attention's per-head products are too small for
+ * OpenBLAS to split well (each call forks and joins its threads), and
+ * OpenBLAS splits only M and N, never K, so a product's sums run in the
+ * same order on one thread as on several (bitwise equal). */
+typedef struct {
+  int transA, transB;
+  int64_t M, N, K;
+  float alpha;
+  const float *A;
+  int64_t lda, strideA;
+  const float *B;
+  int64_t ldb, strideB;
+  float beta;
+  float *C;
+  int64_t ldc, strideC;
+} batch_job;
+
+static void run_batch(void *ctx, int64_t first, int64_t end) {
+  const batch_job *j = ctx;
+  for (int64_t b = first; b < end; ++b)
+    gemm(j->transA, j->transB, j->M, j->N, j->K, j->alpha, j->A + b * j->strideA,
+         j->lda, j->B + b * j->strideB, j->ldb, j->beta, j->C + b * j->strideC,
+         j->ldc);
+}
+
 int dsrt_sgemm_strided_batched(int transA, int transB, int64_t M, int64_t N,
                                int64_t K, float alpha, const float *A,
                                int64_t lda, int64_t strideA, const float *B,
@@ -85,9 +112,17 @@ int dsrt_sgemm_strided_batched(int transA, int transB, int64_t M, int64_t N,
                                  batchCount);
   if (status != DSRT_OK)
     return status;
-  for (int64_t b = 0; b < batchCount; ++b)
-    gemm(transA, transB, M, N, K, alpha, A + b * strideA, lda, B + b * strideB,
-         ldb, beta, C + b * strideC, ldc);
+  batch_job job = {transA, transB, M,       N,    K,    alpha, A,
+                   lda,    strideA, B,  ldb,     strideB, beta, C,     ldc,
+                   strideC};
+  int threads = openblas_get_num_threads();
+  if (threads > 1 && batchCount >= threads) {
+    openblas_set_num_threads(1);
+    dsrt_parallel_for_threads(run_batch, &job, 0, batchCount, threads);
+    openblas_set_num_threads(threads);
+  } else {
+    run_batch(&job, 0, batchCount);
+  }
   return DSRT_OK;
 }
 
