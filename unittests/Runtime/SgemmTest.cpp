@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -161,6 +162,50 @@ TEST(SgemmBatched, ZeroStrideBroadcastsAnOperand) {
             DSRT_OK)
       << dsrt_last_error();
   expectNear(C, want, K, "broadcast B");
+}
+
+// With 2 threads a large product runs as blocks of rows or columns of C
+// across the pool, one single-threaded OpenBLAS call each; with 1 thread as
+// one call. Same bits, for each transpose, odd sizes and either cut.
+TEST(Sgemm, ThreadsGiveTheSameBits) {
+  int saved = dsrt_threads_get();
+  setenv("DSRT_SGEMM_THREADS", "blocks", 1);
+  struct Shape {
+    int64_t M, N, K;
+  };
+  for (Shape s : {Shape{1000, 300, 257}, Shape{130, 2000, 64},
+                  Shape{256, 512, 1024}, Shape{4096, 256, 512},
+                  Shape{77, 129, 3000}})
+    for (bool tA : {false, true})
+      for (bool tB : {false, true}) {
+        int64_t lda = tA ? s.M : s.K, ldb = tB ? s.K : s.N;
+        std::vector<float> A = randomMatrix(s.M * s.K, 21);
+        std::vector<float> B = randomMatrix(s.K * s.N, 22);
+        std::vector<float> C0 = randomMatrix(s.M * s.N, 23);
+        std::vector<std::vector<float>> out;
+        for (int threads : {1, 2}) {
+          dsrt_threads_set(threads);
+          std::vector<float> C = C0;
+          ASSERT_EQ(dsrt_sgemm(tA, tB, s.M, s.N, s.K, 1.0f, A.data(), lda,
+                               B.data(), ldb, 1.0f, C.data(), s.N),
+                    DSRT_OK)
+              << dsrt_last_error();
+          EXPECT_EQ(dsrt_threads_get(), threads);
+          out.push_back(C);
+        }
+        EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(),
+                              out[0].size() * sizeof(float)),
+                  0)
+            << s.M << "x" << s.N << "x" << s.K << " tA=" << tA << " tB=" << tB;
+        if (s.M * s.N * s.K < (int64_t(1) << 26)) {
+          std::vector<float> want = C0;
+          naiveGemm(tA, tB, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb,
+                    1.0f, want.data(), s.N);
+          expectNear(out[1], want, s.K, "blocks across threads");
+        }
+      }
+  unsetenv("DSRT_SGEMM_THREADS");
+  dsrt_threads_set(saved);
 }
 
 // With 2 threads the batch runs across the pool, one product per thread on

@@ -17,6 +17,8 @@
 
 #include <cblas.h>
 #include <limits.h>
+#include <stdlib.h>
+#include <string.h>
 
 static int fits_blasint(int64_t x) {
   return sizeof(blasint) >= sizeof(int64_t) || x <= (int64_t)INT_MAX;
@@ -61,6 +63,60 @@ static void gemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
               (blasint)ldc);
 }
 
+/* A product across the threads as blocks of C, one single-threaded OpenBLAS
+ * call per block (DSRT_SGEMM_THREADS=blocks), instead of OpenBLAS's own
+ * threading of the whole call (the default). Blocks start at multiples of
+ * BLOCK_ALIGN rows or columns, a multiple of every OpenBLAS micro-tile, so
+ * each element is computed by the same kernel in the same K order as in one
+ * call (bitwise equal). */
+enum { BLOCK_ALIGN = 64 };
+
+typedef struct {
+  int transA, transB;
+  int64_t M, N, K;
+  float alpha;
+  const float *A;
+  int64_t lda;
+  const float *B;
+  int64_t ldb;
+  float beta;
+  float *C;
+  int64_t ldc;
+  int64_t blocks, units; /* blocks of `units` x BLOCK_ALIGN rows/columns */
+  int byRows;
+} block_job;
+
+static void run_blocks(void *ctx, int64_t first, int64_t end) {
+  const block_job *j = ctx;
+  for (int64_t i = first; i < end; ++i) {
+    int64_t lo = j->units * i / j->blocks * BLOCK_ALIGN;
+    int64_t hi = j->units * (i + 1) / j->blocks * BLOCK_ALIGN;
+    if (j->byRows) {
+      if (hi > j->M)
+        hi = j->M;
+      if (lo >= hi)
+        continue;
+      const float *a = j->transA ? j->A + lo : j->A + lo * j->lda;
+      gemm(j->transA, j->transB, hi - lo, j->N, j->K, j->alpha, a, j->lda, j->B,
+           j->ldb, j->beta, j->C + lo * j->ldc, j->ldc);
+    } else {
+      if (hi > j->N)
+        hi = j->N;
+      if (lo >= hi)
+        continue;
+      const float *b = j->transB ? j->B + lo * j->ldb : j->B + lo;
+      gemm(j->transA, j->transB, j->M, hi - lo, j->K, j->alpha, j->A, j->lda, b,
+           j->ldb, j->beta, j->C + lo, j->ldc);
+    }
+  }
+}
+
+/* Read at each call (a few per layer), so a test can compare the two. */
+static int split_blocks(void) {
+  const char *v = getenv("DSRT_SGEMM_THREADS");
+  return v && strcmp(v, "blocks") == 0;
+}
+
 int dsrt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
                float alpha, const float *A, int64_t lda, const float *B,
                int64_t ldb, float beta, float *C, int64_t ldc) {
@@ -68,6 +124,22 @@ int dsrt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
       check_gemm("dsrt_sgemm", transA, transB, M, N, K, A, lda, B, ldb, C, ldc);
   if (status != DSRT_OK)
     return status;
+  int threads = openblas_get_num_threads();
+  int64_t rowUnits = M / BLOCK_ALIGN, colUnits = N / BLOCK_ALIGN;
+  if (threads > 1 && split_blocks() && K > 0 && alpha != 0.0f &&
+      (rowUnits >= threads || colUnits >= threads) &&
+      (double)M * N * K >= (double)(1 << 21)) {
+    block_job job = {transA, transB, M,    N,    K,   alpha, A, lda,
+                     B,      ldb,    beta, C,    ldc, 0,     0, 0};
+    job.byRows = M >= N ? rowUnits >= threads : colUnits < threads;
+    job.units = job.byRows ? (M + BLOCK_ALIGN - 1) / BLOCK_ALIGN
+                           : (N + BLOCK_ALIGN - 1) / BLOCK_ALIGN;
+    job.blocks = threads;
+    openblas_set_num_threads(1);
+    dsrt_parallel_for_threads(run_blocks, &job, 0, job.blocks, threads);
+    openblas_set_num_threads(threads);
+    return DSRT_OK;
+  }
   gemm(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   return DSRT_OK;
 }
