@@ -164,6 +164,26 @@ TEST(SgemmBatched, ZeroStrideBroadcastsAnOperand) {
   expectNear(C, want, K, "broadcast B");
 }
 
+// Runs `call` on a copy of C0 at 1 and at 2 threads, expects the same bits,
+// and returns the 2-thread result.
+template <class Call>
+std::vector<float> atOneAndTwoThreads(const std::vector<float> &C0, Call call,
+                                      const std::string &what) {
+  std::vector<std::vector<float>> out;
+  for (int threads : {1, 2}) {
+    dsrt_threads_set(threads);
+    std::vector<float> C = C0;
+    EXPECT_EQ(call(C.data()), DSRT_OK) << dsrt_last_error();
+    EXPECT_EQ(dsrt_threads_get(), threads);
+    out.push_back(C);
+  }
+  EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(),
+                        out[0].size() * sizeof(float)),
+            0)
+      << what;
+  return out[1];
+}
+
 // With 2 threads a large product runs as blocks of rows or columns of C
 // across the pool, one single-threaded OpenBLAS call each; with 1 thread as
 // one call. Same bits, for each transpose, odd sizes and either cut.
@@ -182,26 +202,20 @@ TEST(Sgemm, ThreadsGiveTheSameBits) {
         std::vector<float> A = randomMatrix(s.M * s.K, 21);
         std::vector<float> B = randomMatrix(s.K * s.N, 22);
         std::vector<float> C0 = randomMatrix(s.M * s.N, 23);
-        std::vector<std::vector<float>> out;
-        for (int threads : {1, 2}) {
-          dsrt_threads_set(threads);
-          std::vector<float> C = C0;
-          ASSERT_EQ(dsrt_sgemm(tA, tB, s.M, s.N, s.K, 1.0f, A.data(), lda,
-                               B.data(), ldb, 1.0f, C.data(), s.N),
-                    DSRT_OK)
-              << dsrt_last_error();
-          EXPECT_EQ(dsrt_threads_get(), threads);
-          out.push_back(C);
-        }
-        EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(),
-                              out[0].size() * sizeof(float)),
-                  0)
-            << s.M << "x" << s.N << "x" << s.K << " tA=" << tA << " tB=" << tB;
+        std::vector<float> two = atOneAndTwoThreads(
+            C0,
+            [&](float *C) {
+              return dsrt_sgemm(tA, tB, s.M, s.N, s.K, 1.0f, A.data(), lda,
+                                B.data(), ldb, 1.0f, C, s.N);
+            },
+            std::to_string(s.M) + "x" + std::to_string(s.N) + "x" +
+                std::to_string(s.K) + " tA=" + std::to_string(tA) +
+                " tB=" + std::to_string(tB));
         if (s.M * s.N * s.K < (int64_t(1) << 26)) {
           std::vector<float> want = C0;
           naiveGemm(tA, tB, s.M, s.N, s.K, 1.0f, A.data(), lda, B.data(), ldb,
                     1.0f, want.data(), s.N);
-          expectNear(out[1], want, s.K, "blocks across threads");
+          expectNear(two, want, s.K, "blocks across threads");
         }
       }
   unsetenv("DSRT_SGEMM_THREADS");
@@ -229,27 +243,19 @@ TEST(SgemmBatched, ThreadsGiveTheSameBits) {
     std::vector<float> A = randomMatrix(s.batch * sA, 11);
     std::vector<float> B = randomMatrix(s.batch * sB, 12);
     std::vector<float> C0 = randomMatrix(s.batch * sC, 13);
-    std::vector<std::vector<float>> out;
-    for (int threads : {1, 2}) {
-      dsrt_threads_set(threads);
-      std::vector<float> C = C0;
-      ASSERT_EQ(dsrt_sgemm_strided_batched(s.tA, s.tB, s.M, s.N, s.K, 0.5f,
-                                           A.data(), lda, sA, B.data(), ldb, sB,
-                                           s.beta, C.data(), s.N, sC, s.batch),
-                DSRT_OK)
-          << dsrt_last_error();
-      EXPECT_EQ(dsrt_threads_get(), threads);
-      out.push_back(C);
-    }
-    EXPECT_EQ(std::memcmp(out[0].data(), out[1].data(),
-                          out[0].size() * sizeof(float)),
-              0)
-        << "batch " << s.batch << " of " << s.M << "x" << s.N << "x" << s.K;
+    std::vector<float> two = atOneAndTwoThreads(
+        C0,
+        [&](float *C) {
+          return dsrt_sgemm_strided_batched(s.tA, s.tB, s.M, s.N, s.K, 0.5f,
+                                            A.data(), lda, sA, B.data(), ldb,
+                                            sB, s.beta, C, s.N, sC, s.batch);
+        },
+        "batch " + std::to_string(s.batch));
     std::vector<float> want = C0;
     for (int64_t b = 0; b < s.batch; ++b)
       naiveGemm(s.tA, s.tB, s.M, s.N, s.K, 0.5f, A.data() + b * sA, lda,
                 B.data() + b * sB, ldb, s.beta, want.data() + b * sC, s.N);
-    expectNear(out[1], want, s.K, "batched across threads");
+    expectNear(two, want, s.K, "batched across threads");
   }
   dsrt_threads_set(saved);
 }
