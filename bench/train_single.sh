@@ -20,6 +20,12 @@
 # under CPU autocast to bfloat16 (metric "tokens_per_s_bf16@..."), and one
 # more line, "bf16_speedup@...": ds bf16 tokens/s over ds f32 (the
 # baseline column is ds f32).
+# With torch 2.x in a virtualenv (TRAIN_SINGLE_TORCH2, default
+# .venv-torch2/bin/python, made by `python3 -m venv .venv-torch2 &&
+# .venv-torch2/bin/pip install torch`; "off" skips it), each row gets a
+# second baseline, torch.compile (Inductor) under torch 2.x with the same
+# threads: metric "..._vs_torch_compile" (its MKL/oneDNN products are not
+# ds's OpenBLAS, so this is the strongest baseline, not a same-kernels one).
 # And per thread count "fraction_of_peak@...": the f32 step's model FLOPs
 # (the matrix products counted from the spec, forward x 3) per second over
 # the sgemm peak measured in the same run with the same threads (a 1024^3
@@ -44,6 +50,11 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dtype_list=${TRAIN_SINGLE_DTYPES:-f32 bf16}
+torch2=${TRAIN_SINGLE_TORCH2:-$here/../.venv-torch2/bin/python}
+if [ "$torch2" != off ] && ! "$torch2" -c "import torch" 2>/dev/null; then
+  echo "train_single: no torch 2.x at $torch2 (TRAIN_SINGLE_TORCH2); torch.compile rows skipped" >&2
+  torch2=off
+fi
 "$PYTHON" - "$config" "$tmp/bf16.json" <<'PY'
 import json, sys
 cfg = json.load(open(sys.argv[1]))
@@ -118,6 +129,14 @@ PY
       base_name="pytorch eager, CPU autocast bf16 (torch $("$PYTHON" -c 'import torch; print(torch.__version__)'), AdamW foreach)"
     fi
     bench_json train_single "$metric" "$ds" "$base" "$base_name" 1
+    if [ "$torch2" != off ]; then
+      "$torch2" "$here/train_single/torch_train.py" "$spec" "$cfg" "$t" "$steps" \
+        "$tmp/compile_$run.jsonl" compile
+      read -r comp comp_ms comp_l0 comp_l1 < <(summarize "$tmp/compile_$run.jsonl")
+      echo "train_single: ${t} thread(s), $dt: torch.compile ${comp_ms} ms/step (loss ${comp_l0} -> ${comp_l1})" >&2
+      bench_json train_single "${metric}_vs_torch_compile" "$ds" "$comp" \
+        "torch.compile inductor (torch $("$torch2" -c 'import torch; print(torch.__version__)'))$([ "$dt" = bf16 ] && echo ', CPU autocast bf16')" 1
+    fi
     eval "ds_tps_$dt=$ds"
   done
   if [ -n "${ds_tps_f32:-}" ] && [ -n "${ds_tps_bf16:-}" ]; then

@@ -1,4 +1,7 @@
-"""PyTorch eager baseline of bench train_single (Debian's python3-torch 1.13).
+"""PyTorch baseline of bench train_single: eager (Debian's python3-torch
+1.13, on OpenBLAS like ds), or with `compile` under torch 2.x,
+torch.compile's Inductor (its own fused C++ kernels around MKL/oneDNN
+products): the strongest CPU baseline PyPI offers.
 
 Trains the GPT of docs/models.md ("What a GPT spec builds, as PyTorch":
 pre-LN GPT-2 blocks, causal attention, exact GELU, tied LM head, mean
@@ -7,7 +10,7 @@ ordinary eager loop: zero_grad(set_to_none=True), forward, backward,
 clip_grad_norm_, AdamW (foreach) step, the config's WarmupLR schedule.
 Random tokens each step, like ds-train --synthetic.
 
-  python3 torch_train.py SPEC.json CONFIG.json THREADS STEPS OUT.jsonl
+  python3 torch_train.py SPEC.json CONFIG.json THREADS STEPS OUT.jsonl [compile]
 
 With the config's bf16.enabled, the forward runs under CPU autocast to
 bfloat16 (f32 parameters and optimizer, bf16 matrix products on oneDNN):
@@ -128,6 +131,7 @@ def warmup_lr(sched, opt_lr, step):
 
 def main():
     spec_path, config_path, threads, steps, out_path = sys.argv[1:6]
+    compiled = sys.argv[6:7] == ["compile"]
     threads, steps = int(threads), int(steps)
     torch.set_num_threads(threads)
     spec = json.load(open(spec_path))
@@ -148,6 +152,7 @@ def main():
                 spec.get("n_inner"), spec.get("layer_norm_epsilon", 1e-5),
                 spec.get("initializer_range", 0.02))
     model.train()
+    step_model = torch.compile(model) if compiled else model
     opt = torch.optim.AdamW(model.parameters(), lr=op.get("lr", 1e-3),
                             betas=tuple(op.get("betas", (0.9, 0.999))),
                             eps=op.get("eps", 1e-8),
@@ -166,7 +171,7 @@ def main():
                 g["lr"] = lr
             opt.zero_grad(set_to_none=True)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                loss = model(idx, tgt)
+                loss = step_model(idx, tgt)
             loss.backward()
             norm = (torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
                     if clip > 0 else torch.zeros(()))
