@@ -1,10 +1,16 @@
 """Compares two ds-train runs: JSONL losses and --save-weights safetensors.
 
-usage: compare_moe.py NAME A.jsonl B.jsonl [A.safetensors B.safetensors] [--tol T]
+usage: compare_moe.py NAME A.jsonl B.jsonl [A.safetensors B.safetensors]
+                      [--tol T] [--rel-norm R]
 Prints whether the losses (and final weights) are bitwise equal and the
 largest relative loss / absolute weight difference, and checks it against
-T when given.
+T when given. --rel-norm checks the weights instead by the whole model's
+relative difference, |A - B| / |B| over all tensors, against R (a weight
+whose exact gradient is zero, as an attention key bias's, moves by
+rounding noise that Adam scales up to lr-sized steps, so no per-element
+bound holds for it).
 """
+import math
 import json
 import struct
 import sys
@@ -31,6 +37,11 @@ def tensors(path):
 
 args = sys.argv[1:]
 tol = None
+rel_norm = None
+if "--rel-norm" in args:
+    i = args.index("--rel-norm")
+    rel_norm = float(args[i + 1])
+    del args[i:i + 2]
 if "--tol" in args:
     i = args.index("--tol")
     tol = float(args[i + 1])
@@ -54,3 +65,11 @@ if len(args) == 5:
         verdict += ", within tolerance" if same_names and diff <= tol \
             else ", TOO FAR"
     print(f"{name}: {len(ta)} weights, {verdict} (max abs {diff:.1e})")
+    if rel_norm is not None:
+        num = sum((x - y) ** 2 for k in ta if k in tb
+                  for x, y in zip(ta[k][1], tb[k][1]))
+        den = sum(y * y for k in tb for y in tb[k][1])
+        rel = math.sqrt(num / den)
+        verdict = "within tolerance" if same_names and rel <= rel_norm \
+            else "TOO FAR"
+        print(f"{name}: weights' relative difference {rel:.1e}, {verdict}")
