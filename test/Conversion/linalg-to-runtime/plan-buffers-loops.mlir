@@ -20,7 +20,7 @@
 // CHECK-NOT:       memref.dealloc
 // CHECK:         }
 // CHECK:         linalg.copy ins(%[[ACC]] : memref<64xf32>)
-// REPORT: remark: ds-plan-buffers: @body_temporaries: 3 buffer(s) in a 512-byte arena (768 bytes without reuse){{$}}
+// REPORT: remark: ds-plan-buffers: @body_temporaries: 3 buffer(s) in a 512-byte arena (768 bytes without reuse, 512 live at most at once){{$}}
 func.func @body_temporaries(%n: index, %x: memref<64xf32>, %y: memref<64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -63,7 +63,7 @@ func.func @body_temporaries(%n: index, %x: memref<64xf32>, %y: memref<64xf32>) {
 // CHECK:           linalg.add ins(%[[ACC]], %{{.*}} : memref<64xf32>, memref<64xf32>) outs(%[[NEW]] : memref<64xf32>)
 // CHECK:           scf.yield %[[NEW]]
 // CHECK:         linalg.copy ins(%[[R]] : memref<64xf32>)
-// REPORT: remark: ds-plan-buffers: @accumulator: 3 buffer(s) in a 1024-byte arena (1024 bytes without reuse); 1 carried across loop iterations in two slots each
+// REPORT: remark: ds-plan-buffers: @accumulator: 3 buffer(s) in a 1024-byte arena (1024 bytes without reuse, 1024 live at most at once); 1 carried across loop iterations in two slots each
 func.func @accumulator(%lb: index, %n: index, %step: index, %x: memref<64xf32>, %y: memref<64xf32>) {
   %zero = arith.constant 0.0 : f32
   %init = memref.alloc() : memref<64xf32>

@@ -16,7 +16,7 @@
 // CHECK-NOT:     memref.dealloc
 // NOREUSE-LABEL: memref.global "private" @__ds_arena_chain : memref<512xi8>
 // NOREUSE:       arith.constant 256 : index
-// REPORT: remark: ds-plan-buffers: @chain: 2 buffer(s) in a 256-byte arena (512 bytes without reuse)
+// REPORT: remark: ds-plan-buffers: @chain: 2 buffer(s) in a 256-byte arena (512 bytes without reuse, 256 live at most at once)
 func.func @chain(%x: memref<64xf32>, %y: memref<64xf32>) {
   %t0 = memref.alloc() : memref<64xf32>
   linalg.copy ins(%x : memref<64xf32>) outs(%t0 : memref<64xf32>)
