@@ -150,7 +150,9 @@ llvm::Error ds::driver::checkStepFits(const StepManifest &manifest,
   return llvm::createStringError(llvm::formatv(
       "the step needs {0} per rank (ds-plan-memory's planned peak) but a "
       "rank here has {1} ({2}{3}); to fit: {4}; or a machine with more "
-      "memory (DS_MEMORY_BYTES=N sets a rank's memory if {2} is wrong)",
+      "memory (DS_MEMORY_BYTES=N sets a rank's memory if {2} is wrong); "
+      "ds-report --config C --model M --world-size {5} plans the job with "
+      "each",
       gib(manifest.plannedPeakBytes), gib(memory.bytes), memory.source, shared,
-      llvm::join(knobs, "; ")));
+      llvm::join(knobs, "; "), config.worldSize));
 }
