@@ -1622,14 +1622,34 @@ llvm::Expected<Config> parseConfig(StringRef jsonText,
   }
 }
 
-llvm::Expected<Config> loadConfig(StringRef path,
-                                  const ResolveOptions &options) {
+/// The config file's text, or an error naming the path.
+static llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readConfigFile(StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
     return llvm::createStringError(buffer.getError(),
                                    "cannot read config file \"" + path.str() +
                                        "\": " + buffer.getError().message());
+  return std::move(*buffer);
+}
+
+llvm::Expected<Config> loadConfig(StringRef path,
+                                  const ResolveOptions &options) {
+  auto buffer = readConfigFile(path);
+  if (!buffer)
+    return buffer.takeError();
   return parseConfig((*buffer)->getBuffer(), options);
+}
+
+llvm::Expected<nlohmann::json> readConfigJson(StringRef path) {
+  auto buffer = readConfigFile(path);
+  if (!buffer)
+    return buffer.takeError();
+  try {
+    return parseJson((*buffer)->getBuffer());
+  } catch (const ConfigError &e) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), e.message);
+  }
 }
 
 } // namespace ds::config

@@ -71,14 +71,33 @@ RankMemory ds::driver::memoryPerRank(int64_t ranksHere) {
   return memory;
 }
 
+int64_t ds::driver::residentPeakBytes(const StepManifest &manifest,
+                                      const ::ds::config::Config &config) {
+  if (manifest.plannedPeakBytes < 0)
+    return -1;
+  int64_t peak = manifest.plannedPeakBytes;
+  const config::OffloadConfig &offload = config.zero.offloadOptimizer;
+  if (offload.device != config::OffloadDevice::Nvme)
+    return peak;
+  // The NVMe swap keeps the Adam moments out of memory and streams them
+  // through its staging instead (runtime/offload/swap.c): buffer_count
+  // slots, no more than an update has chunks, each two chunks of at most
+  // buffer_size elements, none larger than the moments of one kind.
+  int64_t swapped = 0;
+  for (size_t i = 0; i < manifest.args.size(); ++i)
+    if (StateSwap::swaps(manifest, i))
+      swapped += numElements(manifest.args[i].shape);
+  int64_t perKind = swapped / 2, chunk = std::max<int64_t>(1, offload.bufferSize);
+  int64_t slots =
+      std::min(offload.bufferCount, (perKind + chunk - 1) / chunk);
+  return peak - 4 * swapped + 2 * slots * std::min(chunk, perKind) * 4;
+}
+
 llvm::Error ds::driver::checkStepFits(const StepManifest &manifest,
                                       const ::ds::config::Config &config,
                                       const RankMemory &memory) {
-  // The NVMe swap keeps the Adam moments out of memory.
-  int64_t peak = manifest.plannedPeakBytes;
-  if (config.zero.offloadOptimizer.device == config::OffloadDevice::Nvme)
-    peak -= StateSwap::fileBytes(manifest);
-  if (manifest.plannedPeakBytes < 0 || memory.bytes < 0 || peak <= memory.bytes)
+  int64_t peak = residentPeakBytes(manifest, config);
+  if (peak < 0 || memory.bytes < 0 || peak <= memory.bytes)
     return llvm::Error::success();
   std::vector<std::string> knobs;
   if (config.zero.stage < 3)
@@ -131,7 +150,9 @@ llvm::Error ds::driver::checkStepFits(const StepManifest &manifest,
   return llvm::createStringError(llvm::formatv(
       "the step needs {0} per rank (ds-plan-memory's planned peak) but a "
       "rank here has {1} ({2}{3}); to fit: {4}; or a machine with more "
-      "memory (DS_MEMORY_BYTES=N sets a rank's memory if {2} is wrong)",
+      "memory (DS_MEMORY_BYTES=N sets a rank's memory if {2} is wrong); "
+      "ds-report --config C --model M --world-size {5} plans the job with "
+      "each",
       gib(manifest.plannedPeakBytes), gib(memory.bytes), memory.source, shared,
-      llvm::join(knobs, "; ")));
+      llvm::join(knobs, "; "), config.worldSize));
 }

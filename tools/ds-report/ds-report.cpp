@@ -4,8 +4,9 @@
 // which collective backends this machine could run. With --config: the
 // resolved ds_config.json (--json for the machine-readable form, with the
 // tensor- and sequence-parallel group sizes); with --model as well, the
-// model's pipeline partition and schedules, and in --json each parameter's
-// tensor-parallel cut. With --comm-profile, run on a job's ranks: measured
+// model's pipeline partition and schedules, in --json each parameter's
+// tensor-parallel cut, and whether the job fits this machine's memory on
+// --world-size ranks (with the settings that would make it fit). With --comm-profile, run on a job's ranks: measured
 // collective times for ds-schedule-comm's cost model.
 //
 // Optional libraries (NCCL, the CUDA driver) are probed with dlopen so that
@@ -15,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CommProfile.h"
+#include "FitReport.h"
 #include "PipelineReport.h"
 #include "TensorParallelReport.h"
 
@@ -56,8 +58,10 @@ static cl::opt<std::string>
 static cl::opt<std::string> modelPath(
     cl::cat(category), "model",
     cl::desc("with --config: also report the model's pipeline layers, their "
-             "partition into stages, each stage's schedule and (with --json) "
-             "each parameter's tensor-parallel cut"),
+             "partition into stages, each stage's schedule, (with --json) "
+             "each parameter's tensor-parallel cut, and whether the job fits "
+             "this machine's memory (DS_MEMORY_BYTES: a rank's) on "
+             "--world-size ranks, and if not, what would make it fit"),
     cl::value_desc("file"));
 static cl::opt<int64_t>
     worldSize(cl::cat(category), "world-size",
@@ -388,6 +392,16 @@ int main(int argc, char **argv) {
     }
     pipeline = std::move(*report);
   }
+  std::optional<FitReport> fit;
+  if (!modelPath.empty()) {
+    llvm::Expected<FitReport> report =
+        reportFit(configPath, modelPath, *config);
+    if (!report) {
+      llvm::errs() << "error: " << llvm::toString(report.takeError()) << "\n";
+      return 1;
+    }
+    fit = std::move(*report);
+  }
   if (printJson) {
     nlohmann::json j = ds::config::toJson(*config);
     if (pipeline)
@@ -405,11 +419,15 @@ int main(int argc, char **argv) {
       }
       addToJson(*tp, j["tensor_parallel"]);
     }
+    if (fit)
+      j["fit"] = toJson(*fit);
     llvm::outs() << j.dump(2) << "\n";
   } else {
     llvm::outs() << ds::config::summarize(*config);
     if (pipeline)
       llvm::outs() << summarize(*pipeline, *config);
+    if (fit)
+      llvm::outs() << summarize(*fit);
   }
   return 0;
 }

@@ -291,6 +291,11 @@ llvm::Expected<Config> parseConfig(llvm::StringRef jsonText,
 llvm::Expected<Config> loadConfig(llvm::StringRef path,
                                   const ResolveOptions &options);
 
+/// The file at `path` as JSON, read as loadConfig reads it (hjson comments
+/// and trailing commas allowed) but not resolved: for a caller that
+/// changes a key and resolves the text again with parseConfig.
+llvm::Expected<nlohmann::json> readConfigJson(llvm::StringRef path);
+
 /// The resolved config as JSON: every default filled in, the derived batch
 /// values, world_size, dp_size and ignored_keys.
 nlohmann::json toJson(const Config &config);

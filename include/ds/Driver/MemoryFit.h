@@ -30,6 +30,12 @@ struct RankMemory {
 /// shared by the ranks here.
 RankMemory memoryPerRank(int64_t ranksHere);
 
+/// What a rank of `manifest`'s step holds in memory at its peak: the
+/// planned peak, less the Adam moments an NVMe offload keeps in files.
+/// -1 when the step has no plan.
+int64_t residentPeakBytes(const StepManifest &manifest,
+                          const ::ds::config::Config &config);
+
 /// An error naming the planned peak, the memory and the knobs that apply
 /// when `manifest`'s planned peak exceeds `memory`; success otherwise or
 /// when either is unknown.
