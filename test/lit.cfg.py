@@ -150,6 +150,41 @@ def blas_cores():
 
 for core in blas_cores():
     config.available_features.add("blas-core-" + core)
+# Whether OpenBLAS's sgemm on 2 threads gives the bits of 1 thread with
+# the kernels the tests run on (OPENBLAS_CORETYPE reaches the probe as it
+# reaches ds): true for the AVX-512 cores (SkylakeX, Cooperlake), false for
+# Haswell and Zen, whose threaded products sum in another order (measured,
+# docs/performance.md "Threads"). Tests that promise bits across thread
+# counts with threaded products say REQUIRES: blas-threads-bitwise.
+def blas_threads_bitwise():
+    import subprocess
+    import sys
+    probe = r"""
+import ctypes, ctypes.util, random, sys
+blas = ctypes.CDLL("libopenblas.so.0")
+M, N, K = 1000, 300, 257
+rnd = random.Random(1)
+F = ctypes.c_float
+A = (F * (M * K))(*[rnd.uniform(-1, 1) for _ in range(M * K)])
+B = (F * (K * N))(*[rnd.uniform(-1, 1) for _ in range(K * N)])
+out = []
+for n in (1, 2):
+    blas.openblas_set_num_threads(n)
+    C = (F * (M * N))()
+    blas.cblas_sgemm(101, 111, 111, M, N, K, F(1.0), A, K, B, N, F(0.0), C, N)
+    out.append(bytes(C))
+sys.exit(0 if out[0] == out[1] else 1)
+"""
+    try:
+        return subprocess.run([sys.executable, "-c", probe], capture_output=True,
+                              timeout=120).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+if blas_threads_bitwise():
+    config.available_features.add("blas-threads-bitwise")
+
 # bf16 dot products (AVX512_BF16): dsrt_gemm_bf16 runs them (oneDNN) unless
 # DSRT_BF16_GEMM=f32 says otherwise; tests of that path require the feature.
 if "avx512_bf16" in flags and os.environ.get("DSRT_BF16_GEMM", "") != "f32":

@@ -181,6 +181,17 @@ LogicalResult traceUses(Value root, Block &home, const Numbering &num,
 
 int64_t roundUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+// The byte ranges of the placed slots live with `s`, sorted.
+SmallVector<std::pair<int64_t, int64_t>> busyRanges(ArrayRef<Slot *> placed,
+                                                    const Slot &s) {
+  SmallVector<std::pair<int64_t, int64_t>> busy;
+  for (Slot *p : placed)
+    if (p->start <= s.end && s.start <= p->end)
+      busy.push_back({p->offset, p->offset + p->bytes});
+  llvm::sort(busy);
+  return busy;
+}
+
 // First fit in `order`: each slot goes to the lowest offset that does not
 // overlap a placed slot whose live range overlaps its own. Returns the
 // arena's size.
@@ -188,11 +199,7 @@ int64_t firstFit(ArrayRef<Slot *> order) {
   SmallVector<Slot *> placed;
   int64_t total = 0;
   for (Slot *s : order) {
-    SmallVector<std::pair<int64_t, int64_t>> busy;
-    for (Slot *p : placed)
-      if (p->start <= s->end && s->start <= p->end)
-        busy.push_back({p->offset, p->offset + p->bytes});
-    llvm::sort(busy);
+    SmallVector<std::pair<int64_t, int64_t>> busy = busyRanges(placed, *s);
     int64_t offset = 0;
     for (auto [lo, hi] : busy) {
       if (offset + s->bytes <= lo)
@@ -213,11 +220,7 @@ int64_t bestFit(ArrayRef<Slot *> order) {
   SmallVector<Slot *> placed;
   int64_t total = 0;
   for (Slot *s : order) {
-    SmallVector<std::pair<int64_t, int64_t>> busy;
-    for (Slot *p : placed)
-      if (p->start <= s->end && s->start <= p->end)
-        busy.push_back({p->offset, p->offset + p->bytes});
-    llvm::sort(busy);
+    SmallVector<std::pair<int64_t, int64_t>> busy = busyRanges(placed, *s);
     int64_t at = 0, best = -1, bestGap = 0, top = 0;
     for (auto [lo, hi] : busy) {
       if (lo - at >= s->bytes && (best < 0 || lo - at < bestGap)) {

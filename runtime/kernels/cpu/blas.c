@@ -66,9 +66,9 @@ static void gemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
 /* A product across the threads as blocks of C, one single-threaded OpenBLAS
  * call per block (DSRT_SGEMM_THREADS=blocks), instead of OpenBLAS's own
  * threading of the whole call (the default). Blocks start at multiples of
- * BLOCK_ALIGN rows or columns, a multiple of every OpenBLAS micro-tile, so
- * each element is computed by the same kernel in the same K order as in one
- * call (bitwise equal). */
+ * BLOCK_ALIGN rows or columns, a multiple of every OpenBLAS micro-tile; the
+ * bits are one call's on the AVX-512 cores, not on Haswell's or Zen's,
+ * which sum a cut product in another order (as their own threading does). */
 enum { BLOCK_ALIGN = 64 };
 
 typedef struct {
@@ -146,9 +146,11 @@ int dsrt_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K,
 
 /* A batch's products across the threads, one whole product per iteration
  * on one BLAS thread: attention's per-head products are too small for
- * OpenBLAS to split well (each call forks and joins its threads), and
- * OpenBLAS splits only M and N, never K, so a product's sums run in the
- * same order on one thread as on several (bitwise equal). */
+ * OpenBLAS to split well (each call forks and joins its threads), and each
+ * product is then one single-threaded call, as with one thread, so the
+ * bits are those of one thread on every OpenBLAS core. (OpenBLAS's own
+ * threading of one product keeps them only on its AVX-512 cores: Haswell's
+ * and Zen's kernels sum a threaded product in another order.) */
 typedef struct {
   int transA, transB;
   int64_t M, N, K;
