@@ -1092,7 +1092,8 @@ void readActivationCheckpointing(const Section &s) {
 
 void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
   static const KeySet keys = {
-      {"autotp_size"},
+      // Megatron's sequence parallelism (its --sequence-parallel).
+      {"autotp_size", "sequence_parallel"},
       // Overlap and where checkpoints load: the same math.
       {"tp_overlap_comm", "keep_module_on_host"},
       // ds partitions its own model spec; DeepSpeed's rules name PyTorch
@@ -1105,6 +1106,25 @@ void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
     // DeepSpeed writes 0 for "no tensor parallelism"; that is a size of 1.
     tp.autotpSize = std::max<int64_t>(*v, 1);
   }
+  if (auto v = s.getBool("sequence_parallel"))
+    tp.sequenceParallel = *v;
+}
+
+/// Megatron sequence parallelism keeps the activations between blocks on
+/// sequence shards; the combinations that would carry them where ds does
+/// not place them yet are refused.
+void checkMegatronSequenceParallel(const Config &c) {
+  const std::pair<bool, std::string> refused[] = {
+      {c.pipeline.stages > 1,
+       "pipeline.stages " + num(c.pipeline.stages) +
+           ": the stages would exchange sequence shards, which ds does not "
+           "place yet; use sequence_parallel false or one stage"},
+      {c.moe.enabled, "a moe section: the experts' routing reads the whole "
+                      "sequence; use sequence_parallel false or a dense "
+                      "model"}};
+  for (const auto &[when, why] : refused)
+    if (when)
+      fail("tensor_parallel.sequence_parallel with " + why);
 }
 
 /// The combinations Ulysses sequence parallelism does not compose with yet,
@@ -1563,6 +1583,8 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          "\"1f1b\" or \"gpipe\"");
   if (c.sequenceParallelSize > 1)
     checkSequenceParallel(c, c.sequenceParallelSize);
+  if (c.tensorParallel.sequenceParallel && c.tensorParallel.autotpSize > 1)
+    checkMegatronSequenceParallel(c);
 
   llvm::sort(ignored);
   c.ignoredKeys = std::move(ignored);
