@@ -1110,27 +1110,32 @@ void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
     tp.sequenceParallel = *v;
 }
 
-/// Megatron sequence parallelism keeps the activations between blocks on
-/// sequence shards; the combinations that would carry them where ds does
-/// not place them yet are refused.
-void checkMegatronSequenceParallel(const Config &c) {
-  const std::pair<bool, std::string> refused[] = {
-      {c.pipeline.stages > 1,
-       "pipeline.stages " + num(c.pipeline.stages) +
-           ": the stages would exchange sequence shards, which ds does not "
-           "place yet; use sequence_parallel false or one stage"},
-      {c.moe.enabled, "a moe section: the experts' routing reads the whole "
-                      "sequence; use sequence_parallel false or a dense "
-                      "model"}};
+/// Fails with "`what` with `why`" for the first combination that holds:
+/// refused rather than run, as a wrong composition would train silently
+/// different numbers.
+void refuseCombinations(const std::string &what,
+                        llvm::ArrayRef<std::pair<bool, std::string>> refused) {
   for (const auto &[when, why] : refused)
     if (when)
-      fail("tensor_parallel.sequence_parallel with " + why);
+      fail(what + " with " + why);
 }
 
-/// The combinations Ulysses sequence parallelism does not compose with yet,
-/// refused rather than run, as a wrong composition would train silently
-/// different numbers. Each entry: when,
-/// and what follows "with".
+/// Megatron sequence parallelism keeps the activations between blocks on
+/// sequence shards, which must not reach a stage boundary or the experts'
+/// routing.
+void checkMegatronSequenceParallel(const Config &c) {
+  refuseCombinations(
+      "tensor_parallel.sequence_parallel",
+      {{c.pipeline.stages > 1,
+        "pipeline.stages " + num(c.pipeline.stages) +
+            ": the stages would exchange sequence shards, which ds does not "
+            "place yet; use sequence_parallel false or one stage"},
+       {c.moe.enabled, "a moe section: the experts' routing reads the whole "
+                       "sequence; use sequence_parallel false or a dense "
+                       "model"}});
+}
+
+/// The combinations Ulysses sequence parallelism does not compose with yet.
 void checkSequenceParallel(const Config &c, int64_t s) {
   const std::pair<bool, std::string> refused[] = {
       {c.tensorParallel.autotpSize > 1,
@@ -1145,9 +1150,7 @@ void checkSequenceParallel(const Config &c, int64_t s) {
       {c.moe.enabled, "a moe section: the experts' token routing is not "
                       "placed on sequence shards yet; use "
                       "sequence_parallel_size 1 or a dense model"}};
-  for (const auto &[when, why] : refused)
-    if (when)
-      fail("sequence_parallel_size " + num(s) + " with " + why);
+  refuseCombinations("sequence_parallel_size " + num(s), refused);
 }
 
 //===----------------------------------------------------------------------===//

@@ -7,6 +7,7 @@
 // SwiGLU MLP and an attention block are the same case.
 //
 //===----------------------------------------------------------------------===//
+#include "SequenceShards.h"
 #include "ds/Transforms/Passes.h"
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
@@ -172,9 +173,6 @@ struct TensorParallelPass
   DenseMap<Value, int64_t> seqDim;
 
   LogicalResult findSeqLen(ModuleOp module);
-  Value alongSeq(OpBuilder &b, Location loc, Value v, int64_t dim,
-                 int64_t newSize,
-                 function_ref<Value(Value, RankedTensorType)> collective);
   Value gatherSeq(OpBuilder &b, Location loc, Value v, int64_t dim);
   Value scatterSeq(OpBuilder &b, Location loc, Value v, int64_t dim);
   Value sliceSeq(OpBuilder &b, Location loc, Value v, int64_t dim);
@@ -599,8 +597,8 @@ void TensorParallelPass::runOnOperation() {
 LogicalResult TensorParallelPass::findSeqLen(ModuleOp module) {
   module.walk([&](func::FuncOp fn) {
     for (BlockArgument arg : fn.getArguments())
-      if (fn.getArgAttr(arg.getArgNumber(), "dsnn.batch") &&
-          rankOf(arg) >= 2 && !seqLen)
+      if (fn.getArgAttr(arg.getArgNumber(), "dsnn.batch") && rankOf(arg) >= 2 &&
+          !seqLen)
         seqLen = cast<RankedTensorType>(arg.getType()).getDimSize(1);
   });
   if (!seqLen)
@@ -619,83 +617,44 @@ LogicalResult TensorParallelPass::findSeqLen(ModuleOp module) {
   return success();
 }
 
-/// `collective` along `dim` of `v`, whose result has `newSize` there. The
-/// runtime's collectives cut a leading dim, so another dim goes to the
-/// front and back.
-Value TensorParallelPass::alongSeq(
-    OpBuilder &b, Location loc, Value v, int64_t dim, int64_t newSize,
-    function_ref<Value(Value, RankedTensorType)> collective) {
-  auto type = cast<RankedTensorType>(v.getType());
-  auto resized = [&](RankedTensorType t, int64_t d) {
-    SmallVector<int64_t> shape(t.getShape());
-    shape[d] = newSize;
-    return t.clone(shape);
-  };
-  if (llvm::all_of(type.getShape().take_front(dim),
-                   [](int64_t d) { return d == 1; }))
-    return collective(v, resized(type, dim));
-  SmallVector<int64_t> perm{dim}, inverse(type.getRank());
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (d != dim)
-      perm.push_back(d);
-  for (auto [i, p] : llvm::enumerate(perm))
-    inverse[p] = i;
-  auto permute = [&](Value x, ArrayRef<int64_t> order) {
-    auto t = cast<RankedTensorType>(x.getType());
-    SmallVector<int64_t> shape;
-    for (int64_t p : order)
-      shape.push_back(t.getDimSize(p));
-    return nn::TransposeOp::create(b, loc, t.clone(shape), x,
-                                   b.getDenseI64ArrayAttr(order))
-        .getResult();
-  };
-  Value front = permute(v, perm);
-  Value done = collective(
-      front, resized(cast<RankedTensorType>(front.getType()), 0));
-  return permute(done, inverse);
-}
-
 /// The whole sequence from the group's shards (before a column linear).
 Value TensorParallelPass::gatherSeq(OpBuilder &b, Location loc, Value v,
                                     int64_t dim) {
   ++numSeqGathers;
-  int64_t d = dim;
-  return alongSeq(b, loc, v, dim, seqLen,
-                  [&](Value x, RankedTensorType t) -> Value {
-                    int64_t at = x == v ? d : 0;
-                    return dist::AllGatherOp::create(
-                        b, loc, t, x, b.getStrArrayAttr({kTpAxis}),
-                        b.getI64IntegerAttr(at));
-                  });
+  return seq::alongLeadingDim(
+      b, loc, v, dim, seqLen,
+      [&](Value x, int64_t d, RankedTensorType type) -> Value {
+        return dist::AllGatherOp::create(b, loc, type, x,
+                                         b.getStrArrayAttr({kTpAxis}),
+                                         b.getI64IntegerAttr(d));
+      });
 }
 
 /// The group's sum, this rank's shard of the sequence (after a row linear).
 Value TensorParallelPass::scatterSeq(OpBuilder &b, Location loc, Value v,
                                      int64_t dim) {
   ++numSeqScatters;
-  int64_t d = dim;
-  return alongSeq(
-      b, loc, v, dim, seqLen / size, [&](Value x, RankedTensorType t) -> Value {
-        int64_t at = x == v ? d : 0;
+  return seq::alongLeadingDim(
+      b, loc, v, dim, seqLen / size,
+      [&](Value x, int64_t d, RankedTensorType type) -> Value {
         return dist::ReduceScatterOp::create(
-            b, loc, t, x, b.getStrArrayAttr({kTpAxis}),
+            b, loc, type, x, b.getStrArrayAttr({kTpAxis}),
             dist::ReductionKindAttr::get(b.getContext(),
                                          dist::ReductionKind::sum),
-            b.getI64IntegerAttr(at));
+            b.getI64IntegerAttr(d));
       });
 }
 
 /// This rank's positions of a value every rank holds alike (a constant).
 Value TensorParallelPass::sliceSeq(OpBuilder &b, Location loc, Value v,
                                    int64_t dim) {
-  int64_t d = dim;
-  return alongSeq(b, loc, v, dim, seqLen / size,
-                  [&](Value x, RankedTensorType t) -> Value {
-                    int64_t at = x == v ? d : 0;
-                    return dist::ShardOp::create(b, loc, t, x,
-                                                 b.getStrArrayAttr({kTpAxis}),
-                                                 b.getI64IntegerAttr(at));
-                  });
+  return seq::alongLeadingDim(
+      b, loc, v, dim, seqLen / size,
+      [&](Value x, int64_t d, RankedTensorType type) -> Value {
+        return dist::ShardOp::create(b, loc, type, x,
+                                     b.getStrArrayAttr({kTpAxis}),
+                                     b.getI64IntegerAttr(d));
+      });
 }
 
 /// A replicated parameter read on a sequence shard gets only its shard's
@@ -718,16 +677,11 @@ bool isParam(Value v) {
 
 LogicalResult TensorParallelPass::setSeqResult(Operation *op, Value result,
                                                int64_t dim) {
-  auto type = cast<RankedTensorType>(result.getType());
-  if (dim < 0 || dim >= type.getRank() || type.getDimSize(dim) != seqLen)
+  if (!seq::shrinkSequence(result, dim, seqLen, seqLen / size, seqDim))
     return fail(op, "cannot keep this op on a sequence shard (its result has "
                     "no sequence dim of length " +
                         Twine(seqLen) +
                         "); use tensor_parallel.sequence_parallel false");
-  SmallVector<int64_t> shape(type.getShape());
-  shape[dim] = seqLen / size;
-  result.setType(type.clone(shape));
-  seqDim[result] = dim;
   return success();
 }
 
@@ -739,20 +693,10 @@ LogicalResult TensorParallelPass::setSeqResult(Operation *op, Value result,
 LogicalResult TensorParallelPass::elementwiseSeq(Operation *op,
                                                  ArrayRef<unsigned> operands) {
   int64_t rank = rankOf(op->getResult(0));
-  std::optional<int64_t> dim;
-  for (unsigned i : operands) {
-    Value v = op->getOperand(i);
-    auto it = seqDim.find(v);
-    if (it == seqDim.end())
-      continue;
-    int64_t k = it->second + rank - rankOf(v);
-    if (dim && *dim != k)
-      return fail(op, "operands carry the sequence in different dims");
-    dim = k;
-  }
-  if (!dim)
-    return fail(op, "reads a value on a sequence shard in an unsupported "
-                    "place; use tensor_parallel.sequence_parallel false");
+  std::string why;
+  FailureOr<int64_t> dim = seq::broadcastSequenceDim(op, operands, seqDim, why);
+  if (failed(dim))
+    return fail(op, why + "; use tensor_parallel.sequence_parallel false");
   for (unsigned i : operands) {
     Value v = op->getOperand(i);
     if (seqDim.count(v))
