@@ -1092,7 +1092,8 @@ void readActivationCheckpointing(const Section &s) {
 
 void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
   static const KeySet keys = {
-      {"autotp_size"},
+      // Megatron's sequence parallelism (its --sequence-parallel).
+      {"autotp_size", "sequence_parallel"},
       // Overlap and where checkpoints load: the same math.
       {"tp_overlap_comm", "keep_module_on_host"},
       // ds partitions its own model spec; DeepSpeed's rules name PyTorch
@@ -1105,12 +1106,36 @@ void readTensorParallel(const Section &s, TensorParallelConfig &tp) {
     // DeepSpeed writes 0 for "no tensor parallelism"; that is a size of 1.
     tp.autotpSize = std::max<int64_t>(*v, 1);
   }
+  if (auto v = s.getBool("sequence_parallel"))
+    tp.sequenceParallel = *v;
 }
 
-/// The combinations Ulysses sequence parallelism does not compose with yet,
+/// Fails with "`what` with `why`" for the first combination that holds:
 /// refused rather than run, as a wrong composition would train silently
-/// different numbers. Each entry: when,
-/// and what follows "with".
+/// different numbers.
+void refuseCombinations(const std::string &what,
+                        llvm::ArrayRef<std::pair<bool, std::string>> refused) {
+  for (const auto &[when, why] : refused)
+    if (when)
+      fail(what + " with " + why);
+}
+
+/// Megatron sequence parallelism keeps the activations between blocks on
+/// sequence shards, which must not reach a stage boundary or the experts'
+/// routing.
+void checkMegatronSequenceParallel(const Config &c) {
+  refuseCombinations(
+      "tensor_parallel.sequence_parallel",
+      {{c.pipeline.stages > 1,
+        "pipeline.stages " + num(c.pipeline.stages) +
+            ": the stages would exchange sequence shards, which ds does not "
+            "place yet; use sequence_parallel false or one stage"},
+       {c.moe.enabled, "a moe section: the experts' routing reads the whole "
+                       "sequence; use sequence_parallel false or a dense "
+                       "model"}});
+}
+
+/// The combinations Ulysses sequence parallelism does not compose with yet.
 void checkSequenceParallel(const Config &c, int64_t s) {
   const std::pair<bool, std::string> refused[] = {
       {c.tensorParallel.autotpSize > 1,
@@ -1125,9 +1150,7 @@ void checkSequenceParallel(const Config &c, int64_t s) {
       {c.moe.enabled, "a moe section: the experts' token routing is not "
                       "placed on sequence shards yet; use "
                       "sequence_parallel_size 1 or a dense model"}};
-  for (const auto &[when, why] : refused)
-    if (when)
-      fail("sequence_parallel_size " + num(s) + " with " + why);
+  refuseCombinations("sequence_parallel_size " + num(s), refused);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1563,6 +1586,8 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          "\"1f1b\" or \"gpipe\"");
   if (c.sequenceParallelSize > 1)
     checkSequenceParallel(c, c.sequenceParallelSize);
+  if (c.tensorParallel.sequenceParallel && c.tensorParallel.autotpSize > 1)
+    checkMegatronSequenceParallel(c);
 
   llvm::sort(ignored);
   c.ignoredKeys = std::move(ignored);

@@ -228,7 +228,9 @@ json toJson(const Config &c) {
                 {"drop_tokens", m.dropTokens},
                 {"aux_loss_coef", m.auxLossCoef}};
 
-  j["tensor_parallel"] = {{"autotp_size", c.tensorParallel.autotpSize}};
+  j["tensor_parallel"] = {
+      {"autotp_size", c.tensorParallel.autotpSize},
+      {"sequence_parallel", c.tensorParallel.sequenceParallel}};
   j["sequence_parallel_size"] = c.sequenceParallelSize;
   j["ignored_keys"] = c.ignoredKeys;
   return j;

@@ -42,6 +42,7 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
     TensorParallelOptions tensor;
     tensor.size = config.tensorParallel.autotpSize;
     tensor.dpSize = config.dpSize;
+    tensor.sequenceParallel = config.tensorParallel.sequenceParallel;
     pm.addPass(createTensorParallel(tensor));
   }
   if (config.sequenceParallelSize > 1) {

@@ -225,6 +225,9 @@ struct MoEConfig {
 
 struct TensorParallelConfig {
   int64_t autotpSize = 1;
+  /// Megatron sequence parallelism: layer norms, dropout and residual adds
+  /// on 1/autotpSize of the sequence.
+  bool sequenceParallel = false;
 };
 
 /// A fully resolved ds_config.json.

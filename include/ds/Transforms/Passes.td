@@ -826,17 +826,41 @@ def TensorParallel : Pass<"ds-tensor-parallel", "mlir::ModuleOp"> {
     group: no further reduction is needed. A width (heads, MLP width, or a
     fused projection's blocks) that T does not divide is an error naming
     the op and the numbers.
+
+    With `sequence-parallel` (Megatron-SP, `tensor_parallel.
+    sequence_parallel`), the regions between the blocks (layer norms,
+    dropout, residual adds, the final norm) run on 1/T of the sequence:
+    each `g` becomes a `dsdist.reduce_scatter sum` along the sequence dim
+    and each `f` a `dsdist.all_gather` along it (each one's VJP is the
+    other), the vocabulary-parallel embedding's all-reduce a reduce-scatter
+    too. A collective lowers along a leading dim, so the sequence goes to
+    the front and back with `dsnn.transpose`. A replicated parameter read on
+    a shard (a norm's weight and bias, a row bias, the position table) goes
+    through `dsdist.copy_to_group`, so its gradient is summed over `tp`;
+    the position ids are sliced to the rank's positions. A sequence length
+    that T does not divide is an error naming both numbers:
+
+      %t = dsnn.transpose %p perm [1, 0, 2] : tensor<2x8x16xf32> -> tensor<8x2x16xf32>
+      %r = dsdist.reduce_scatter sum %t over ["tp"] dim 0 : tensor<8x2x16xf32> -> tensor<4x2x16xf32>
+      %s = dsnn.transpose %r perm [1, 0, 2] : tensor<4x2x16xf32> -> tensor<2x4x16xf32>
   }];
   let options = [
     Option<"size", "size", "int64_t", "1", "ranks of a tensor-parallel group">,
     Option<"dpSize", "dp-size", "int64_t", "1",
            "the data-parallel size (grid axis dp, outside tp)">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "Megatron sequence parallelism: the regions between blocks on "
+           "sequence shards">,
   ];
   let statistics = [
     Statistic<"numColumn", "column-linears", "linears cut by output">,
     Statistic<"numRow", "row-linears", "linears cut by input">,
     Statistic<"numVocab", "vocab-parallel-heads",
               "LM heads (and their embeddings) cut by vocabulary rows">,
+    Statistic<"numSeqGathers", "sequence-all-gathers",
+              "all-gathers along the sequence before column linears">,
+    Statistic<"numSeqScatters", "sequence-reduce-scatters",
+              "reduce-scatters along the sequence in place of all-reduces">,
   ];
   let dependentDialects = ["::mlir::ds::nn::NNDialect",
                            "::mlir::ds::dist::DistDialect"];

@@ -9,6 +9,7 @@
 // An op the pass does not know to act on each position alone is refused.
 //
 //===----------------------------------------------------------------------===//
+#include "SequenceShards.h"
 #include "ds/Transforms/Passes.h"
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
@@ -34,12 +35,7 @@ constexpr StringLiteral kSpAxis = "sp";
 // ds-import's marker of a batch argument (ds/Import/Import.h).
 constexpr StringLiteral kBatchAttr = "dsnn.batch";
 
-RankedTensorType withDim(Type t, int64_t dim, int64_t size) {
-  auto ranked = cast<RankedTensorType>(t);
-  SmallVector<int64_t> shape(ranked.getShape());
-  shape[dim] = size;
-  return ranked.clone(shape);
-}
+using seq::withDim;
 
 RankedTensorType permuted(Type t, ArrayRef<int64_t> perm) {
   auto ranked = cast<RankedTensorType>(t);
@@ -95,29 +91,15 @@ private:
   void sumParamGradients(func::FuncOp fn);
 };
 
-/// This rank's share of `v` along `dim`. dsdist.shard lowers along a
-/// leading dim only, so another dim goes to the front and back.
+/// This rank's share of `v` along `dim`.
 Value SequenceParallelPass::slice(OpBuilder &b, Location loc, Value v,
                                   int64_t dim) {
-  auto type = cast<RankedTensorType>(v.getType());
-  bool leading = llvm::all_of(type.getShape().take_front(dim),
-                              [](int64_t d) { return d == 1; });
-  if (leading)
-    return dist::ShardOp::create(b, loc, withDim(type, dim, local), v, axes(),
-                                 b.getI64IntegerAttr(dim));
-  SmallVector<int64_t> perm{dim}, inverse(type.getRank());
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (d != dim)
-      perm.push_back(d);
-  for (auto [i, p] : llvm::enumerate(perm))
-    inverse[p] = i;
-  Value front = nn::TransposeOp::create(b, loc, permuted(type, perm), v,
-                                        b.getDenseI64ArrayAttr(perm));
-  auto frontType = cast<RankedTensorType>(front.getType());
-  Value piece = dist::ShardOp::create(b, loc, withDim(frontType, 0, local),
-                                      front, axes(), b.getI64IntegerAttr(0));
-  return nn::TransposeOp::create(b, loc, permuted(piece.getType(), inverse),
-                                 piece, b.getDenseI64ArrayAttr(inverse));
+  return seq::alongLeadingDim(
+      b, loc, v, dim, local,
+      [&](Value x, int64_t d, RankedTensorType type) -> Value {
+        return dist::ShardOp::create(b, loc, type, x, axes(),
+                                     b.getI64IntegerAttr(d));
+      });
 }
 
 Value SequenceParallelPass::exchange(OpBuilder &b, Location loc, Value v) {
@@ -211,14 +193,11 @@ LogicalResult SequenceParallelPass::sliceInputs(func::FuncOp fn) {
 
 LogicalResult SequenceParallelPass::setResult(Operation *op, Value result,
                                               int64_t dim) {
-  auto type = cast<RankedTensorType>(result.getType());
-  if (dim < 0 || dim >= type.getRank() || type.getDimSize(dim) != seqLen)
+  if (!seq::shrinkSequence(result, dim, seqLen, local, seqDim))
     return fail(op, "cannot follow the sequence dim through this op (result " +
                         Twine(dim < 0 ? -1 : dim) +
                         " is not the sequence of length " + Twine(seqLen) +
                         "); sequence parallelism supports GPT-style models");
-  result.setType(withDim(type, dim, local));
-  seqDim[result] = dim;
   return success();
 }
 
@@ -229,19 +208,10 @@ LogicalResult SequenceParallelPass::setResult(Operation *op, Value result,
 LogicalResult SequenceParallelPass::elementwise(Operation *op,
                                                 ArrayRef<unsigned> checked) {
   int64_t rank = rankOf(op->getResult(0));
-  std::optional<int64_t> dim;
-  for (unsigned i : checked) {
-    Value v = op->getOperand(i);
-    auto it = seqDim.find(v);
-    if (it == seqDim.end())
-      continue;
-    int64_t k = it->second + rank - rankOf(v);
-    if (dim && *dim != k)
-      return fail(op, "operands carry the sequence in different dims");
-    dim = k;
-  }
-  if (!dim)
-    return fail(op, "reads a sequence-sharded value in an unsupported place");
+  std::string why;
+  FailureOr<int64_t> dim = seq::broadcastSequenceDim(op, checked, seqDim, why);
+  if (failed(dim))
+    return fail(op, why);
   for (unsigned i : checked) {
     Value v = op->getOperand(i);
     int64_t j = *dim - (rank - rankOf(v));

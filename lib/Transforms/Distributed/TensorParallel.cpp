@@ -7,6 +7,7 @@
 // SwiGLU MLP and an attention block are the same case.
 //
 //===----------------------------------------------------------------------===//
+#include "SequenceShards.h"
 #include "ds/Transforms/Passes.h"
 #include "dsdist/DistOps.h"
 #include "dsnn/NNOps.h"
@@ -162,6 +163,24 @@ struct TensorParallelPass
   Value vocabOffset(OpBuilder &b, Location loc, int64_t rows);
   Value allReduce(OpBuilder &b, Location loc, Value v,
                   dist::ReductionKind kind);
+
+  // Megatron sequence parallelism (`sequence-parallel`).
+  /// The sequence length, from the batch arguments [batch, sequence].
+  int64_t seqLen = 0;
+  /// The all-reduces (g, the embedding's) that become reduce-scatters.
+  SmallVector<dist::AllReduceOp> seqSources;
+  /// Values on this rank's 1/T of the sequence, and the dim it is.
+  DenseMap<Value, int64_t> seqDim;
+
+  LogicalResult findSeqLen(ModuleOp module);
+  Value gatherSeq(OpBuilder &b, Location loc, Value v, int64_t dim);
+  Value scatterSeq(OpBuilder &b, Location loc, Value v, int64_t dim);
+  Value sliceSeq(OpBuilder &b, Location loc, Value v, int64_t dim);
+  void sumOverGroup(Operation *op, unsigned operand);
+  LogicalResult placeOnSequenceShards(ModuleOp module);
+  LogicalResult visitSeq(Operation *op);
+  LogicalResult setSeqResult(Operation *op, Value result, int64_t dim);
+  LogicalResult elementwiseSeq(Operation *op, ArrayRef<unsigned> operands);
 };
 
 /// Adds the values `use` makes cut, or marks the reach failed.
@@ -310,9 +329,11 @@ void TensorParallelPass::rewriteRow(nn::LinearOp row) {
   Type type = row.getResult().getType();
   Value partial =
       nn::LinearOp::create(b, loc, type, row.getInput(), weight, Value());
-  Value sum = dist::AllReduceOp::create(
+  auto reduce = dist::AllReduceOp::create(
       b, loc, type, partial, b.getStrArrayAttr({kTpAxis}),
       dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::sum));
+  seqSources.push_back(reduce);
+  Value sum = reduce;
   if (Value bias = row.getBias())
     sum = nn::AddOp::create(b, loc, type, sum, bias);
   row.getResult().replaceAllUsesWith(sum);
@@ -408,8 +429,9 @@ LogicalResult TensorParallelPass::vocabParallel() {
       Value lookup = nn::EmbeddingOp::create(b, op.getLoc(), op.getType(),
                                              op.getIndices(), op.getTable(),
                                              vocabOffset(b, op.getLoc(), rows));
-      op.replaceAllUsesWith(
-          allReduce(b, op.getLoc(), lookup, dist::ReductionKind::sum));
+      Value sum = allReduce(b, op.getLoc(), lookup, dist::ReductionKind::sum);
+      seqSources.push_back(sum.getDefiningOp<dist::AllReduceOp>());
+      op.replaceAllUsesWith(sum);
       op.erase();
     }
 
@@ -459,6 +481,12 @@ void TensorParallelPass::runOnOperation() {
     return signalPassFailure();
   }
   if (size == 1)
+    return;
+  // A pass instance may run on several modules.
+  seqSources.clear();
+  seqDim.clear();
+  seqLen = 0;
+  if (sequenceParallel && failed(findSeqLen(module)))
     return;
   MLIRContext *ctx = &getContext();
   if (module->hasAttr(dist::DistDialect::kGridAttrName))
@@ -556,6 +584,230 @@ void TensorParallelPass::runOnOperation() {
   }
   for (Operation *row : rows)
     rewriteRow(cast<nn::LinearOp>(row));
+  if (sequenceParallel)
+    (void)placeOnSequenceShards(module);
+}
+
+//===----------------------------------------------------------------------===//
+// Megatron sequence parallelism
+//===----------------------------------------------------------------------===//
+
+/// The sequence length: dim 1 of the [batch, sequence] batch arguments,
+/// which T must divide.
+LogicalResult TensorParallelPass::findSeqLen(ModuleOp module) {
+  module.walk([&](func::FuncOp fn) {
+    for (BlockArgument arg : fn.getArguments())
+      if (fn.getArgAttr(arg.getArgNumber(), "dsnn.batch") && rankOf(arg) >= 2 &&
+          !seqLen)
+        seqLen = cast<RankedTensorType>(arg.getType()).getDimSize(1);
+  });
+  if (!seqLen)
+    return fail(module, "sequence parallelism needs a [batch, sequence] "
+                        "batch argument (dsnn.batch) to find the sequence "
+                        "length; use sequence_parallel false");
+  if (seqLen % size != 0)
+    return fail(module, "sequence length " + Twine(seqLen) +
+                            " is not divisible by tensor-parallel size " +
+                            Twine(size) +
+                            " (tensor_parallel.sequence_parallel keeps 1/" +
+                            Twine(size) +
+                            " of the sequence on each rank between blocks); "
+                            "use a sequence length that is a multiple of " +
+                            Twine(size) + " or sequence_parallel false");
+  return success();
+}
+
+/// The whole sequence from the group's shards (before a column linear).
+Value TensorParallelPass::gatherSeq(OpBuilder &b, Location loc, Value v,
+                                    int64_t dim) {
+  ++numSeqGathers;
+  return seq::alongLeadingDim(
+      b, loc, v, dim, seqLen,
+      [&](Value x, int64_t d, RankedTensorType type) -> Value {
+        return dist::AllGatherOp::create(b, loc, type, x,
+                                         b.getStrArrayAttr({kTpAxis}),
+                                         b.getI64IntegerAttr(d));
+      });
+}
+
+/// The group's sum, this rank's shard of the sequence (after a row linear).
+Value TensorParallelPass::scatterSeq(OpBuilder &b, Location loc, Value v,
+                                     int64_t dim) {
+  ++numSeqScatters;
+  return seq::alongLeadingDim(
+      b, loc, v, dim, seqLen / size,
+      [&](Value x, int64_t d, RankedTensorType type) -> Value {
+        return dist::ReduceScatterOp::create(
+            b, loc, type, x, b.getStrArrayAttr({kTpAxis}),
+            dist::ReductionKindAttr::get(b.getContext(),
+                                         dist::ReductionKind::sum),
+            b.getI64IntegerAttr(d));
+      });
+}
+
+/// This rank's positions of a value every rank holds alike (a constant).
+Value TensorParallelPass::sliceSeq(OpBuilder &b, Location loc, Value v,
+                                   int64_t dim) {
+  return seq::alongLeadingDim(
+      b, loc, v, dim, seqLen / size,
+      [&](Value x, int64_t d, RankedTensorType type) -> Value {
+        return dist::ShardOp::create(b, loc, type, x,
+                                     b.getStrArrayAttr({kTpAxis}),
+                                     b.getI64IntegerAttr(d));
+      });
+}
+
+/// A replicated parameter read on a sequence shard gets only its shard's
+/// gradient: through f, the group sums it (Megatron's all-reduce of the
+/// norms' and biases' gradients).
+void TensorParallelPass::sumOverGroup(Operation *op, unsigned operand) {
+  OpBuilder b(op);
+  Value v = op->getOperand(operand);
+  op->setOperand(operand,
+                 dist::CopyToGroupOp::create(b, op->getLoc(), v.getType(), v,
+                                             b.getStrArrayAttr({kTpAxis})));
+}
+
+bool isParam(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  auto fn = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                : func::FuncOp();
+  return fn && fn.getArgAttr(arg.getArgNumber(), nn::kParamAttrName);
+}
+
+LogicalResult TensorParallelPass::setSeqResult(Operation *op, Value result,
+                                               int64_t dim) {
+  if (!seq::shrinkSequence(result, dim, seqLen, seqLen / size, seqDim))
+    return fail(op, "cannot keep this op on a sequence shard (its result has "
+                    "no sequence dim of length " +
+                        Twine(seqLen) +
+                        "); use tensor_parallel.sequence_parallel false");
+  return success();
+}
+
+/// An op on each position alone, NumPy broadcasting: the sequence stays in
+/// the dim the sharded operands align it to. Another operand that spans
+/// the sequence is sliced (a constant) or looked up at this rank's
+/// positions (a position embedding of constant ids); a parameter that does
+/// not span it gets its gradient summed over the group.
+LogicalResult TensorParallelPass::elementwiseSeq(Operation *op,
+                                                 ArrayRef<unsigned> operands) {
+  int64_t rank = rankOf(op->getResult(0));
+  std::string why;
+  FailureOr<int64_t> dim = seq::broadcastSequenceDim(op, operands, seqDim, why);
+  if (failed(dim))
+    return fail(op, why + "; use tensor_parallel.sequence_parallel false");
+  for (unsigned i : operands) {
+    Value v = op->getOperand(i);
+    if (seqDim.count(v))
+      continue;
+    int64_t j = *dim - (rank - rankOf(v));
+    if (j < 0 || cast<RankedTensorType>(v.getType()).getDimSize(j) == 1) {
+      if (isParam(v))
+        sumOverGroup(op, i);
+      continue;
+    }
+    OpBuilder b(op);
+    if (v.getDefiningOp<arith::ConstantOp>()) {
+      op->setOperand(i, sliceSeq(b, op->getLoc(), v, j));
+      continue;
+    }
+    // wpe(positions): the table looked up at this rank's positions.
+    auto lookup = v.getDefiningOp<nn::EmbeddingOp>();
+    if (lookup && v.hasOneUse() && !lookup.getOffset() &&
+        lookup.getIndices().getDefiningOp<arith::ConstantOp>() &&
+        j < rankOf(lookup.getIndices())) {
+      b.setInsertionPoint(lookup);
+      lookup.getIndicesMutable().assign(
+          sliceSeq(b, lookup.getLoc(), lookup.getIndices(), j));
+      if (isParam(lookup.getTable()))
+        sumOverGroup(lookup, 1);
+      if (failed(setSeqResult(lookup, lookup.getResult(), j)))
+        return failure();
+      continue;
+    }
+    return fail(op, "operand #" + Twine(i) +
+                        " spans the sequence but is neither on a sequence "
+                        "shard nor a constant or a position embedding that "
+                        "could be sliced; use "
+                        "tensor_parallel.sequence_parallel false");
+  }
+  for (Value r : op->getResults())
+    if (failed(setSeqResult(op, r, *dim)))
+      return failure();
+  return success();
+}
+
+LogicalResult TensorParallelPass::visitSeq(Operation *op) {
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (Operation &inner : llvm::make_early_inc_range(block))
+        if (failed(visitSeq(&inner)))
+          return failure();
+  if (auto layer = dyn_cast<nn::LayerOp>(op)) {
+    Operation *yield = layer.getBody().front().getTerminator();
+    for (auto [r, y] : llvm::zip(layer->getResults(), yield->getOperands()))
+      if (auto it = seqDim.find(y); it != seqDim.end()) {
+        r.setType(y.getType());
+        seqDim[r] = it->second;
+      }
+    return success();
+  }
+  if (!llvm::any_of(op->getOperands(),
+                    [&](Value v) { return seqDim.count(v); }) ||
+      isa<nn::YieldOp>(op))
+    return success();
+  // f before a column linear (or the LM head): the whole sequence.
+  if (auto copy = dyn_cast<dist::CopyToGroupOp>(op)) {
+    OpBuilder b(op);
+    copy.replaceAllUsesWith(gatherSeq(b, copy.getLoc(), copy.getInput(),
+                                      seqDim.lookup(copy.getInput())));
+    copy.erase();
+    return success();
+  }
+  if (isa<nn::LayerNormOp, nn::RMSNormOp>(op)) {
+    if (seqDim.lookup(op->getOperand(0)) == rankOf(op->getOperand(0)) - 1)
+      return fail(op, "normalizes over the sequence dim");
+    for (unsigned i = 1; i < op->getNumOperands(); ++i)
+      if (isParam(op->getOperand(i)))
+        sumOverGroup(op, i);
+    return elementwiseSeq(op, {0});
+  }
+  if (isa<nn::GeluOp, nn::ReluOp, nn::SiluOp, nn::TanhOp, nn::ExpOp, nn::NegOp,
+          nn::RsqrtOp, nn::CastOp, nn::DropoutOp>(op))
+    return elementwiseSeq(op, {0});
+  if (isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp>(op))
+    return elementwiseSeq(op, {0, 1});
+  return fail(op, "'" + op->getName().getStringRef() +
+                      "' reads a value on a sequence shard but is not known "
+                      "to act on each position alone; Megatron sequence "
+                      "parallelism supports layer norms, dropout, "
+                      "elementwise ops and residual adds between the "
+                      "blocks; use tensor_parallel.sequence_parallel false");
+}
+
+/// Each g (and the vocabulary-parallel embedding's sum) becomes a
+/// reduce-scatter along the sequence, each f an all-gather along it, and
+/// what lies between runs on this rank's positions.
+LogicalResult TensorParallelPass::placeOnSequenceShards(ModuleOp module) {
+  for (dist::AllReduceOp reduce : seqSources) {
+    auto type = cast<RankedTensorType>(reduce.getType());
+    if (type.getRank() < 2 || type.getDimSize(1) != seqLen)
+      return fail(reduce, "expected a [batch, sequence, ...] activation with "
+                          "a sequence of " +
+                              Twine(seqLen) +
+                              " to place on sequence shards; use "
+                              "tensor_parallel.sequence_parallel false");
+    OpBuilder b(reduce);
+    Value shard = scatterSeq(b, reduce.getLoc(), reduce.getInput(), 1);
+    reduce.replaceAllUsesWith(shard);
+    reduce.erase();
+    seqDim[shard] = 1;
+  }
+  for (func::FuncOp fn : module.getOps<func::FuncOp>())
+    if (failed(visitSeq(fn)))
+      return failure();
+  return success();
 }
 
 } // namespace

@@ -660,6 +660,37 @@ struct CopyToGroupVJP : VJP<CopyToGroupVJP, dist::CopyToGroupOp> {
   }
 };
 
+// Megatron sequence parallelism's pair, each the other's dual. The all-gather
+// before a column linear is read by this rank's part of the layer, so its
+// cotangent is a per-rank term: the shard's gradient sums the group's terms
+// for its slice. The reduce-scatter after a row linear leaves each rank its
+// slice of the sum, whose cotangent is whole: every partial input reads all
+// of them.
+struct AllGatherVJP : VJP<AllGatherVJP, dist::AllGatherOp> {
+  LogicalResult vjp(dist::AllGatherOp op, OpBuilder &b, Location loc,
+                    ValueRange dys, SmallVectorImpl<Value> &dxs) const {
+    dxs.push_back(dist::ReduceScatterOp::create(
+        b, loc, op.getInput().getType(), dys[0], op.getAxes(),
+        dist::ReductionKindAttr::get(b.getContext(), dist::ReductionKind::sum),
+        op.getDimAttr()));
+    return success();
+  }
+};
+
+struct ReduceScatterVJP : VJP<ReduceScatterVJP, dist::ReduceScatterOp> {
+  LogicalResult vjp(dist::ReduceScatterOp op, OpBuilder &b, Location loc,
+                    ValueRange dys, SmallVectorImpl<Value> &dxs) const {
+    if (op.getKind() != dist::ReductionKind::sum)
+      return op.emitOpError("in the forward must be a sum (sequence "
+                            "parallelism's reduce-scatter) to be "
+                            "differentiated");
+    dxs.push_back(dist::AllGatherOp::create(b, loc, op.getInput().getType(),
+                                            dys[0], op.getAxes(),
+                                            op.getDimAttr()));
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
@@ -709,5 +740,7 @@ void mlir::ds::registerDifferentiableOpInterfaceExternalModels(
     dist::AllToAllOp::attachInterface<AllToAllVJP>(*ctx);
     dist::AllReduceOp::attachInterface<AllReduceVJP>(*ctx);
     dist::CopyToGroupOp::attachInterface<CopyToGroupVJP>(*ctx);
+    dist::AllGatherOp::attachInterface<AllGatherVJP>(*ctx);
+    dist::ReduceScatterOp::attachInterface<ReduceScatterVJP>(*ctx);
   });
 }
