@@ -5,7 +5,9 @@
 // lower here:
 //
 // - moe_route: the top-k choice is data-parallel (an expert's rank among its
-//   token's probabilities is a count, then the k best are picked by rank);
+//   token's probabilities is a count, then the k best are picked by rank;
+//   after the first choice the rank counts the gate's logits, as DeepSpeed's
+//   top2gating);
 //   handing out capacity slots is sequential by nature (choice by choice,
 //   token by token), so it is an scf.for carrying the per-expert counts.
 // - moe_gate / moe_gate_grad: generics reading the chosen probabilities
@@ -51,6 +53,22 @@ double machineEpsilon(Type type) {
                                  ft.getFloatSemantics())));
 }
 
+/// In a generic over (n, self, other): whether expert `other`, scored
+/// `theirs`, ranks before expert `self`, scored `mine`: a greater score, or
+/// an equal one at a lower index (torch.argmax's first maximum).
+Value ranksBefore(OpBuilder &b, Location l, Value mine, Value theirs) {
+  Value self = linalg::IndexOp::create(b, l, 1);
+  Value other = linalg::IndexOp::create(b, l, 2);
+  Value greater =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT, theirs, mine);
+  Value equal =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, theirs, mine);
+  Value lower =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, other, self);
+  return arith::OrIOp::create(b, l, greater,
+                              arith::AndIOp::create(b, l, equal, lower));
+}
+
 struct ExpandMoE : OpRewritePattern<nn::MoEOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -92,20 +110,45 @@ struct RouteLowering : OpRewritePattern<nn::MoERouteOp> {
             {map3({d0, d1}), map3({d0, d2})}, i64Zeros(rewriter, loc, {n, e}),
             {map3({d0, d1})}, {2},
             [&](OpBuilder &b, Location l, ValueRange a) -> SmallVector<Value> {
-              Value self = linalg::IndexOp::create(b, l, 1);
-              Value other = linalg::IndexOp::create(b, l, 2);
-              Value greater = arith::CmpFOp::create(
-                  b, l, arith::CmpFPredicate::OGT, a[1], a[0]);
-              Value equal = arith::CmpFOp::create(
-                  b, l, arith::CmpFPredicate::OEQ, a[1], a[0]);
-              Value lower = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::ult, other, self);
-              Value before = arith::OrIOp::create(
-                  b, l, greater, arith::AndIOp::create(b, l, equal, lower));
-              Value one = arith::ExtUIOp::create(b, l, b.getI64Type(), before);
+              Value one = arith::ExtUIOp::create(b, l, b.getI64Type(),
+                                                 ranksBefore(b, l, a[0], a[1]));
               return {arith::AddIOp::create(b, l, a[2], one)};
             })
             .front();
+
+    // DeepSpeed's top2gating takes the first choice by argmax of the
+    // probabilities but the second by argmax of the logits with the first
+    // masked: logits an ulp apart can round to one f32 probability, and the
+    // greater logit then wins, not the lower index. So when `probs` is a
+    // softmax (SoftmaxLowering waits for this op), the choices after the
+    // first are ranked by its logits:
+    // rank[n, e] = 0 for the first choice, else 1 + #{e' not first :
+    // l[n, e'] > l[n, e], or equal with e' < e}.
+    auto softmax = op.getProbs().getDefiningOp<nn::SoftmaxOp>();
+    if (k >= 2 && softmax) {
+      Value logits = softmax.getInput();
+      rank =
+          buildGeneric(
+              rewriter, loc, {n, e, e}, {rank, rank, logits, logits},
+              {map3({d0, d1}), map3({d0, d2}), map3({d0, d1}), map3({d0, d2})},
+              i64Zeros(rewriter, loc, {n, e}), {map3({d0, d1})}, {2},
+              [&](OpBuilder &b, Location l,
+                  ValueRange a) -> SmallVector<Value> {
+                Value zero = i64Const(b, l, 0), one = i64Const(b, l, 1);
+                Value selfFirst = arith::CmpIOp::create(
+                    b, l, arith::CmpIPredicate::eq, a[0], zero);
+                Value otherFirst = arith::CmpIOp::create(
+                    b, l, arith::CmpIPredicate::eq, a[1], zero);
+                Value before = ranksBefore(b, l, a[2], a[3]);
+                Value count = arith::SelectOp::create(
+                    b, l, otherFirst, one,
+                    arith::ExtUIOp::create(b, l, b.getI64Type(), before));
+                Value add =
+                    arith::SelectOp::create(b, l, selfFirst, zero, count);
+                return {arith::AddIOp::create(b, l, a[4], add)};
+              })
+              .front();
+    }
 
     // experts[n, j] = the e whose rank is j.
     Value experts =
@@ -179,6 +222,9 @@ struct RouteLowering : OpRewritePattern<nn::MoERouteOp> {
                                         floatConst(b, l, ct, double(n)))};
         });
     rewriter.replaceOp(op, {experts, loop.getResult(1), load});
+    // The softmax waited for this op (SoftmaxLowering): revisit it.
+    if (softmax)
+      rewriter.modifyOpInPlace(softmax, [] {});
     return success();
   }
 };

@@ -19,6 +19,9 @@ struct SoftmaxLowering : OpRewritePattern<OpTy> {
                                 PatternRewriter &rewriter) const override {
     if (!hasStaticShapes(op))
       return rewriter.notifyMatchFailure(op, "dynamic shape");
+    // moe_route ranks its later choices by this softmax's input (MoE.cpp).
+    if (llvm::any_of(op->getUsers(), llvm::IsaPred<nn::MoERouteOp>))
+      return rewriter.notifyMatchFailure(op, "a moe_route reads its logits");
     rewriter.replaceOp(op, buildSoftmax(rewriter, op.getLoc(), op.getInput(),
                                         op.getNormalizedDim(), Log));
     return success();
