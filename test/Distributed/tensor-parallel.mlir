@@ -225,3 +225,68 @@ module {
     return %s : tensor<f32>
   }
 }
+
+// -----
+
+// Attention as an imported PyTorch model writes it (byom Llama, NeoX):
+// scores by batch_matmul, scaled by a constant, masked by constant [T, T]
+// tables, softmax along keys, then P·V by batch_matmul. Both products run
+// on each rank's heads, as dsnn.attention does. The LM head is its own
+// layer and its logits are flattened to [B·T, V] before the loss: the head
+// is still vocabulary-parallel, through the layer's result and the reshape.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME:    %[[WQ:[^:]*]]: tensor<8x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [16, 16]>
+// CHECK-SAME:    %[[WK:[^:]*]]: tensor<8x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [16, 16]>
+// CHECK-SAME:    %[[WV:[^:]*]]: tensor<8x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [16, 16]>
+// CHECK-SAME:    %[[WO:[^:]*]]: tensor<16x8xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 1, blocks = 1, shape = [16, 16]>
+// CHECK-SAME:    %[[HEAD:[^:]*]]: tensor<32x16xf32> {dsdist.tensor_parallel = #dsdist.tensor_shard<axes = ["tp"], dim = 0, blocks = 1, shape = [64, 16]>
+// CHECK:         %[[S:.*]] = dsnn.batch_matmul %{{.*}}, %{{.*}} : tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<2x1x8x8xf32>
+// CHECK-NEXT:    dsnn.div %[[S]], %{{.*}} : tensor<2x1x8x8xf32>, tensor<f32> -> tensor<2x1x8x8xf32>
+// CHECK:         %[[P:.*]] = dsnn.softmax %{{.*}} dim 3 : tensor<2x1x8x8xf32>
+// CHECK-NEXT:    dsnn.batch_matmul %[[P]], %{{.*}} : tensor<2x1x8x8xf32>, tensor<2x1x8x8xf32> -> tensor<2x1x8x8xf32>
+// CHECK:         %[[O:.*]] = dsnn.linear %{{.*}}, %[[WO]] : (tensor<2x8x8xf32>, tensor<16x8xf32>) -> tensor<2x8x16xf32>
+// CHECK-NEXT:    dsdist.all_reduce sum %[[O]] over ["tp"] : tensor<2x8x16xf32>
+// CHECK:         %[[L:.*]] = dsnn.layer "lm_head"("Linear") -> tensor<2x8x32xf32>
+// CHECK:           dsnn.linear %{{.*}}, %[[HEAD]] : (tensor<2x8x16xf32>, tensor<32x16xf32>) -> tensor<2x8x32xf32>
+// CHECK:         %[[FLAT:.*]] = dsnn.reshape %[[L]] : tensor<2x8x32xf32> -> tensor<16x32xf32>
+// CHECK:         dsdist.all_reduce max %{{.*}} over ["tp"] : tensor<16xf32>
+// CHECK:         dsnn.cross_entropy %[[FLAT]], %{{.*}} stats
+module {
+  func.func @forward(
+    %wq: tensor<16x16xf32> {dsnn.param = #dsnn.param<name = "attn.wq.weight", init = normal, std = 0.02>},
+    %wk: tensor<16x16xf32> {dsnn.param = #dsnn.param<name = "attn.wk.weight", init = normal, std = 0.02>},
+    %wv: tensor<16x16xf32> {dsnn.param = #dsnn.param<name = "attn.wv.weight", init = normal, std = 0.02>},
+    %wo: tensor<16x16xf32> {dsnn.param = #dsnn.param<name = "attn.wo.weight", init = normal, std = 0.02>},
+    %head: tensor<64x16xf32> {dsnn.param = #dsnn.param<name = "lm_head.weight", init = normal, std = 0.02>},
+    %x: tensor<2x8x16xf32>, %targets: tensor<2x8xi64>) -> tensor<f32> {
+    %scale = arith.constant dense<2.82842708> : tensor<f32>
+    %keep = arith.constant dense<1.0> : tensor<8x8xf32>
+    %fill = arith.constant dense<0.0> : tensor<8x8xf32>
+    %q = dsnn.linear %x, %wq : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+    %q4 = dsnn.reshape %q : tensor<2x8x16xf32> -> tensor<2x8x2x8xf32>
+    %qh = dsnn.transpose %q4 perm [0, 2, 1, 3] : tensor<2x8x2x8xf32> -> tensor<2x2x8x8xf32>
+    %k = dsnn.linear %x, %wk : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+    %k4 = dsnn.reshape %k : tensor<2x8x16xf32> -> tensor<2x8x2x8xf32>
+    %kt = dsnn.transpose %k4 perm [0, 2, 3, 1] : tensor<2x8x2x8xf32> -> tensor<2x2x8x8xf32>
+    %v = dsnn.linear %x, %wv : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+    %v4 = dsnn.reshape %v : tensor<2x8x16xf32> -> tensor<2x8x2x8xf32>
+    %vh = dsnn.transpose %v4 perm [0, 2, 1, 3] : tensor<2x8x2x8xf32> -> tensor<2x2x8x8xf32>
+    %s = dsnn.batch_matmul %qh, %kt : tensor<2x2x8x8xf32>, tensor<2x2x8x8xf32> -> tensor<2x2x8x8xf32>
+    %sd = dsnn.div %s, %scale : tensor<2x2x8x8xf32>, tensor<f32> -> tensor<2x2x8x8xf32>
+    %sm = dsnn.mul %sd, %keep : tensor<2x2x8x8xf32>, tensor<8x8xf32> -> tensor<2x2x8x8xf32>
+    %sa = dsnn.add %sm, %fill : tensor<2x2x8x8xf32>, tensor<8x8xf32> -> tensor<2x2x8x8xf32>
+    %p = dsnn.softmax %sa dim 3 : tensor<2x2x8x8xf32>
+    %y = dsnn.batch_matmul %p, %vh : tensor<2x2x8x8xf32>, tensor<2x2x8x8xf32> -> tensor<2x2x8x8xf32>
+    %yt = dsnn.transpose %y perm [0, 2, 1, 3] : tensor<2x2x8x8xf32> -> tensor<2x8x2x8xf32>
+    %yc = dsnn.reshape %yt : tensor<2x8x2x8xf32> -> tensor<2x8x16xf32>
+    %o = dsnn.linear %yc, %wo : (tensor<2x8x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+    %logits = dsnn.layer "lm_head"("Linear") -> tensor<2x8x64xf32> {
+      %l = dsnn.linear %o, %head : (tensor<2x8x16xf32>, tensor<64x16xf32>) -> tensor<2x8x64xf32>
+      dsnn.yield %l : tensor<2x8x64xf32>
+    }
+    %flat = dsnn.reshape %logits : tensor<2x8x64xf32> -> tensor<16x64xf32>
+    %t = dsnn.reshape %targets : tensor<2x8xi64> -> tensor<16xi64>
+    %loss = dsnn.cross_entropy %flat, %t : tensor<16x64xf32>, tensor<16xi64> -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

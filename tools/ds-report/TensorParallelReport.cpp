@@ -27,9 +27,30 @@ using llvm::createStringError;
 ///    (rewriteRow is the pass's only dim-1 cut);
 ///  - dim 0 of a table an embedding looks up at a vocabulary offset, or of
 ///    the weight or bias of the linear whose logits feed the cross-entropy
-///    (the LM head): "vocab" (vocabParallel);
+///    (the LM head, also through its layer and a flattening reshape):
+///    "vocab" (vocabParallel);
 ///  - any other dim 0: "column", a column linear's weight or bias cut along
 ///    its output (in blocks for a fused QKV).
+/// Whether `logits` reach a cross-entropy, also out of their layer and
+/// through the flattening an imported model applies before the loss.
+static bool feedsLoss(Value logits) {
+  for (int hop = 0; hop < 3 && logits; ++hop) {
+    if (llvm::any_of(logits.getUsers(), llvm::IsaPred<nn::CrossEntropyOp>))
+      return true;
+    if (!logits.hasOneUse())
+      return false;
+    OpOperand &use = *logits.use_begin();
+    Operation *user = use.getOwner();
+    if (isa<nn::YieldOp>(user) && isa<nn::LayerOp>(user->getParentOp()))
+      logits = user->getParentOp()->getResult(use.getOperandNumber());
+    else if (auto reshape = dyn_cast<nn::ReshapeOp>(user))
+      logits = reshape.getResult();
+    else
+      return false;
+  }
+  return false;
+}
+
 static StringRef layoutOf(func::FuncOp forward, BlockArgument arg) {
   auto cut = forward.getArgAttrOfType<dist::TensorShardAttr>(
       arg.getArgNumber(), dist::DistDialect::kTensorParallelAttrName);
@@ -42,8 +63,7 @@ static StringRef layoutOf(func::FuncOp forward, BlockArgument arg) {
       if (lookup.getOffset())
         return "vocab";
     if (auto head = dyn_cast<nn::LinearOp>(user))
-      if (llvm::any_of(head.getResult().getUsers(),
-                       llvm::IsaPred<nn::CrossEntropyOp>))
+      if (feedsLoss(head.getResult()))
         return "vocab";
   }
   return "column";

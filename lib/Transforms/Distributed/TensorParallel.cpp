@@ -113,8 +113,9 @@ std::optional<int64_t> broadcastDim(Reach &r, OpOperand &use, int64_t dim) {
   return at;
 }
 
-/// Whether `column`'s output reaches a dsnn.attention before any other
-/// linear: it is then a Q, K or V projection.
+/// Whether `column`'s output reaches a dsnn.attention (or, written out, a
+/// batched product of scores) before any other linear: it is then a Q, K or
+/// V projection.
 bool feedsAttention(nn::LinearOp column) {
   SmallVector<Value> work{column.getResult()};
   DenseSet<Value> seen;
@@ -123,7 +124,7 @@ bool feedsAttention(nn::LinearOp column) {
     if (!seen.insert(v).second)
       continue;
     for (Operation *user : v.getUsers()) {
-      if (isa<nn::AttentionOp>(user))
+      if (isa<nn::AttentionOp, nn::BatchMatmulOp>(user))
         return true;
       if (!isa<nn::LinearOp>(user))
         llvm::append_range(work, user->getResults());
@@ -240,6 +241,19 @@ void TensorParallelPass::visit(
     ArrayRef<int64_t> perm = transpose.getPermutation();
     auto it = llvm::find(perm, dim);
     return cutTo(transpose.getResult(), it - perm.begin());
+  } else if (auto softmax = dyn_cast<nn::SoftmaxOp>(user)) {
+    // Attention written out (an imported model's scores): normalizing
+    // along another dim than the heads keeps each head on its rank.
+    if (softmax.getNormalizedDim() != dim)
+      return cutTo(softmax.getResult(), dim);
+  } else if (auto bmm = dyn_cast<nn::BatchMatmulOp>(user)) {
+    // Q·Kᵀ and P·V over [batch, heads, ..]: a batch dim cut in both
+    // operands is cut in the product.
+    if (dim < rankOf(v) - 2) {
+      r.needs.push_back({&user->getOpOperand(1 - use.getOperandNumber()),
+                         dim});
+      return cutTo(bmm.getResult(), dim);
+    }
   } else if (auto attention = dyn_cast<nn::AttentionOp>(user)) {
     // [batch, heads, seq, head_dim]: each rank attends over its heads.
     if (dim == 1) {
@@ -374,7 +388,26 @@ LogicalResult TensorParallelPass::vocabParallel() {
       losses.push_back(op);
   });
   for (nn::CrossEntropyOp ce : losses) {
-    auto head = ce.getLogits().getDefiningOp<nn::LinearOp>();
+    // An imported model's head is its own layer and its logits are
+    // flattened to [rows, vocab] for the loss: the chain from the linear to
+    // the loss, each link used once, whose last dim stays the vocabulary.
+    SmallVector<Value> chain{ce.getLogits()};
+    auto vocabKept = [](Value in, Value out) {
+      auto a = cast<RankedTensorType>(in.getType());
+      auto b = cast<RankedTensorType>(out.getType());
+      return a.getShape().back() == b.getShape().back();
+    };
+    if (auto flat = chain.back().getDefiningOp<nn::ReshapeOp>();
+        flat && flat.getResult().hasOneUse() &&
+        vocabKept(flat.getInput(), flat.getResult()))
+      chain.push_back(flat.getInput());
+    if (auto result = dyn_cast<OpResult>(chain.back());
+        result && isa<nn::LayerOp>(result.getOwner()) && result.hasOneUse()) {
+      Region &body = cast<nn::LayerOp>(result.getOwner()).getBody();
+      chain.push_back(body.front().getTerminator()->getOperand(
+          result.getResultNumber()));
+    }
+    auto head = chain.back().getDefiningOp<nn::LinearOp>();
     if (!head || !head.getResult().hasOneUse())
       continue;
     auto weight = dyn_cast<BlockArgument>(head.getWeight());
@@ -441,14 +474,18 @@ LogicalResult TensorParallelPass::vocabParallel() {
     head.getInputMutable().assign(dist::CopyToGroupOp::create(
         b, loc, head.getInput().getType(), head.getInput(),
         b.getStrArrayAttr({kTpAxis})));
-    auto full = cast<RankedTensorType>(head.getType());
+    for (Value link : chain) {
+      auto type = cast<RankedTensorType>(link.getType());
+      SmallVector<int64_t> piece(type.getShape());
+      piece.back() = rows;
+      link.setType(type.clone(piece));
+    }
+    auto full = cast<RankedTensorType>(ce.getLogits().getType());
     SmallVector<int64_t> shape(full.getShape());
-    shape.back() = rows;
-    head.getResult().setType(full.clone(shape));
 
     b.setInsertionPoint(ce);
     loc = ce.getLoc();
-    Value logits = head.getResult();
+    Value logits = ce.getLogits();
     auto statType = RankedTensorType::get(ArrayRef<int64_t>(shape).drop_back(),
                                           full.getElementType());
     Value offset = vocabOffset(b, loc, rows);
