@@ -1575,15 +1575,6 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
     fail("moe.ep_size " + num(c.moe.epSize) +
          " does not divide the data-parallel size " + num(c.dpSize) +
          "; expert-parallel groups are carved out of the data-parallel ranks");
-  // Each MoE layer's aux loss is added to the loss on the last stage; the
-  // 1F1B and GPipe stages pass it on with the activations, interleaved
-  // chunks pass values to the next chunk only.
-  if (c.moe.enabled && c.moe.epSize > 1 &&
-      c.pipeline.schedule == PipelineSchedule::Interleaved)
-    fail("moe.ep_size " + num(c.moe.epSize) +
-         " with pipeline.schedule \"interleaved\": the chunks do not carry "
-         "the MoE layers' aux losses to the last stage yet; use schedule "
-         "\"1f1b\" or \"gpipe\"");
   if (c.sequenceParallelSize > 1)
     checkSequenceParallel(c, c.sequenceParallelSize);
   if (c.tensorParallel.sequenceParallel && c.tensorParallel.autotpSize > 1)

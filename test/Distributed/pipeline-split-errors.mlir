@@ -5,30 +5,6 @@
 // RUN: not ds-opt %s --split-input-file --ds-pipeline-split="stages=2 partition=best" 2>&1 | FileCheck %s --check-prefix=METHOD
 // METHOD: error: ds-pipeline-split: partition: must be "parameters", "uniform", "flops" or "type:REGEX", got "best"
 
-// Three stages over three layers: l0's output skips stage 1.
-module {
-  func.func @forward(%w0: tensor<4x4xf32> {dsnn.param = #dsnn.param<name = "w0", init = zeros>},
-                     %w1: tensor<4x4xf32> {dsnn.param = #dsnn.param<name = "w1", init = zeros>},
-                     %x: tensor<2x4xf32> {dsnn.batch = "inputs"},
-                     %y: tensor<2x4xf32> {dsnn.batch = "targets"}) -> tensor<f32> {
-    // expected-error @+1 {{ds-pipeline-split: a result of this op (stage 0) is read by stage 2; activations pass between neighbouring stages only, so keep such values inside one stage's layers}}
-    %h0 = dsnn.layer "l0"("Lin") -> tensor<2x4xf32> {
-      %a = dsnn.linear %x, %w0 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
-      dsnn.yield %a : tensor<2x4xf32>
-    }
-    %h1 = dsnn.layer "l1"("Lin") -> tensor<2x4xf32> {
-      %a = dsnn.linear %h0, %w1 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
-      dsnn.yield %a : tensor<2x4xf32>
-    }
-    %r = dsnn.add %h1, %h0 : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
-    %h = dsnn.linear %r, %w0 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
-    %l = dsnn.mse_loss %h, %y : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<f32>
-    return %l : tensor<f32>
-  }
-}
-
-// -----
-
 // expected-error @+1 {{has no top-level dsnn.layer to cut into pipeline stages}}
 func.func @forward(%w: tensor<4x4xf32> {dsnn.param = #dsnn.param<name = "w", init = zeros>},
                    %x: tensor<2x4xf32> {dsnn.batch = "inputs"},

@@ -211,6 +211,44 @@ LogicalResult PipelineSplitPass::split(ModuleOp module, func::FuncOp forward) {
   return success();
 }
 
+/// The values that cross from chunk `chunk - 1` into `chunk`: made by an
+/// earlier chunk and read by this one or a later one. A value read further
+/// on than the next chunk (an MoE layer's aux loss, which the last chunk
+/// adds to the loss; a skip connection) is relayed: each chunk between
+/// receives it and passes it on as it is, since chunks exchange values with
+/// their neighbours only. The body's order, so a chunk's outputs and the
+/// next chunk's inputs pair up by position.
+static SmallVector<Value> crossing(Block &body,
+                                   DenseMap<Operation *, int64_t> &chunkOf,
+                                   int64_t chunk) {
+  llvm::MapVector<Value, int64_t> lastReader;
+  for (Operation &op : body) {
+    int64_t to = chunkOf[&op];
+    for (Value v : pipeline::usedFromAbove(&op)) {
+      Operation *def = v.getDefiningOp();
+      if (!def || pipeline::isCopyable(def) || chunkOf[def] >= to)
+        continue;
+      int64_t &reader = lastReader[v];
+      reader = std::max(reader, to);
+    }
+  }
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(body))
+    position[&op] = i;
+  SmallVector<Value> values;
+  for (auto [v, to] : lastReader)
+    if (chunkOf[v.getDefiningOp()] < chunk && chunk <= to)
+      values.push_back(v);
+  llvm::sort(values, [&](Value a, Value b) {
+    auto key = [&](Value v) {
+      return std::make_pair(position[v.getDefiningOp()],
+                            cast<OpResult>(v).getResultNumber());
+    };
+    return key(a) < key(b);
+  });
+  return values;
+}
+
 LogicalResult
 PipelineSplitPass::buildChunk(func::FuncOp forward,
                               DenseMap<Operation *, int64_t> &chunkOf,
@@ -222,27 +260,7 @@ PipelineSplitPass::buildChunk(func::FuncOp forward,
   for (Operation &op : body)
     if (chunkOf[&op] == chunk)
       kept.insert(&op);
-  llvm::SetVector<Value> inputs;
-  for (Operation &op : body) {
-    if (!kept.contains(&op))
-      continue;
-    for (Value v : pipeline::usedFromAbove(&op)) {
-      Operation *def = v.getDefiningOp();
-      if (!def)
-        continue;
-      int64_t from = chunkOf[def];
-      if (from == chunk || pipeline::isCopyable(def))
-        continue;
-      if (from != chunk - 1)
-        return def->emitError()
-               << "ds-pipeline-split: a result of this op (" << unit() << " "
-               << from << ") is read by " << unit() << " " << chunk
-               << "; activations pass between neighbouring " << unit()
-               << "s only, so keep such values inside one " << unit()
-               << "'s layers";
-      inputs.insert(v);
-    }
-  }
+  SmallVector<Value> inputs = crossing(body, chunkOf, chunk);
   for (Operation &op : body)
     if (!kept.contains(&op) && pipeline::isCopyable(&op) &&
         llvm::any_of(op.getUsers(), [&](Operation *user) {
@@ -251,27 +269,9 @@ PipelineSplitPass::buildChunk(func::FuncOp forward,
         }))
       kept.insert(&op);
 
-  // What the next stage reads of ours.
-  SmallVector<Value> outputs;
-  for (Operation &op : body) {
-    int64_t to = chunkOf[&op];
-    if (to <= chunk)
-      continue;
-    for (Value v : pipeline::usedFromAbove(&op)) {
-      Operation *def = v.getDefiningOp();
-      if (!def || chunkOf[def] != chunk || pipeline::isCopyable(def))
-        continue;
-      if (to != chunk + 1)
-        return def->emitError()
-               << "ds-pipeline-split: a result of this op (" << unit() << " "
-               << chunk << ") is read by " << unit() << " " << to
-               << "; activations pass between neighbouring " << unit()
-               << "s only, so keep such values inside one " << unit()
-               << "'s layers";
-      if (!llvm::is_contained(outputs, v))
-        outputs.push_back(v);
-    }
-  }
+  // What the next stage reads of ours, or passes on.
+  SmallVector<Value> outputs =
+      last ? SmallVector<Value>() : crossing(body, chunkOf, chunk + 1);
   if (!last && outputs.empty())
     return forward.emitError()
            << "ds-pipeline-split: " << unit() << " " << chunk
