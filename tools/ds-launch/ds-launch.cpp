@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Hostfile.h"
+#include "Rendezvous.h"
 #include "Supervise.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -32,12 +33,17 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <set>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,8 +63,12 @@ static cl::opt<std::string>
 static cl::alias hostfileShort("H", cl::aliasopt(hostfile),
                                cl::desc("alias for --hostfile"),
                                cl::cat(category));
-static cl::opt<int> numNodes("num_nodes", cl::init(-1), cl::cat(category),
-                             cl::desc("use the first N hosts of the hostfile"));
+static cl::opt<int> numNodes(
+    "num_nodes", cl::init(-1), cl::cat(category),
+    cl::desc("use the first N hosts of the hostfile (--no_ssh without a "
+             "hostfile: the job's node count)"));
+static cl::alias nnodes("nnodes", cl::aliasopt(numNodes),
+                        cl::desc("alias for --num_nodes"), cl::cat(category));
 static cl::opt<int> numProcs(
     "num_procs", cl::init(-1), cl::cat(category),
     cl::desc("(alias --num_gpus) processes per node, slots [0, N) of each host "
@@ -101,6 +111,18 @@ static cl::opt<bool>
     noRankShim("no_rank_shim", cl::cat(category),
                cl::desc("run PROGRAM directly under mpirun: ranks see only "
                         "OMPI_COMM_WORLD_*, not RANK/WORLD_SIZE/LOCAL_RANK"));
+static cl::opt<bool> noSsh(
+    "no_ssh", cl::cat(category),
+    cl::desc("start only this node's ranks (--node_rank), one ds-launch per "
+             "node; node 0 gathers the others at --master_addr:--master_port "
+             "and the nodes' ranks join into one world"));
+static cl::opt<int>
+    nodeRank("node_rank", cl::init(-1), cl::cat(category),
+             cl::desc("with --no_ssh: this node's rank, 0 to nodes - 1"));
+static cl::opt<double> rendezvousTimeout(
+    "rendezvous_timeout", cl::init(300), cl::cat(category),
+    cl::desc("with --no_ssh: seconds to wait for node 0 (on the others) or "
+             "for every node (on node 0)"));
 static cl::opt<bool> dryRun("dry-run", cl::cat(category),
                             cl::desc("print the mpirun command and exit"));
 static cl::opt<std::string> program(cl::Positional, cl::Required,
@@ -314,6 +336,14 @@ int runRankShim(int argc, char **argv) {
     }
     setenv(to, value, /*overwrite=*/1);
   }
+  // Under --no_ssh each node's mpirun numbers only its own ranks.
+  if (const char *world = std::getenv("DSRT_MPI_JOIN_WORLD_SIZE")) {
+    const char *offset = std::getenv("DSRT_MPI_JOIN_RANK_OFFSET");
+    int rank = atoi(std::getenv("OMPI_COMM_WORLD_RANK")) +
+               (offset ? atoi(offset) : 0);
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", world, 1);
+  }
   execvp(argv[first], argv + first);
   int error = errno;
   WithColor::error(errs(), "ds-launch")
@@ -491,18 +521,23 @@ Error noMpirun() {
                      "openmpi-bin) or pass --mpirun PATH");
 }
 
+/// As root, Open MPI's tools run only when told so: what they accept besides
+/// mpirun's flag, set so a --launcher_args wrapper that re-runs mpirun still
+/// works.
+void allowRunAsRoot() {
+  if (geteuid() != 0)
+    return;
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+}
+
 /// Runs `command`: as mpirun's parent with remote hosts, to end a job
 /// stuck on a lost host (Supervise.h); with one host, by becoming mpirun.
 /// Returns only with remote hosts, mpirun's exit status, or on an error.
 Expected<int> runMpirun(const std::string &mpirun,
                         std::vector<std::string> &command, bool local,
                         ArrayRef<Resource> resources) {
-  if (geteuid() == 0) {
-    // What Open MPI also accepts instead of the flag; set both so a
-    // --launcher_args wrapper that re-runs mpirun still works.
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  }
+  allowRunAsRoot();
   std::vector<char *> execArgv;
   for (std::string &word : command)
     execArgv.push_back(word.data());
@@ -520,6 +555,172 @@ Expected<int> runMpirun(const std::string &mpirun,
   int error = errno;
   return fail("cannot run " + mpirun + ": " + std::strerror(error) +
               "; check the Open MPI install");
+}
+
+/// Starts Open MPI's ompi-server (the one beside `mpirun`, else PATH's)
+/// and returns its pid and URI: what lets separately started mpirun jobs
+/// connect. It dies with ds-launch.
+Expected<std::pair<pid_t, std::string>> startOmpiServer(StringRef mpirun) {
+  SmallString<256> path = sys::path::parent_path(mpirun);
+  sys::path::append(path, "ompi-server");
+  std::string server(path);
+  if (!sys::fs::can_execute(server)) {
+    ErrorOr<std::string> found = sys::findProgramByName("ompi-server");
+    if (!found)
+      return fail("--no_ssh needs Open MPI's ompi-server, not found beside " +
+                  mpirun + " nor on PATH; install openmpi-bin");
+    server = *found;
+  }
+  SmallString<128> uriFile;
+  if (std::error_code ec =
+          sys::fs::createTemporaryFile("ds-launch-ompi-server", "uri", uriFile))
+    return fail("cannot make a temporary file: " + ec.message());
+  sys::fs::remove(uriFile); // ompi-server writes it when it listens
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    execl(server.c_str(), server.c_str(), "--no-daemonize", "--report-uri",
+          uriFile.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  if (pid < 0)
+    return fail("cannot start " + server + ": " + std::strerror(errno));
+  for (int tries = 0; tries < 200; ++tries) {
+    auto text = MemoryBuffer::getFile(uriFile, /*IsText=*/true);
+    if (text && (*text)->getBuffer().ends_with("\n")) {
+      std::string uri = (*text)->getBuffer().trim().str();
+      sys::fs::remove(uriFile);
+      return std::make_pair(pid, uri);
+    }
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return fail(server + " exited before reporting its address; run it "
+                           "by hand to see why");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return fail(server + " reported no address within 10 s; run it by hand "
+                       "to see why");
+}
+
+/// ds-launch --no_ssh: this node's ranks only, after the rendezvous.
+Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
+  if (nodeRank < 0)
+    return fail("--no_ssh needs --node_rank R, this node's place in the job "
+                "(0 to nodes - 1; node 0 runs the rendezvous)");
+  if (dryRun)
+    return fail("--dry-run cannot show a --no_ssh command: it depends on the "
+                "rendezvous with the other nodes; drop --dry-run");
+  // The job's nodes: the hostfile's selection, else --num_nodes; this
+  // node's slots: its hostfile entry's, else --num_procs.
+  int nodes;
+  Resource mine{kLocalHost, {}};
+  std::string addr = masterAddr;
+  if (!hostfilePath.empty()) {
+    Expected<std::vector<Resource>> resources = chooseResources(hostfilePath);
+    if (!resources)
+      return resources.takeError();
+    nodes = int(resources->size());
+    if (nodeRank < nodes)
+      mine.slots = (*resources)[nodeRank].slots;
+    if (addr.empty())
+      addr = resources->front().host;
+  } else {
+    nodes = std::max(1, numNodes.getValue());
+    for (int slot = 0; slot < std::max(1, numProcs.getValue()); ++slot)
+      mine.slots.push_back(slot);
+  }
+  if (nodeRank >= nodes)
+    return fail("--node_rank " + Twine(nodeRank) + " is out of range: the job "
+                "has " + Twine(nodes) + " node(s) (--num_nodes or the "
+                "hostfile), so node ranks are 0 to " + Twine(nodes - 1) +
+                "; fix --node_rank or --num_nodes");
+  if (addr.empty())
+    return fail("--no_ssh needs --master_addr: node 0's address, which every "
+                "node can reach (or a hostfile, whose first host is node 0)");
+  std::string mpirun = findMpirun();
+  if (mpirun.empty())
+    return noMpirun();
+  allowRunAsRoot(); // ompi-server's too
+  Expected<Exports> exports =
+      rankExports(/*local=*/false, Resource{addr, mine.slots});
+  if (!exports)
+    return exports.takeError();
+  Expected<std::vector<std::string>> extra = splitShellWords(launcherArgs);
+  if (!extra)
+    return extra.takeError();
+
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  NodeInfo self{nodeRank, nodes, int(mine.slots.size()), host};
+  std::unique_ptr<RendezvousServer> server;
+  pid_t ompiServer = 0;
+  JobPlacement placement{0, self.localRanks, "", ""};
+  if (nodes > 1 && nodeRank == 0) {
+    // Listening first: a port in use fails before anything starts.
+    auto listening = RendezvousServer::listen(masterPort);
+    if (!listening)
+      return listening.takeError();
+    server = std::move(*listening);
+    auto started = startOmpiServer(mpirun);
+    if (!started)
+      return started.takeError();
+    ompiServer = started->first;
+    std::random_device random;
+    std::string service = "ds-launch-" + std::to_string(masterPort) + "-" +
+                          utohexstr(random(), /*LowerCase=*/true);
+    auto gathered =
+        server->gather(self, started->second, service, rendezvousTimeout);
+    if (!gathered) {
+      kill(ompiServer, SIGTERM);
+      waitpid(ompiServer, nullptr, 0);
+      return gathered.takeError();
+    }
+    placement = *gathered;
+  } else if (nodes > 1) {
+    auto joined = joinRendezvous(addr, masterPort, self, rendezvousTimeout);
+    if (!joined)
+      return joined.takeError();
+    placement = *joined;
+  }
+  if (nodes > 1) {
+    exports->set("DSRT_MPI_JOIN_NODE", std::to_string(nodeRank));
+    exports->set("DSRT_MPI_JOIN_NODES", std::to_string(nodes));
+    exports->set("DSRT_MPI_JOIN_SERVICE", placement.service);
+    exports->set("DSRT_MPI_JOIN_RANK_OFFSET",
+                 std::to_string(placement.rankOffset));
+    exports->set("DSRT_MPI_JOIN_WORLD_SIZE",
+                 std::to_string(placement.worldSize));
+  }
+
+  std::vector<std::string> command{mpirun};
+  if (geteuid() == 0)
+    command.push_back("--allow-run-as-root");
+  command.insert(command.end(), {"--bind-to", "none"});
+  if (mine.slots.size() > physicalCores())
+    command.push_back("--oversubscribe");
+  if (nodes > 1)
+    command.insert(command.end(), {"--ompi-server", placement.serverUri});
+  append_range(command, *extra);
+  std::vector<std::string> rankCommand;
+  if (!noRankShim) {
+    std::string self = sys::fs::getMainExecutable(
+        argv0, reinterpret_cast<void *>(&physicalCores));
+    rankCommand.insert(rankCommand.end(), {self, "--rank-shim", "--"});
+  }
+  rankCommand.push_back(program);
+  append_range(rankCommand, programArgs);
+  appendRanks(command, /*local=*/true, mine, mine.slots.size(), *exports,
+              rankCommand);
+  // Node 0 outlives its ranks: its ompi-server and rendezvous serve the
+  // job until they end. The others become mpirun.
+  Expected<int> status = runMpirun(mpirun, command, /*local=*/!server, {});
+  if (ompiServer) {
+    kill(ompiServer, SIGTERM);
+    waitpid(ompiServer, nullptr, 0);
+  }
+  return status;
 }
 
 } // namespace
@@ -545,6 +746,12 @@ int main(int argc, char **argv) {
   std::string hostfilePath = hostfile;
   if (hostfilePath.empty() && sys::fs::is_regular_file(kDefaultHostfile))
     hostfilePath = kDefaultHostfile;
+  if (noSsh) {
+    Expected<int> status = runNoSsh(hostfilePath, argv[0]);
+    if (!status)
+      check(status.takeError());
+    return *status;
+  }
   bool local = hostfilePath.empty();
   Expected<std::vector<Resource>> resources = chooseResources(hostfilePath);
   if (!resources)

@@ -1,0 +1,179 @@
+/*===- mpi_join.c - one world from several mpirun jobs
+ *--------------------------===*
+ *
+ * `ds-launch --no_ssh` runs one mpirun per node, each given node 0's
+ * ompi-server, and tells every rank its node (DSRT_MPI_JOIN_NODE, of
+ * DSRT_MPI_JOIN_NODES) and the job's service name (DSRT_MPI_JOIN_SERVICE).
+ * Node 0's rank 0 opens an MPI port and publishes it under that name;
+ * node k looks it up, and the world so far accepts node k and merges with
+ * it, k = 1, 2, ... in turn. Merging with the newcomer ranked high keeps
+ * the world ordered by node rank, so world rank = node offset + local rank,
+ * what the launcher told the rank shim (checked here).
+ *
+ *===-----------------------------------------------------------------------===*/
+#include "comm/mpi_join.h"
+#include "core/error.h"
+#include "dsrt/dsrt.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* How long node k's rank 0 waits for node 0 to publish the port: node 0's
+ * ranks start at about the same time (the launcher formed the job first),
+ * so this only bounds a node 0 that died starting up. */
+#define DSRT_JOIN_LOOKUP_S 120.0
+
+static MPI_Comm joined = MPI_COMM_NULL;
+static MPI_Comm *links; /* the intercommunicators, one per join taken part in */
+static int nlinks;
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int env_int(const char *name, int *out) {
+  const char *v = getenv(name);
+  char *end;
+  if (!v || !*v)
+    return 0;
+  long n = strtol(v, &end, 10);
+  if (*end || n < 0 || n > 1 << 20)
+    return -1;
+  *out = (int)n;
+  return 1;
+}
+
+static int join_error(const char *what, int rc) {
+  char msg[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
+    msg[0] = 0;
+  return dsrt_fail(DSRT_ERR_INTERNAL,
+                   "dsrt_comm_init: joining the nodes of ds-launch --no_ssh: "
+                   "%s failed: %s",
+                   what, msg);
+}
+
+/* Node 0's rank 0 publishes, every other node's rank 0 looks up; the port
+ * name matters only at the root of accept and connect. */
+static int find_port(int node, int local_rank, const char *service,
+                     char *port) {
+  if (local_rank != 0)
+    return DSRT_OK;
+  if (node == 0) {
+    int rc = MPI_Open_port(MPI_INFO_NULL, port);
+    if (rc == MPI_SUCCESS)
+      rc = MPI_Publish_name(service, MPI_INFO_NULL, port);
+    return rc == MPI_SUCCESS ? DSRT_OK : join_error("MPI_Publish_name", rc);
+  }
+  /* A name not published yet is an error, not a wait: poll. */
+  double deadline = now() + DSRT_JOIN_LOOKUP_S;
+  struct timespec pause = {0, 20 * 1000 * 1000};
+  while (MPI_Lookup_name(service, MPI_INFO_NULL, port) != MPI_SUCCESS) {
+    if (now() > deadline)
+      return dsrt_fail(DSRT_ERR_INTERNAL,
+                       "dsrt_comm_init: node 0 did not publish the MPI port "
+                       "'%s' within %.0f s; check that node 0's ds-launch "
+                       "--no_ssh and its ranks are running",
+                       service, DSRT_JOIN_LOOKUP_S);
+    nanosleep(&pause, NULL);
+  }
+  return DSRT_OK;
+}
+
+int dsrt_mpi_join(MPI_Comm *world) {
+  *world = MPI_COMM_WORLD;
+  int node = 0, nodes = 1, offset = 0;
+  const char *service = getenv("DSRT_MPI_JOIN_SERVICE");
+  int has_nodes = env_int("DSRT_MPI_JOIN_NODES", &nodes);
+  if (has_nodes == 0)
+    return DSRT_OK;
+  if (has_nodes < 0 || env_int("DSRT_MPI_JOIN_NODE", &node) != 1 ||
+      env_int("DSRT_MPI_JOIN_RANK_OFFSET", &offset) != 1 || !service ||
+      !*service || node >= nodes)
+    return dsrt_fail(DSRT_ERR_INVALID_ARGUMENT,
+                     "dsrt_comm_init: DSRT_MPI_JOIN_NODES is set but "
+                     "DSRT_MPI_JOIN_NODE, _RANK_OFFSET or _SERVICE is "
+                     "missing or invalid; start the ranks with ds-launch "
+                     "--no_ssh, which sets them all");
+  if (nodes == 1)
+    return DSRT_OK;
+  links = calloc((size_t)nodes, sizeof(MPI_Comm));
+  if (!links)
+    return dsrt_fail(DSRT_ERR_OUT_OF_MEMORY, "mpi backend: out of memory");
+
+  /* Lookup failures are answers here, not aborts. */
+  MPI_Errhandler before;
+  MPI_Comm_get_errhandler(MPI_COMM_WORLD, &before);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int local_rank;
+  MPI_Comm_rank(MPI_COMM_WORLD, &local_rank);
+  char port[MPI_MAX_PORT_NAME] = "";
+  int status = find_port(node, local_rank, service, port);
+  MPI_Comm current = MPI_COMM_WORLD;
+  for (int k = 1; k < nodes && !status; ++k) {
+    if (node > k)
+      break; /* joins later, as the newcomer */
+    MPI_Comm link, merged;
+    int rc = node < k ? MPI_Comm_accept(port, MPI_INFO_NULL, 0, current, &link)
+                      : MPI_Comm_connect(port, MPI_INFO_NULL, 0, current,
+                                         &link);
+    if (rc != MPI_SUCCESS) {
+      status = join_error(node < k ? "MPI_Comm_accept" : "MPI_Comm_connect",
+                          rc);
+      break;
+    }
+    links[nlinks++] = link;
+    rc = MPI_Intercomm_merge(link, /*high=*/node == k, &merged);
+    if (rc != MPI_SUCCESS) {
+      status = join_error("MPI_Intercomm_merge", rc);
+      break;
+    }
+    if (current != MPI_COMM_WORLD)
+      MPI_Comm_free(&current);
+    current = merged;
+  }
+  if (!status && node == 0 && local_rank == 0) {
+    MPI_Unpublish_name(service, MPI_INFO_NULL, port);
+    MPI_Close_port(port);
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, before);
+  MPI_Errhandler_free(&before);
+  if (status) {
+    if (current != MPI_COMM_WORLD)
+      MPI_Comm_free(&current);
+    dsrt_mpi_join_end();
+    return status;
+  }
+  int rank;
+  MPI_Comm_rank(current, &rank);
+  if (rank != offset + local_rank) {
+    MPI_Comm_free(&current);
+    dsrt_mpi_join_end();
+    return dsrt_fail(DSRT_ERR_INTERNAL,
+                     "dsrt_comm_init: node %d's local rank %d became world "
+                     "rank %d after joining, not %d as ds-launch said; the "
+                     "nodes disagree on their ranks",
+                     node, local_rank, rank, offset + local_rank);
+  }
+  joined = current;
+  *world = current;
+  return DSRT_OK;
+}
+
+MPI_Comm dsrt_mpi_world(void) {
+  return joined != MPI_COMM_NULL ? joined : MPI_COMM_WORLD;
+}
+
+void dsrt_mpi_join_end(void) {
+  if (joined != MPI_COMM_NULL)
+    MPI_Comm_free(&joined);
+  for (int i = 0; i < nlinks; ++i)
+    MPI_Comm_disconnect(&links[i]);
+  free(links);
+  links = NULL;
+  nlinks = 0;
+}
