@@ -6,7 +6,6 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/FormatVariadic.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -33,6 +33,12 @@ constexpr const char *kHello = "ds-launch-join 1";
 
 Error fail(const Twine &message) {
   return createStringError(inconvertibleErrorCode(), message);
+}
+
+std::string secondsText(double seconds) {
+  char text[32];
+  snprintf(text, sizeof text, "%g", seconds);
+  return text;
 }
 
 double secondsLeft(Clock::time_point deadline) {
@@ -186,7 +192,7 @@ Expected<JobPlacement> RendezvousServer::gather(const NodeInfo &self,
       std::string message =
           "only " + std::to_string(joined) + " of " + std::to_string(nodes) +
           " nodes joined the rendezvous on port " + std::to_string(port) +
-          " within " + formatv("{0}", timeoutSeconds).str() +
+          " within " + secondsText(timeoutSeconds) +
           " s (missing node_rank " + join(missing, ", ") +
           "); start ds-launch --no_ssh on those nodes, or raise "
           "--rendezvous_timeout";
@@ -312,7 +318,7 @@ Expected<JobPlacement> joinRendezvous(const std::string &addr, int port,
   while (fd < 0) {
     if (secondsLeft(deadline) <= 0)
       return fail("cannot reach node 0's rendezvous at " + where + " within " +
-                  formatv("{0}", timeoutSeconds).str() + " s (" + lastError +
+                  secondsText(timeoutSeconds) + " s (" + lastError +
                   "); start node 0's ds-launch --no_ssh --node_rank 0, or "
                   "check --master_addr and --master_port");
     addrinfo *found = nullptr;
