@@ -15,18 +15,65 @@
 #include "core/error.h"
 #include "dsrt/dsrt.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
-/* How long node k's rank 0 waits for node 0 to publish the port: node 0's
- * ranks start at about the same time (the launcher formed the job first),
- * so this only bounds a node 0 that died starting up. */
-#define DSRT_JOIN_LOOKUP_S 120.0
+/* How long the whole join may take (DSRT_MPI_JOIN_TIMEOUT_S; ds-launch
+ * passes its --rendezvous_timeout). Every node's ranks start at about the
+ * same time, since the launchers formed the job first, so this only bounds
+ * a node whose ranks died or never called dsrt_comm_init: MPI_Comm_accept
+ * would wait for them forever. */
+#define DSRT_JOIN_DEFAULT_TIMEOUT_S 300.0
 
 static MPI_Comm joined = MPI_COMM_NULL;
 static MPI_Comm *links; /* the intercommunicators, one per join taken part in */
 static int nlinks;
+
+static double join_timeout_s(void) {
+  const char *v = getenv("DSRT_MPI_JOIN_TIMEOUT_S");
+  char *end;
+  double t = v && *v ? strtod(v, &end) : 0;
+  return v && *v && !*end && t > 0 ? t : DSRT_JOIN_DEFAULT_TIMEOUT_S;
+}
+
+/* The watchdog: ends the rank when the join outlives its timeout. A
+ * blocked MPI call cannot be cancelled, and another thread may not call
+ * MPI meanwhile (MPI_THREAD_SERIALIZED), so it exits: mpirun then ends this
+ * node's job, and the other nodes' joins fail or time out in turn. */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_done = PTHREAD_COND_INITIALIZER;
+static int joining;
+static struct {
+  int node, nodes;
+  double timeout;
+} watch;
+
+static void *watchdog(void *unused) {
+  (void)unused;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += (time_t)watch.timeout;
+  pthread_mutex_lock(&watch_lock);
+  int rc = 0;
+  while (joining && rc == 0)
+    rc = pthread_cond_timedwait(&watch_done, &watch_lock, &until);
+  int late = joining;
+  pthread_mutex_unlock(&watch_lock);
+  if (late) {
+    fprintf(stderr,
+            "dsrt_comm_init: node %d of %d: the nodes of ds-launch --no_ssh "
+            "did not all join within %g s; some node's ranks failed to "
+            "start: check every node's ds-launch output\n",
+            watch.node, watch.nodes, watch.timeout);
+    fflush(stderr);
+    _exit(1);
+  }
+  return NULL;
+}
 
 static double now(void) {
   struct timespec t;
@@ -70,7 +117,7 @@ static int find_port(int node, int local_rank, const char *service,
     return rc == MPI_SUCCESS ? DSRT_OK : join_error("MPI_Publish_name", rc);
   }
   /* A name not published yet is an error, not a wait: poll. */
-  double deadline = now() + DSRT_JOIN_LOOKUP_S;
+  double deadline = now() + watch.timeout;
   struct timespec pause = {0, 20 * 1000 * 1000};
   while (MPI_Lookup_name(service, MPI_INFO_NULL, port) != MPI_SUCCESS) {
     if (now() > deadline)
@@ -78,7 +125,7 @@ static int find_port(int node, int local_rank, const char *service,
                        "dsrt_comm_init: node 0 did not publish the MPI port "
                        "'%s' within %.0f s; check that node 0's ds-launch "
                        "--no_ssh and its ranks are running",
-                       service, DSRT_JOIN_LOOKUP_S);
+                       service, watch.timeout);
     nanosleep(&pause, NULL);
   }
   return DSRT_OK;
@@ -104,6 +151,13 @@ int dsrt_mpi_join(MPI_Comm *world) {
   links = calloc((size_t)nodes, sizeof(MPI_Comm));
   if (!links)
     return dsrt_fail(DSRT_ERR_OUT_OF_MEMORY, "mpi backend: out of memory");
+
+  watch.node = node;
+  watch.nodes = nodes;
+  watch.timeout = join_timeout_s();
+  joining = 1;
+  pthread_t watcher;
+  int watching = pthread_create(&watcher, NULL, watchdog, NULL) == 0;
 
   /* Lookup failures are answers here, not aborts. */
   MPI_Errhandler before;
@@ -142,6 +196,12 @@ int dsrt_mpi_join(MPI_Comm *world) {
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, before);
   MPI_Errhandler_free(&before);
+  pthread_mutex_lock(&watch_lock);
+  joining = 0;
+  pthread_cond_signal(&watch_done);
+  pthread_mutex_unlock(&watch_lock);
+  if (watching)
+    pthread_join(watcher, NULL);
   if (status) {
     if (current != MPI_COMM_WORLD)
       MPI_Comm_free(&current);

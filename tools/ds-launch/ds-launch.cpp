@@ -692,6 +692,8 @@ Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
                  std::to_string(placement.rankOffset));
     exports->set("DSRT_MPI_JOIN_WORLD_SIZE",
                  std::to_string(placement.worldSize));
+    exports->set("DSRT_MPI_JOIN_TIMEOUT_S",
+                 std::to_string(rendezvousTimeout.getValue()));
   }
 
   std::vector<std::string> command{mpirun};
