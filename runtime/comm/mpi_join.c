@@ -56,7 +56,13 @@ static void *watchdog(void *unused) {
   (void)unused;
   struct timespec until;
   clock_gettime(CLOCK_REALTIME, &until);
-  until.tv_sec += (time_t)watch.timeout;
+  double whole = (double)(time_t)watch.timeout;
+  until.tv_sec += (time_t)whole;
+  until.tv_nsec += (long)((watch.timeout - whole) * 1e9);
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec += 1;
+    until.tv_nsec -= 1000000000L;
+  }
   pthread_mutex_lock(&watch_lock);
   int rc = 0;
   while (joining && rc == 0)
