@@ -26,6 +26,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -123,6 +125,10 @@ static cl::opt<double> rendezvousTimeout(
     "rendezvous_timeout", cl::init(300), cl::cat(category),
     cl::desc("with --no_ssh: seconds to wait for node 0 (on the others) or "
              "for every node (on node 0)"));
+static cl::opt<std::string> launcher(
+    "launcher", cl::init("openmpi"), cl::cat(category),
+    cl::desc("openmpi (default): one mpirun for every host; slurm: srun "
+             "starts one ds-launch --no_ssh per node of the allocation"));
 static cl::opt<bool> dryRun("dry-run", cl::cat(category),
                             cl::desc("print the mpirun command and exit"));
 static cl::opt<std::string> program(cl::Positional, cl::Required,
@@ -604,9 +610,34 @@ Expected<std::pair<pid_t, std::string>> startOmpiServer(StringRef mpirun) {
                        "to see why");
 }
 
+/// Under Slurm (an srun step, one task per node) what --no_ssh needs but
+/// was not given: the node rank and, without a hostfile (null here), the
+/// node count and node 0's host.
+void slurmDefaults(int &rank, int *nodes, std::string *addr) {
+  auto env = [](const char *name) -> StringRef {
+    const char *value = std::getenv(name);
+    return value ? value : "";
+  };
+  int value;
+  if (rank < 0 && !env("SLURM_NODEID").getAsInteger(10, value))
+    rank = value;
+  if (nodes && *nodes < 0 &&
+      (!env("SLURM_STEP_NUM_NODES").getAsInteger(10, value) ||
+       !env("SLURM_NNODES").getAsInteger(10, value)))
+    *nodes = value;
+  if (addr && addr->empty()) {
+    StringRef list = env("SLURM_STEP_NODELIST");
+    *addr = firstSlurmHost(list.empty() ? env("SLURM_JOB_NODELIST") : list);
+  }
+}
+
 /// ds-launch --no_ssh: this node's ranks only, after the rendezvous.
 Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
-  if (nodeRank < 0)
+  int me = nodeRank, nodes = numNodes;
+  std::string addr = masterAddr;
+  bool fromFile = !hostfilePath.empty();
+  slurmDefaults(me, fromFile ? nullptr : &nodes, fromFile ? nullptr : &addr);
+  if (me < 0)
     return fail("--no_ssh needs --node_rank R, this node's place in the job "
                 "(0 to nodes - 1; node 0 runs the rendezvous)");
   if (dryRun)
@@ -614,25 +645,23 @@ Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
                 "rendezvous with the other nodes; drop --dry-run");
   // The job's nodes: the hostfile's selection, else --num_nodes; this
   // node's slots: its hostfile entry's, else --num_procs.
-  int nodes;
   Resource mine{kLocalHost, {}};
-  std::string addr = masterAddr;
   if (!hostfilePath.empty()) {
     Expected<std::vector<Resource>> resources = chooseResources(hostfilePath);
     if (!resources)
       return resources.takeError();
     nodes = int(resources->size());
-    if (nodeRank < nodes)
-      mine.slots = (*resources)[nodeRank].slots;
+    if (me < nodes)
+      mine.slots = (*resources)[me].slots;
     if (addr.empty())
       addr = resources->front().host;
   } else {
-    nodes = std::max(1, numNodes.getValue());
+    nodes = std::max(1, nodes);
     for (int slot = 0; slot < std::max(1, numProcs.getValue()); ++slot)
       mine.slots.push_back(slot);
   }
-  if (nodeRank >= nodes)
-    return fail("--node_rank " + Twine(nodeRank) + " is out of range: the job "
+  if (me >= nodes)
+    return fail("--node_rank " + Twine(me) + " is out of range: the job "
                 "has " + Twine(nodes) + " node(s) (--num_nodes or the "
                 "hostfile), so node ranks are 0 to " + Twine(nodes - 1) +
                 "; fix --node_rank or --num_nodes");
@@ -653,11 +682,11 @@ Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
 
   char host[256] = "";
   gethostname(host, sizeof host - 1);
-  NodeInfo self{nodeRank, nodes, int(mine.slots.size()), host};
+  NodeInfo self{me, nodes, int(mine.slots.size()), host};
   std::unique_ptr<RendezvousServer> server;
   pid_t ompiServer = 0;
   JobPlacement placement{0, self.localRanks, "", ""};
-  if (nodes > 1 && nodeRank == 0) {
+  if (nodes > 1 && me == 0) {
     // Listening first: a port in use fails before anything starts.
     auto listening = RendezvousServer::listen(masterPort);
     if (!listening)
@@ -685,15 +714,16 @@ Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
     placement = *joined;
   }
   if (nodes > 1) {
-    exports->set("DSRT_MPI_JOIN_NODE", std::to_string(nodeRank));
+    exports->set("DSRT_MPI_JOIN_NODE", std::to_string(me));
     exports->set("DSRT_MPI_JOIN_NODES", std::to_string(nodes));
     exports->set("DSRT_MPI_JOIN_SERVICE", placement.service);
     exports->set("DSRT_MPI_JOIN_RANK_OFFSET",
                  std::to_string(placement.rankOffset));
     exports->set("DSRT_MPI_JOIN_WORLD_SIZE",
                  std::to_string(placement.worldSize));
-    exports->set("DSRT_MPI_JOIN_TIMEOUT_S",
-                 std::to_string(rendezvousTimeout.getValue()));
+    exports->set(
+        "DSRT_MPI_JOIN_TIMEOUT_S",
+        formatv("{0}", format("%g", rendezvousTimeout.getValue())).str());
   }
 
   std::vector<std::string> command{mpirun};
@@ -725,6 +755,60 @@ Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
   return status;
 }
 
+/// --launcher slurm: srun runs `ds-launch --no_ssh` once per node of the
+/// allocation; each finds its node rank, the node count and node 0 in the
+/// step's SLURM_* variables (slurmDefaults).
+Expected<int> runSlurm(bool hasHostfile, const char *argv0) {
+  if (hasHostfile || !include.empty() || !exclude.empty())
+    return fail("--launcher slurm runs on the nodes of the Slurm allocation; "
+                "drop --hostfile/--include/--exclude (srun's own options go "
+                "in --launcher_args)");
+  if (noSsh || nodeRank >= 0)
+    return fail("--launcher slurm starts every node's ds-launch --no_ssh "
+                "itself; drop --no_ssh/--node_rank");
+  Expected<std::vector<std::string>> extra = splitShellWords(launcherArgs);
+  if (!extra)
+    return extra.takeError();
+  ErrorOr<std::string> srun = sys::findProgramByName("srun");
+  std::vector<std::string> command{srun ? *srun : "srun",
+                                   "--ntasks-per-node=1"};
+  if (numNodes > 0)
+    command.push_back("--nodes=" + std::to_string(numNodes));
+  append_range(command, *extra);
+  command.insert(command.end(),
+                 {sys::fs::getMainExecutable(
+                      argv0, reinterpret_cast<void *>(&physicalCores)),
+                  "--no_ssh", "--master_port", std::to_string(masterPort),
+                  "--rendezvous_timeout",
+                  formatv("{0}", format("%g", rendezvousTimeout.getValue()))
+                      .str()});
+  if (numProcs > 0)
+    command.insert(command.end(), {"--num_procs", std::to_string(numProcs)});
+  if (!masterAddr.empty())
+    command.insert(command.end(), {"--master_addr", masterAddr});
+  if (!mpirunPath.empty())
+    command.insert(command.end(), {"--mpirun", mpirunPath});
+  if (noRankShim)
+    command.push_back("--no_rank_shim");
+  command.insert(command.end(), {"--", program});
+  append_range(command, programArgs);
+  if (dryRun) {
+    outs() << join(map_range(command, shellQuote), " ") << "\n";
+    return 0;
+  }
+  if (!srun)
+    return fail("--launcher slurm needs Slurm's srun on PATH; run inside an "
+                "allocation (salloc, sbatch)");
+  std::vector<char *> execArgv;
+  for (std::string &word : command)
+    execArgv.push_back(word.data());
+  execArgv.push_back(nullptr);
+  outs().flush();
+  errs().flush();
+  execv(srun->c_str(), execArgv.data());
+  return fail("cannot run " + *srun + ": " + std::strerror(errno));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -748,6 +832,16 @@ int main(int argc, char **argv) {
   std::string hostfilePath = hostfile;
   if (hostfilePath.empty() && sys::fs::is_regular_file(kDefaultHostfile))
     hostfilePath = kDefaultHostfile;
+  StringRef launcherName = launcher;
+  if (launcherName.equals_insensitive("slurm")) {
+    Expected<int> status = runSlurm(!hostfilePath.empty(), argv[0]);
+    if (!status)
+      check(status.takeError());
+    return *status;
+  }
+  if (!launcherName.equals_insensitive("openmpi"))
+    check(fail("--launcher " + launcher + " is not one ds-launch has; use "
+               "openmpi (the default) or slurm"));
   if (noSsh) {
     Expected<int> status = runNoSsh(hostfilePath, argv[0]);
     if (!status)
