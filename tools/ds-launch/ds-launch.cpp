@@ -537,6 +537,18 @@ void allowRunAsRoot() {
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
 }
 
+/// `command` as exec's NULL-terminated argv (pointing into it), with our
+/// own output flushed first: what the child prints must come after it.
+std::vector<char *> argvOf(std::vector<std::string> &command) {
+  std::vector<char *> argv;
+  for (std::string &word : command)
+    argv.push_back(word.data());
+  argv.push_back(nullptr);
+  outs().flush();
+  errs().flush();
+  return argv;
+}
+
 /// Runs `command`: as mpirun's parent with remote hosts, to end a job
 /// stuck on a lost host (Supervise.h); with one host, by becoming mpirun.
 /// Returns only with remote hosts, mpirun's exit status, or on an error.
@@ -544,12 +556,7 @@ Expected<int> runMpirun(const std::string &mpirun,
                         std::vector<std::string> &command, bool local,
                         ArrayRef<Resource> resources) {
   allowRunAsRoot();
-  std::vector<char *> execArgv;
-  for (std::string &word : command)
-    execArgv.push_back(word.data());
-  execArgv.push_back(nullptr);
-  outs().flush();
-  errs().flush();
+  std::vector<char *> execArgv = argvOf(command);
   if (!local) {
     std::vector<std::string> hosts;
     for (const Resource &resource : resources)
@@ -799,13 +806,7 @@ Expected<int> runSlurm(bool hasHostfile, const char *argv0) {
   if (!srun)
     return fail("--launcher slurm needs Slurm's srun on PATH; run inside an "
                 "allocation (salloc, sbatch)");
-  std::vector<char *> execArgv;
-  for (std::string &word : command)
-    execArgv.push_back(word.data());
-  execArgv.push_back(nullptr);
-  outs().flush();
-  errs().flush();
-  execv(srun->c_str(), execArgv.data());
+  execv(srun->c_str(), argvOf(command).data());
   return fail("cannot run " + *srun + ": " + std::strerror(errno));
 }
 
