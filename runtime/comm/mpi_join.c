@@ -1,16 +1,16 @@
-/*===- mpi_join.c - one world from several mpirun jobs
- *--------------------------===*
+/*===- mpi_join.c - one world from several mpirun jobs -------------------===*
  *
  * `ds-launch --no_ssh` runs one mpirun per node, each given node 0's
  * ompi-server, and tells every rank its node (DSRT_MPI_JOIN_NODE, of
  * DSRT_MPI_JOIN_NODES) and the job's service name (DSRT_MPI_JOIN_SERVICE).
- * Node 0's rank 0 opens an MPI port and publishes it under that name;
- * node k looks it up, and the world so far accepts node k and merges with
- * it, k = 1, 2, ... in turn. Merging with the newcomer ranked high keeps
- * the world ordered by node rank, so world rank = node offset + local rank,
- * what the launcher told the rank shim (checked here).
+ * For k = 1, 2, ... in turn, node 0's rank 0 opens an MPI port for node k
+ * and publishes it under that name and k; node k looks it up, and the
+ * world so far accepts node k and merges with it. Merging with the
+ * newcomer ranked high keeps the world ordered by node rank, so world rank
+ * = node offset + local rank, what the launcher told the rank shim (checked
+ * here).
  *
- *===-----------------------------------------------------------------------===*/
+ *===----------------------------------------------------------------------===*/
 #include "comm/mpi_join.h"
 #include "core/error.h"
 #include "dsrt/dsrt.h"
@@ -18,9 +18,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How long the whole join may take (DSRT_MPI_JOIN_TIMEOUT_S; ds-launch
  * passes its --rendezvous_timeout). Every node's ranks start at about the
@@ -110,28 +110,32 @@ static int join_error(const char *what, int rc) {
                    what, msg);
 }
 
-/* Node 0's rank 0 publishes, every other node's rank 0 looks up; the port
- * name matters only at the root of accept and connect. */
-static int find_port(int node, int local_rank, const char *service,
+/* Node k's own port: node 0's rank 0 (the root of every accept) opens one
+ * per newcomer under "SERVICE-k", and node k's rank 0 (its root) looks it
+ * up, so node k cannot take node j's turn: MPI_Comm_accept takes whoever
+ * connects first. The port name matters only at the roots. */
+static int find_port(int node, int k, int local_rank, const char *service,
                      char *port) {
-  if (local_rank != 0)
+  if (local_rank != 0 || (node != 0 && node != k))
     return DSRT_OK;
+  char name[256];
+  snprintf(name, sizeof name, "%s-%d", service, k);
   if (node == 0) {
     int rc = MPI_Open_port(MPI_INFO_NULL, port);
     if (rc == MPI_SUCCESS)
-      rc = MPI_Publish_name(service, MPI_INFO_NULL, port);
+      rc = MPI_Publish_name(name, MPI_INFO_NULL, port);
     return rc == MPI_SUCCESS ? DSRT_OK : join_error("MPI_Publish_name", rc);
   }
   /* A name not published yet is an error, not a wait: poll. */
   double deadline = now() + watch.timeout;
   struct timespec pause = {0, 20 * 1000 * 1000};
-  while (MPI_Lookup_name(service, MPI_INFO_NULL, port) != MPI_SUCCESS) {
+  while (MPI_Lookup_name(name, MPI_INFO_NULL, port) != MPI_SUCCESS) {
     if (now() > deadline)
       return dsrt_fail(DSRT_ERR_INTERNAL,
                        "dsrt_comm_init: node 0 did not publish the MPI port "
                        "'%s' within %.0f s; check that node 0's ds-launch "
                        "--no_ssh and its ranks are running",
-                       service, watch.timeout);
+                       name, watch.timeout);
     nanosleep(&pause, NULL);
   }
   return DSRT_OK;
@@ -171,19 +175,27 @@ int dsrt_mpi_join(MPI_Comm *world) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   int local_rank;
   MPI_Comm_rank(MPI_COMM_WORLD, &local_rank);
-  char port[MPI_MAX_PORT_NAME] = "";
-  int status = find_port(node, local_rank, service, port);
+  int status = DSRT_OK;
   MPI_Comm current = MPI_COMM_WORLD;
   for (int k = 1; k < nodes && !status; ++k) {
     if (node > k)
-      break; /* joins later, as the newcomer */
+      continue; /* joins later, as the newcomer */
+    char port[MPI_MAX_PORT_NAME] = "";
+    if ((status = find_port(node, k, local_rank, service, port)))
+      break;
     MPI_Comm link, merged;
-    int rc = node < k ? MPI_Comm_accept(port, MPI_INFO_NULL, 0, current, &link)
-                      : MPI_Comm_connect(port, MPI_INFO_NULL, 0, current,
-                                         &link);
+    int rc = node < k
+                 ? MPI_Comm_accept(port, MPI_INFO_NULL, 0, current, &link)
+                 : MPI_Comm_connect(port, MPI_INFO_NULL, 0, current, &link);
+    if (node == 0 && local_rank == 0) {
+      char name[256];
+      snprintf(name, sizeof name, "%s-%d", service, k);
+      MPI_Unpublish_name(name, MPI_INFO_NULL, port);
+      MPI_Close_port(port);
+    }
     if (rc != MPI_SUCCESS) {
-      status = join_error(node < k ? "MPI_Comm_accept" : "MPI_Comm_connect",
-                          rc);
+      status =
+          join_error(node < k ? "MPI_Comm_accept" : "MPI_Comm_connect", rc);
       break;
     }
     links[nlinks++] = link;
@@ -195,10 +207,6 @@ int dsrt_mpi_join(MPI_Comm *world) {
     if (current != MPI_COMM_WORLD)
       MPI_Comm_free(&current);
     current = merged;
-  }
-  if (!status && node == 0 && local_rank == 0) {
-    MPI_Unpublish_name(service, MPI_INFO_NULL, port);
-    MPI_Close_port(port);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, before);
   MPI_Errhandler_free(&before);

@@ -3,7 +3,7 @@
  * Not part of the ABI: `ds-launch --no_ssh` starts one mpirun per node, each
  * with the same ompi-server; the ranks join here (mpi_join.c).
  *
- *===-----------------------------------------------------------------------===*/
+ *===----------------------------------------------------------------------===*/
 #ifndef DSRT_COMM_MPI_JOIN_H
 #define DSRT_COMM_MPI_JOIN_H
 

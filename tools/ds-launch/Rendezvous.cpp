@@ -15,11 +15,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
-#include <optional>
 #include <map>
+#include <optional>
 #include <vector>
 
 using namespace llvm;
@@ -129,8 +129,7 @@ std::string refusal(const NodeInfo &info, int nodes,
 
 } // namespace
 
-Expected<std::unique_ptr<RendezvousServer>>
-RendezvousServer::listen(int port) {
+Expected<std::unique_ptr<RendezvousServer>> RendezvousServer::listen(int port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   int on = 1;
   sockaddr_in address{};
@@ -192,8 +191,8 @@ Expected<JobPlacement> RendezvousServer::gather(const NodeInfo &self,
       std::string message =
           "only " + std::to_string(joined) + " of " + std::to_string(nodes) +
           " nodes joined the rendezvous on port " + std::to_string(port) +
-          " within " + secondsText(timeoutSeconds) +
-          " s (missing node_rank " + join(missing, ", ") +
+          " within " + secondsText(timeoutSeconds) + " s (missing node_rank " +
+          join(missing, ", ") +
           "); start ds-launch --no_ssh on those nodes, or raise "
           "--rendezvous_timeout";
       closeAll(message);
@@ -206,8 +205,8 @@ Expected<JobPlacement> RendezvousServer::gather(const NodeInfo &self,
     for (int client : fds)
       if (client >= 0)
         watch.push_back({client, POLLIN, 0});
-    int ready = poll(watch.data(), watch.size(),
-                     int(std::min(left, 1.0) * 1000) + 1);
+    int ready =
+        poll(watch.data(), watch.size(), int(std::min(left, 1.0) * 1000) + 1);
     if (ready <= 0)
       continue;
     if (watch[0].revents & POLLIN) {
@@ -289,8 +288,8 @@ Expected<JobPlacement> RendezvousServer::gather(const NodeInfo &self,
       if (client < 0)
         continue;
       bool closed;
-      std::optional<NodeInfo> info = parseHello(readLine(
-          client, Clock::now() + std::chrono::seconds(2), closed));
+      std::optional<NodeInfo> info = parseHello(
+          readLine(client, Clock::now() + std::chrono::seconds(2), closed));
       std::string why = info ? refusal(*info, int(hosts.size()), hosts) : "";
       if (why.empty())
         why = "the job on port " + std::to_string(port) +
@@ -322,16 +321,16 @@ Expected<JobPlacement> joinRendezvous(const std::string &addr, int port,
                   "); start node 0's ds-launch --no_ssh --node_rank 0, or "
                   "check --master_addr and --master_port");
     addrinfo *found = nullptr;
-    int rc = getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints,
-                         &found);
+    int rc =
+        getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found);
     if (rc != 0) {
-      lastError = std::string("cannot resolve ") + addr + ": " +
-                  gai_strerror(rc);
+      lastError =
+          std::string("cannot resolve ") + addr + ": " + gai_strerror(rc);
     } else {
       for (addrinfo *a = found; a && fd < 0; a = a->ai_next) {
-        int s = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC |
-                                         SOCK_NONBLOCK,
-                       a->ai_protocol);
+        int s =
+            socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                   a->ai_protocol);
         if (s < 0)
           continue;
         // Non-blocking, so an address that drops SYNs costs a second, not
@@ -343,8 +342,7 @@ Expected<JobPlacement> joinRendezvous(const std::string &addr, int port,
             pollfd p{s, POLLOUT, 0};
             socklen_t len = sizeof error;
             error = poll(&p, 1, 1000) == 1 &&
-                            !getsockopt(s, SOL_SOCKET, SO_ERROR, &error,
-                                        &len)
+                            !getsockopt(s, SOL_SOCKET, SO_ERROR, &error, &len)
                         ? error
                         : ETIMEDOUT;
           }
@@ -367,8 +365,9 @@ Expected<JobPlacement> joinRendezvous(const std::string &addr, int port,
   // started as late as this one gave up waiting.
   bool closed;
   std::string answer = readLine(
-      fd, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(2 * timeoutSeconds)),
+      fd,
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(2 * timeoutSeconds)),
       closed);
   close(fd);
   StringRef line(answer);

@@ -1,4 +1,4 @@
-//===- Rendezvous.h - the TCP meeting point of ds-launch --no_ssh -*- C++ -*-===//
+//===- Rendezvous.h - where ds-launch --no_ssh nodes meet -------*- C++ -*-===//
 //
 // With --no_ssh every node runs its own ds-launch. Node 0's listens on the
 // master port; every other node's connects, says who it is (node rank, the

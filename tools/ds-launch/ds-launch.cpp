@@ -45,8 +45,8 @@
 #include <cstring>
 #include <random>
 #include <set>
-#include <thread>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -345,8 +345,8 @@ int runRankShim(int argc, char **argv) {
   // Under --no_ssh each node's mpirun numbers only its own ranks.
   if (const char *world = std::getenv("DSRT_MPI_JOIN_WORLD_SIZE")) {
     const char *offset = std::getenv("DSRT_MPI_JOIN_RANK_OFFSET");
-    int rank = atoi(std::getenv("OMPI_COMM_WORLD_RANK")) +
-               (offset ? atoi(offset) : 0);
+    int rank =
+        atoi(std::getenv("OMPI_COMM_WORLD_RANK")) + (offset ? atoi(offset) : 0);
     setenv("RANK", std::to_string(rank).c_str(), 1);
     setenv("WORLD_SIZE", world, 1);
   }
@@ -668,10 +668,13 @@ Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
       mine.slots.push_back(slot);
   }
   if (me >= nodes)
-    return fail("--node_rank " + Twine(me) + " is out of range: the job "
-                "has " + Twine(nodes) + " node(s) (--num_nodes or the "
-                "hostfile), so node ranks are 0 to " + Twine(nodes - 1) +
-                "; fix --node_rank or --num_nodes");
+    return fail("--node_rank " + Twine(me) +
+                " is out of range: the job "
+                "has " +
+                Twine(nodes) +
+                " node(s) (--num_nodes or the "
+                "hostfile), so node ranks are 0 to " +
+                Twine(nodes - 1) + "; fix --node_rank or --num_nodes");
   if (addr.empty())
     return fail("--no_ssh needs --master_addr: node 0's address, which every "
                 "node can reach (or a hostfile, whose first host is node 0)");
@@ -782,13 +785,13 @@ Expected<int> runSlurm(bool hasHostfile, const char *argv0) {
   if (numNodes > 0)
     command.push_back("--nodes=" + std::to_string(numNodes));
   append_range(command, *extra);
-  command.insert(command.end(),
-                 {sys::fs::getMainExecutable(
-                      argv0, reinterpret_cast<void *>(&physicalCores)),
-                  "--no_ssh", "--master_port", std::to_string(masterPort),
-                  "--rendezvous_timeout",
-                  formatv("{0}", format("%g", rendezvousTimeout.getValue()))
-                      .str()});
+  command.insert(
+      command.end(),
+      {sys::fs::getMainExecutable(argv0,
+                                  reinterpret_cast<void *>(&physicalCores)),
+       "--no_ssh", "--master_port", std::to_string(masterPort),
+       "--rendezvous_timeout",
+       formatv("{0}", format("%g", rendezvousTimeout.getValue())).str()});
   if (numProcs > 0)
     command.insert(command.end(), {"--num_procs", std::to_string(numProcs)});
   if (!masterAddr.empty())
@@ -841,7 +844,8 @@ int main(int argc, char **argv) {
     return *status;
   }
   if (!launcherName.equals_insensitive("openmpi"))
-    check(fail("--launcher " + launcher + " is not one ds-launch has; use "
+    check(fail("--launcher " + launcher +
+               " is not one ds-launch has; use "
                "openmpi (the default) or slurm"));
   if (noSsh) {
     Expected<int> status = runNoSsh(hostfilePath, argv[0]);
