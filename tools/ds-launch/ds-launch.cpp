@@ -99,12 +99,14 @@ static cl::opt<std::string>
     masterAddr("master_addr", cl::cat(category),
                cl::desc("MASTER_ADDR for every rank (default: 127.0.0.1 "
                         "locally, else the first selected host)"));
-static cl::opt<int> masterPort("master_port", cl::init(29500),
-                               cl::cat(category),
-                               cl::desc("MASTER_PORT for every rank"));
+static cl::opt<int>
+    masterPort("master_port", cl::init(29500), cl::cat(category),
+               cl::desc("MASTER_PORT for every rank; with --no_ssh, also "
+                        "node 0's rendezvous port"));
 static cl::opt<std::string>
     launcherArgs("launcher_args", cl::cat(category), cl::value_desc("args"),
-                 cl::desc("extra mpirun arguments, one shell-quoted string"));
+                 cl::desc("extra mpirun (--launcher slurm: srun) arguments, "
+                          "one shell-quoted string"));
 static cl::opt<std::string>
     mpirunPath("mpirun", cl::cat(category), cl::value_desc("path"),
                cl::desc("mpirun to run (default: mpirun from PATH, else the "
