@@ -482,8 +482,15 @@ static int mpi_init(dsrt_comm *world) {
       free(comm);
       return status;
     }
-  } else
+  } else if (getenv("DSRT_MPI_JOIN_NODES")) {
+    free(comm);
+    return dsrt_fail(DSRT_ERR_UNSUPPORTED,
+                     "dsrt_comm_init: under ds-launch --no_ssh the nodes' "
+                     "ranks join when libdsrt starts MPI, but this program "
+                     "started MPI itself; let dsrt_comm_init start it");
+  } else {
     rc = MPI_Comm_dup(MPI_COMM_WORLD, comm);
+  }
   if (rc != MPI_SUCCESS) {
     free(comm);
     return mpi_error("dsrt_comm_init: MPI_Comm_dup", rc);
