@@ -14,6 +14,7 @@
  *===-----------------------------------------------------------------------===*/
 #include "comm/backend.h"
 #include "comm/half.h"
+#include "comm/mpi_join.h"
 #include "comm/mpi_liveness.h"
 #include "comm/mpi_progress.h"
 #include "core/error.h"
@@ -445,8 +446,8 @@ static void mpi_free(dsrt_comm *comm) {
       *g = (*g)->next;
       break;
     }
-  if (*c != MPI_COMM_WORLD)
-    MPI_Comm_free(c);
+  if (*c != MPI_COMM_WORLD && *c != dsrt_mpi_world())
+    MPI_Comm_free(c); /* dsrt_mpi_join_end frees a joined world */
   free(c);
   comm->impl = NULL;
 }
@@ -472,12 +473,24 @@ static int mpi_init(dsrt_comm *world) {
     return dsrt_fail(DSRT_ERR_OUT_OF_MEMORY, "mpi backend: out of memory");
   /* MPI_COMM_WORLD itself when MPI is ours (measured: 20-30% faster than a
    * duplicate for 1 MiB collectives); a private copy when the caller
-   * started MPI, so our traffic never matches theirs. */
+   * started MPI, so our traffic never matches theirs. Under ds-launch
+   * --no_ssh, each node's mpirun is a job of its own: the world is every
+   * node's ranks joined (mpi_join.c). */
   int rc = MPI_SUCCESS, status;
-  if (we_initialized)
-    *comm = MPI_COMM_WORLD;
-  else
+  if (we_initialized) {
+    if ((status = dsrt_mpi_join(comm))) {
+      free(comm);
+      return status;
+    }
+  } else if (getenv("DSRT_MPI_JOIN_NODES")) {
+    free(comm);
+    return dsrt_fail(DSRT_ERR_UNSUPPORTED,
+                     "dsrt_comm_init: under ds-launch --no_ssh the nodes' "
+                     "ranks join when libdsrt starts MPI, but this program "
+                     "started MPI itself; let dsrt_comm_init start it");
+  } else {
     rc = MPI_Comm_dup(MPI_COMM_WORLD, comm);
+  }
   if (rc != MPI_SUCCESS) {
     free(comm);
     return mpi_error("dsrt_comm_init: MPI_Comm_dup", rc);
@@ -493,7 +506,7 @@ static int mpi_init(dsrt_comm *world) {
   int *tag_ub, found = 0;
   MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
   gather_tag_ok = found && *tag_ub >= DSRT_GATHER_TAG;
-  dsrt_mpi_liveness_start();
+  dsrt_mpi_liveness_start(dsrt_mpi_world());
   const char *cap = getenv("DSRT_COMM_INFLIGHT_BYTES");
   inflight_cap = cap && *cap ? atoll(cap) : DSRT_DEFAULT_INFLIGHT_BYTES;
   dsrt_mpi_progress_start(advance_all);
@@ -508,6 +521,7 @@ static int mpi_finalize(void) {
   if (!we_initialized)
     return DSRT_OK; /* whoever started MPI ends it */
   we_initialized = 0;
+  dsrt_mpi_join_end();
   int rc = MPI_Finalize();
   return rc == MPI_SUCCESS ? DSRT_OK
                            : mpi_error("dsrt_comm_finalize: MPI_Finalize", rc);
@@ -554,7 +568,7 @@ static void mpi_abort_job(int code) {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   if (initialized && !finalized)
-    MPI_Abort(MPI_COMM_WORLD, code);
+    MPI_Abort(dsrt_mpi_world(), code);
   exit(code);
 }
 

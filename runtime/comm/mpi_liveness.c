@@ -35,8 +35,8 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-int dsrt_mpi_liveness_start(void) {
-  if (MPI_Comm_dup(MPI_COMM_WORLD, &health) != MPI_SUCCESS)
+int dsrt_mpi_liveness_start(MPI_Comm world) {
+  if (MPI_Comm_dup(world, &health) != MPI_SUCCESS)
     return 0; /* no names in timeout errors, nothing worse */
   MPI_Comm_set_errhandler(health, MPI_ERRORS_RETURN);
   MPI_Comm_rank(health, &me);

@@ -9,10 +9,10 @@
 #include <mpi.h>
 #include <stddef.h>
 
-/* Collective over MPI_COMM_WORLD, after MPI_Init: a private duplicate for
+/* Collective over world (libdsrt's), after MPI_Init: a private duplicate for
  * pings and every rank's host name. Returns 0 when unavailable (timeouts
  * then name no peer). */
-int dsrt_mpi_liveness_start(void);
+int dsrt_mpi_liveness_start(MPI_Comm world);
 void dsrt_mpi_liveness_stop(void);
 /* Answers the pings that arrived; cheap when none did. */
 void dsrt_mpi_answer_peers(void);

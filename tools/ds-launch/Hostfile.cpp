@@ -169,3 +169,28 @@ Expected<std::vector<Resource>> ds::launch::applyFilter(ArrayRef<Host> pool,
                 "least one");
   return result;
 }
+
+std::string ds::launch::firstSlurmHost(StringRef list) {
+  std::string host;
+  bool inBracket = false, pastFirst = false;
+  for (char c : list) {
+    if (inBracket) {
+      if (c == ']')
+        inBracket = false;
+      else if (c == ',' || c == '-')
+        pastFirst = true;
+      else if (!pastFirst)
+        host += c;
+      continue;
+    }
+    if (c == ',')
+      break;
+    if (c == '[') {
+      inBracket = true;
+      pastFirst = false;
+      continue;
+    }
+    host += c;
+  }
+  return host;
+}

@@ -39,6 +39,10 @@ llvm::Expected<std::vector<Host>> parseHostfile(llvm::StringRef path);
 llvm::Expected<std::vector<Host>> parseHostfileText(llvm::StringRef text,
                                                     llvm::StringRef path);
 
+/// The first host of a Slurm host list, each bracket at its first value:
+/// "node[03-05,9],gpu1" -> "node03". "" for an empty list.
+std::string firstSlurmHost(llvm::StringRef list);
+
 /// Applies DeepSpeed's --include/--exclude syntax,
 /// HOST[:SLOT[,SLOT...]][@HOST[:SLOT...]]..., to the pool.
 llvm::Expected<std::vector<Resource>> applyFilter(llvm::ArrayRef<Host> pool,

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Hostfile.h"
+#include "Rendezvous.h"
 #include "Supervise.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -25,6 +26,8 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -32,13 +35,18 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -57,8 +65,12 @@ static cl::opt<std::string>
 static cl::alias hostfileShort("H", cl::aliasopt(hostfile),
                                cl::desc("alias for --hostfile"),
                                cl::cat(category));
-static cl::opt<int> numNodes("num_nodes", cl::init(-1), cl::cat(category),
-                             cl::desc("use the first N hosts of the hostfile"));
+static cl::opt<int> numNodes(
+    "num_nodes", cl::init(-1), cl::cat(category),
+    cl::desc("use the first N hosts of the hostfile (--no_ssh without a "
+             "hostfile: the job's node count)"));
+static cl::alias nnodes("nnodes", cl::aliasopt(numNodes),
+                        cl::desc("alias for --num_nodes"), cl::cat(category));
 static cl::opt<int> numProcs(
     "num_procs", cl::init(-1), cl::cat(category),
     cl::desc("(alias --num_gpus) processes per node, slots [0, N) of each host "
@@ -87,12 +99,14 @@ static cl::opt<std::string>
     masterAddr("master_addr", cl::cat(category),
                cl::desc("MASTER_ADDR for every rank (default: 127.0.0.1 "
                         "locally, else the first selected host)"));
-static cl::opt<int> masterPort("master_port", cl::init(29500),
-                               cl::cat(category),
-                               cl::desc("MASTER_PORT for every rank"));
+static cl::opt<int>
+    masterPort("master_port", cl::init(29500), cl::cat(category),
+               cl::desc("MASTER_PORT for every rank; with --no_ssh, also "
+                        "node 0's rendezvous port"));
 static cl::opt<std::string>
     launcherArgs("launcher_args", cl::cat(category), cl::value_desc("args"),
-                 cl::desc("extra mpirun arguments, one shell-quoted string"));
+                 cl::desc("extra mpirun (--launcher slurm: srun) arguments, "
+                          "one shell-quoted string"));
 static cl::opt<std::string>
     mpirunPath("mpirun", cl::cat(category), cl::value_desc("path"),
                cl::desc("mpirun to run (default: mpirun from PATH, else the "
@@ -101,6 +115,22 @@ static cl::opt<bool>
     noRankShim("no_rank_shim", cl::cat(category),
                cl::desc("run PROGRAM directly under mpirun: ranks see only "
                         "OMPI_COMM_WORLD_*, not RANK/WORLD_SIZE/LOCAL_RANK"));
+static cl::opt<bool> noSsh(
+    "no_ssh", cl::cat(category),
+    cl::desc("start only this node's ranks (--node_rank), one ds-launch per "
+             "node; node 0 gathers the others at --master_addr:--master_port "
+             "and the nodes' ranks join into one world"));
+static cl::opt<int>
+    nodeRank("node_rank", cl::init(-1), cl::cat(category),
+             cl::desc("with --no_ssh: this node's rank, 0 to nodes - 1"));
+static cl::opt<double> rendezvousTimeout(
+    "rendezvous_timeout", cl::init(300), cl::cat(category),
+    cl::desc("with --no_ssh: seconds to wait for node 0 (on the others) or "
+             "for every node (on node 0)"));
+static cl::opt<std::string> launcher(
+    "launcher", cl::init("openmpi"), cl::cat(category),
+    cl::desc("openmpi (default): one mpirun for every host; slurm: srun "
+             "starts one ds-launch --no_ssh per node of the allocation"));
 static cl::opt<bool> dryRun("dry-run", cl::cat(category),
                             cl::desc("print the mpirun command and exit"));
 static cl::opt<std::string> program(cl::Positional, cl::Required,
@@ -314,6 +344,14 @@ int runRankShim(int argc, char **argv) {
     }
     setenv(to, value, /*overwrite=*/1);
   }
+  // Under --no_ssh each node's mpirun numbers only its own ranks.
+  if (const char *world = std::getenv("DSRT_MPI_JOIN_WORLD_SIZE")) {
+    const char *offset = std::getenv("DSRT_MPI_JOIN_RANK_OFFSET");
+    int rank =
+        atoi(std::getenv("OMPI_COMM_WORLD_RANK")) + (offset ? atoi(offset) : 0);
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", world, 1);
+  }
   execvp(argv[first], argv + first);
   int error = errno;
   WithColor::error(errs(), "ds-launch")
@@ -491,24 +529,36 @@ Error noMpirun() {
                      "openmpi-bin) or pass --mpirun PATH");
 }
 
+/// As root, Open MPI's tools run only when told so: what they accept besides
+/// mpirun's flag, set so a --launcher_args wrapper that re-runs mpirun still
+/// works.
+void allowRunAsRoot() {
+  if (geteuid() != 0)
+    return;
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+}
+
+/// `command` as exec's NULL-terminated argv (pointing into it), with our
+/// own output flushed first: what the child prints must come after it.
+std::vector<char *> argvOf(std::vector<std::string> &command) {
+  std::vector<char *> argv;
+  for (std::string &word : command)
+    argv.push_back(word.data());
+  argv.push_back(nullptr);
+  outs().flush();
+  errs().flush();
+  return argv;
+}
+
 /// Runs `command`: as mpirun's parent with remote hosts, to end a job
 /// stuck on a lost host (Supervise.h); with one host, by becoming mpirun.
 /// Returns only with remote hosts, mpirun's exit status, or on an error.
 Expected<int> runMpirun(const std::string &mpirun,
                         std::vector<std::string> &command, bool local,
                         ArrayRef<Resource> resources) {
-  if (geteuid() == 0) {
-    // What Open MPI also accepts instead of the flag; set both so a
-    // --launcher_args wrapper that re-runs mpirun still works.
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-  }
-  std::vector<char *> execArgv;
-  for (std::string &word : command)
-    execArgv.push_back(word.data());
-  execArgv.push_back(nullptr);
-  outs().flush();
-  errs().flush();
+  allowRunAsRoot();
+  std::vector<char *> execArgv = argvOf(command);
   if (!local) {
     std::vector<std::string> hosts;
     for (const Resource &resource : resources)
@@ -520,6 +570,249 @@ Expected<int> runMpirun(const std::string &mpirun,
   int error = errno;
   return fail("cannot run " + mpirun + ": " + std::strerror(error) +
               "; check the Open MPI install");
+}
+
+/// Starts Open MPI's ompi-server (the one beside `mpirun`, else PATH's)
+/// and returns its pid and URI: what lets separately started mpirun jobs
+/// connect. It dies with ds-launch.
+Expected<std::pair<pid_t, std::string>> startOmpiServer(StringRef mpirun) {
+  SmallString<256> path = sys::path::parent_path(mpirun);
+  sys::path::append(path, "ompi-server");
+  std::string server(path);
+  if (!sys::fs::can_execute(server)) {
+    ErrorOr<std::string> found = sys::findProgramByName("ompi-server");
+    if (!found)
+      return fail("--no_ssh needs Open MPI's ompi-server, not found beside " +
+                  mpirun + " nor on PATH; install openmpi-bin");
+    server = *found;
+  }
+  SmallString<128> uriFile;
+  if (std::error_code ec =
+          sys::fs::createTemporaryFile("ds-launch-ompi-server", "uri", uriFile))
+    return fail("cannot make a temporary file: " + ec.message());
+  sys::fs::remove(uriFile); // ompi-server writes it when it listens
+  pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    execl(server.c_str(), server.c_str(), "--no-daemonize", "--report-uri",
+          uriFile.c_str(), static_cast<char *>(nullptr));
+    _exit(127);
+  }
+  if (pid < 0)
+    return fail("cannot start " + server + ": " + std::strerror(errno));
+  for (int tries = 0; tries < 200; ++tries) {
+    auto text = MemoryBuffer::getFile(uriFile, /*IsText=*/true);
+    if (text && (*text)->getBuffer().ends_with("\n")) {
+      std::string uri = (*text)->getBuffer().trim().str();
+      sys::fs::remove(uriFile);
+      return std::make_pair(pid, uri);
+    }
+    int status;
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      return fail(server + " exited before reporting its address; run it "
+                           "by hand to see why");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return fail(server + " reported no address within 10 s; run it by hand "
+                       "to see why");
+}
+
+/// Under Slurm (an srun step, one task per node) what --no_ssh needs but
+/// was not given: the node rank and, without a hostfile (null here), the
+/// node count and node 0's host.
+void slurmDefaults(int &rank, int *nodes, std::string *addr) {
+  auto env = [](const char *name) -> StringRef {
+    const char *value = std::getenv(name);
+    return value ? value : "";
+  };
+  int value;
+  if (rank < 0 && !env("SLURM_NODEID").getAsInteger(10, value))
+    rank = value;
+  if (nodes && *nodes < 0 &&
+      (!env("SLURM_STEP_NUM_NODES").getAsInteger(10, value) ||
+       !env("SLURM_NNODES").getAsInteger(10, value)))
+    *nodes = value;
+  if (addr && addr->empty()) {
+    StringRef list = env("SLURM_STEP_NODELIST");
+    *addr = firstSlurmHost(list.empty() ? env("SLURM_JOB_NODELIST") : list);
+  }
+}
+
+/// ds-launch --no_ssh: this node's ranks only, after the rendezvous.
+Expected<int> runNoSsh(StringRef hostfilePath, const char *argv0) {
+  int me = nodeRank, nodes = numNodes;
+  std::string addr = masterAddr;
+  bool fromFile = !hostfilePath.empty();
+  slurmDefaults(me, fromFile ? nullptr : &nodes, fromFile ? nullptr : &addr);
+  if (me < 0)
+    return fail("--no_ssh needs --node_rank R, this node's place in the job "
+                "(0 to nodes - 1; node 0 runs the rendezvous)");
+  if (dryRun)
+    return fail("--dry-run cannot show a --no_ssh command: it depends on the "
+                "rendezvous with the other nodes; drop --dry-run");
+  // The job's nodes: the hostfile's selection, else --num_nodes; this
+  // node's slots: its hostfile entry's, else --num_procs.
+  Resource mine{kLocalHost, {}};
+  if (!hostfilePath.empty()) {
+    Expected<std::vector<Resource>> resources = chooseResources(hostfilePath);
+    if (!resources)
+      return resources.takeError();
+    nodes = int(resources->size());
+    if (me < nodes)
+      mine.slots = (*resources)[me].slots;
+    if (addr.empty())
+      addr = resources->front().host;
+  } else {
+    nodes = std::max(1, nodes);
+    for (int slot = 0; slot < std::max(1, numProcs.getValue()); ++slot)
+      mine.slots.push_back(slot);
+  }
+  if (me >= nodes)
+    return fail("--node_rank " + Twine(me) +
+                " is out of range: the job "
+                "has " +
+                Twine(nodes) +
+                " node(s) (--num_nodes or the "
+                "hostfile), so node ranks are 0 to " +
+                Twine(nodes - 1) + "; fix --node_rank or --num_nodes");
+  if (addr.empty())
+    return fail("--no_ssh needs --master_addr: node 0's address, which every "
+                "node can reach (or a hostfile, whose first host is node 0)");
+  std::string mpirun = findMpirun();
+  if (mpirun.empty())
+    return noMpirun();
+  allowRunAsRoot(); // ompi-server's too
+  Expected<Exports> exports =
+      rankExports(/*local=*/false, Resource{addr, mine.slots});
+  if (!exports)
+    return exports.takeError();
+  Expected<std::vector<std::string>> extra = splitShellWords(launcherArgs);
+  if (!extra)
+    return extra.takeError();
+
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  NodeInfo self{me, nodes, int(mine.slots.size()), host};
+  std::unique_ptr<RendezvousServer> server;
+  pid_t ompiServer = 0;
+  JobPlacement placement{0, self.localRanks, "", ""};
+  if (nodes > 1 && me == 0) {
+    // Listening first: a port in use fails before anything starts.
+    auto listening = RendezvousServer::listen(masterPort);
+    if (!listening)
+      return listening.takeError();
+    server = std::move(*listening);
+    auto started = startOmpiServer(mpirun);
+    if (!started)
+      return started.takeError();
+    ompiServer = started->first;
+    std::random_device random;
+    std::string service = "ds-launch-" + std::to_string(masterPort) + "-" +
+                          utohexstr(random(), /*LowerCase=*/true);
+    auto gathered =
+        server->gather(self, started->second, service, rendezvousTimeout);
+    if (!gathered) {
+      kill(ompiServer, SIGTERM);
+      waitpid(ompiServer, nullptr, 0);
+      return gathered.takeError();
+    }
+    placement = *gathered;
+  } else if (nodes > 1) {
+    auto joined = joinRendezvous(addr, masterPort, self, rendezvousTimeout);
+    if (!joined)
+      return joined.takeError();
+    placement = *joined;
+  }
+  if (nodes > 1) {
+    exports->set("DSRT_MPI_JOIN_NODE", std::to_string(me));
+    exports->set("DSRT_MPI_JOIN_NODES", std::to_string(nodes));
+    exports->set("DSRT_MPI_JOIN_SERVICE", placement.service);
+    exports->set("DSRT_MPI_JOIN_RANK_OFFSET",
+                 std::to_string(placement.rankOffset));
+    exports->set("DSRT_MPI_JOIN_WORLD_SIZE",
+                 std::to_string(placement.worldSize));
+    exports->set(
+        "DSRT_MPI_JOIN_TIMEOUT_S",
+        formatv("{0}", format("%g", rendezvousTimeout.getValue())).str());
+  }
+
+  std::vector<std::string> command{mpirun};
+  if (geteuid() == 0)
+    command.push_back("--allow-run-as-root");
+  command.insert(command.end(), {"--bind-to", "none"});
+  if (mine.slots.size() > physicalCores())
+    command.push_back("--oversubscribe");
+  if (nodes > 1)
+    command.insert(command.end(), {"--ompi-server", placement.serverUri});
+  append_range(command, *extra);
+  std::vector<std::string> rankCommand;
+  if (!noRankShim) {
+    std::string self = sys::fs::getMainExecutable(
+        argv0, reinterpret_cast<void *>(&physicalCores));
+    rankCommand.insert(rankCommand.end(), {self, "--rank-shim", "--"});
+  }
+  rankCommand.push_back(program);
+  append_range(rankCommand, programArgs);
+  appendRanks(command, /*local=*/true, mine, mine.slots.size(), *exports,
+              rankCommand);
+  // Node 0 outlives its ranks: its ompi-server and rendezvous serve the
+  // job until they end. The others become mpirun.
+  Expected<int> status = runMpirun(mpirun, command, /*local=*/!server, {});
+  if (ompiServer) {
+    kill(ompiServer, SIGTERM);
+    waitpid(ompiServer, nullptr, 0);
+  }
+  return status;
+}
+
+/// --launcher slurm: srun runs `ds-launch --no_ssh` once per node of the
+/// allocation; each finds its node rank, the node count and node 0 in the
+/// step's SLURM_* variables (slurmDefaults).
+Expected<int> runSlurm(bool hasHostfile, const char *argv0) {
+  if (hasHostfile || !include.empty() || !exclude.empty())
+    return fail("--launcher slurm runs on the nodes of the Slurm allocation; "
+                "drop --hostfile/--include/--exclude (srun's own options go "
+                "in --launcher_args)");
+  if (noSsh || nodeRank >= 0)
+    return fail("--launcher slurm starts every node's ds-launch --no_ssh "
+                "itself; drop --no_ssh/--node_rank");
+  Expected<std::vector<std::string>> extra = splitShellWords(launcherArgs);
+  if (!extra)
+    return extra.takeError();
+  ErrorOr<std::string> srun = sys::findProgramByName("srun");
+  std::vector<std::string> command{srun ? *srun : "srun",
+                                   "--ntasks-per-node=1"};
+  if (numNodes > 0)
+    command.push_back("--nodes=" + std::to_string(numNodes));
+  append_range(command, *extra);
+  command.insert(
+      command.end(),
+      {sys::fs::getMainExecutable(argv0,
+                                  reinterpret_cast<void *>(&physicalCores)),
+       "--no_ssh", "--master_port", std::to_string(masterPort),
+       "--rendezvous_timeout",
+       formatv("{0}", format("%g", rendezvousTimeout.getValue())).str()});
+  if (numProcs > 0)
+    command.insert(command.end(), {"--num_procs", std::to_string(numProcs)});
+  if (!masterAddr.empty())
+    command.insert(command.end(), {"--master_addr", masterAddr});
+  if (!mpirunPath.empty())
+    command.insert(command.end(), {"--mpirun", mpirunPath});
+  if (noRankShim)
+    command.push_back("--no_rank_shim");
+  command.insert(command.end(), {"--", program});
+  append_range(command, programArgs);
+  if (dryRun) {
+    outs() << join(map_range(command, shellQuote), " ") << "\n";
+    return 0;
+  }
+  if (!srun)
+    return fail("--launcher slurm needs Slurm's srun on PATH; run inside an "
+                "allocation (salloc, sbatch)");
+  execv(srun->c_str(), argvOf(command).data());
+  return fail("cannot run " + *srun + ": " + std::strerror(errno));
 }
 
 } // namespace
@@ -545,6 +838,23 @@ int main(int argc, char **argv) {
   std::string hostfilePath = hostfile;
   if (hostfilePath.empty() && sys::fs::is_regular_file(kDefaultHostfile))
     hostfilePath = kDefaultHostfile;
+  StringRef launcherName = launcher;
+  if (launcherName.equals_insensitive("slurm")) {
+    Expected<int> status = runSlurm(!hostfilePath.empty(), argv[0]);
+    if (!status)
+      check(status.takeError());
+    return *status;
+  }
+  if (!launcherName.equals_insensitive("openmpi"))
+    check(fail("--launcher " + launcher +
+               " is not one ds-launch has; use "
+               "openmpi (the default) or slurm"));
+  if (noSsh) {
+    Expected<int> status = runNoSsh(hostfilePath, argv[0]);
+    if (!status)
+      check(status.takeError());
+    return *status;
+  }
   bool local = hostfilePath.empty();
   Expected<std::vector<Resource>> resources = chooseResources(hostfilePath);
   if (!resources)
