@@ -31,6 +31,10 @@
 // it; alternating slots leave the computation, and so the numbers, as they
 // were.
 //
+// First, a private function's result made in a buffer of its own and
+// copied into its out-param at the end is made in the out-param
+// (foldOutParamCopies): no arena bytes for it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ds/Conversion/LinalgToRuntime.h"
