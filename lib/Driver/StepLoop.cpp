@@ -294,7 +294,9 @@ llvm::Error StepLoop::report(int64_t s, const StepReport &r,
   fields.push_back({"peak_tracked_bytes", r.peakTrackedBytes});
   if (manifest->plannedPeakBytes >= 0)
     fields.push_back({"planned_peak_bytes", manifest->plannedPeakBytes});
-  fields.push_back({"workspace_bytes", manifest->arenaBytes});
+  if (rssBaseline > 0)
+    fields.push_back({"rss_growth_bytes", r.rssGrowthBytes});
+  fields.push_back({"arena_bytes", manifest->arenaBytes});
   if (processBytes > 0) {
     fields.push_back({"process_bytes", processBytes});
     // The resident set the plan expects: the step's peak (less what an
@@ -303,8 +305,6 @@ llvm::Error StepLoop::report(int64_t s, const StepReport &r,
     if (step >= 0)
       fields.push_back({"planned_rss_bytes", step + processBytes});
   }
-  if (rssBaseline > 0)
-    fields.push_back({"rss_growth_bytes", r.rssGrowthBytes});
   if (manifest->predictedCommMs >= 0) {
     // What the cost model expected of comm_ms (exposed) and in all.
     fields.push_back({"comm_pred_ms", manifest->predictedExposedCommMs});
