@@ -1,6 +1,7 @@
 //===- StepLoop.cpp - Run the steps, measure and report them --------------===//
 #include "ds/Driver/StepLoop.h"
 #include "ds/Driver/Evaluator.h"
+#include "ds/Driver/MemoryFit.h"
 #include "ds/Driver/Timeline.h"
 #include "dsrt/dsrt.h"
 
@@ -12,10 +13,43 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace ::ds::driver;
 namespace cfg = ::ds::config;
 using llvm::createStringError;
+
+namespace {
+
+/// The bytes of the pages under `tensors` that are in memory now (a page
+/// two tensors share counted once).
+int64_t residentBytes(llvm::ArrayRef<Tensor> tensors) {
+  const uintptr_t page = sysconf(_SC_PAGESIZE);
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  for (const Tensor &t : tensors)
+    if (t.data() && t.byteSize() > 0) {
+      auto begin = reinterpret_cast<uintptr_t>(t.data());
+      ranges.push_back({begin & ~(page - 1),
+                        (begin + t.byteSize() + page - 1) & ~(page - 1)});
+    }
+  llvm::sort(ranges);
+  int64_t bytes = 0;
+  std::vector<unsigned char> in;
+  for (size_t i = 0; i < ranges.size();) {
+    auto [begin, end] = ranges[i];
+    for (++i; i < ranges.size() && ranges[i].first <= end; ++i)
+      end = std::max(end, ranges[i].second);
+    in.assign((end - begin) / page, 0);
+    if (mincore(reinterpret_cast<void *>(begin), end - begin, in.data()))
+      continue;
+    for (unsigned char resident : in)
+      bytes += (resident & 1) ? page : 0;
+  }
+  return bytes;
+}
+
+} // namespace
 
 llvm::Expected<StepLoop> StepLoop::create(const StepManifest &manifest,
                                           const TrainOptions &options,
@@ -108,6 +142,17 @@ llvm::Error StepLoop::run(StepFunction &step, StateStore &store,
       heldBytes += results[k].byteSize();
   dsrt_mem_hold(heldBytes);
   auto unhold = llvm::make_scope_exit([&] { dsrt_mem_hold(-heldBytes); });
+  // What the process holds besides the step: code, libraries, the
+  // compiler's context, the runtime, the data. Its resident set now, less
+  // the step's tensors' pages already in memory (the workspaces are not
+  // touched before the step runs).
+  if (int64_t rss = currentRssBytes()) {
+    std::vector<Tensor> held(args);
+    for (size_t k = 0; k < results.size(); ++k)
+      if (manifest->results[k].updates < 0)
+        held.push_back(results[k]);
+    processBytes = rss - residentBytes(held);
+  }
   int64_t modelStateBytes =
       store.residentBytes(config->dpSize, config->zero.stage);
   auto stateI64 = [&](std::optional<size_t> arg) -> int64_t {
@@ -251,6 +296,15 @@ llvm::Error StepLoop::report(int64_t s, const StepReport &r,
     fields.push_back({"planned_peak_bytes", manifest->plannedPeakBytes});
   if (rssBaseline > 0)
     fields.push_back({"rss_growth_bytes", r.rssGrowthBytes});
+  fields.push_back({"arena_bytes", manifest->arenaBytes});
+  if (processBytes > 0) {
+    fields.push_back({"process_bytes", processBytes});
+    // The resident set the plan expects: the step's peak (less what an
+    // NVMe offload keeps in files) over what the process held before it.
+    int64_t step = residentPeakBytes(*manifest, *config);
+    if (step >= 0)
+      fields.push_back({"planned_rss_bytes", step + processBytes});
+  }
   if (manifest->predictedCommMs >= 0) {
     // What the cost model expected of comm_ms (exposed) and in all.
     fields.push_back({"comm_pred_ms", manifest->predictedExposedCommMs});

@@ -98,6 +98,9 @@ private:
   /// This rank's pipeline stage, when the step is one.
   std::optional<int64_t> stage;
   int64_t rssBaseline = 0;
+  /// The resident set before the first step less the step's own tensors:
+  /// the process's part of the planned resident set.
+  int64_t processBytes = 0;
   /// --profile: the kernels' times, summed over the steps.
   std::optional<StepProfile> profile;
 };

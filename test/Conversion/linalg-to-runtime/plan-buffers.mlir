@@ -82,3 +82,59 @@ func.func @dynamic_and_nested(%n: index, %x: memref<4xf32>) {
   memref.dealloc %d : memref<?xf32>
   return
 }
+
+// -----
+
+// A private function's result made in a buffer of its own and copied into
+// its out-param at the end (what bufferization leaves of a result a loop
+// makes) is made in the out-param: the caller passes a buffer it allocated,
+// once. Where a caller passes its own argument, which may alias an input
+// (train_step's out-params are its arguments), the copy stays.
+// CHECK-LABEL: func private @scatter
+// CHECK-NOT:     memref.alloc
+// CHECK-NOT:     memref.view
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%[[OUT:arg1]] : memref<1024xf32>)
+// CHECK:         scf.for
+// CHECK:           memref.store %{{.*}}, %[[OUT]]
+// CHECK-NOT:     memref.copy
+// CHECK:         return
+// REPORT-NOT: @scatter
+func.func private @scatter(%x: memref<16xf32>, %out: memref<1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<1024xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<1024xf32>)
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %x[%i] : memref<16xf32>
+    memref.store %v, %t[%i] : memref<1024xf32>
+  }
+  memref.copy %t, %out : memref<1024xf32> to memref<1024xf32>
+  return
+}
+// CHECK-LABEL: func private @scatter_kept
+// CHECK:         memref.view
+// CHECK:         memref.copy
+// REPORT: remark: ds-plan-buffers: @scatter_kept: 1 buffer(s) in a 4096-byte arena
+func.func private @scatter_kept(%x: memref<16xf32>, %out: memref<1024xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<1024xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<1024xf32>)
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %x[%i] : memref<16xf32>
+    memref.store %v, %t[%i] : memref<1024xf32>
+  }
+  memref.copy %t, %out : memref<1024xf32> to memref<1024xf32>
+  return
+}
+func.func @callers(%x: memref<16xf32>, %out: memref<1024xf32>) {
+  %g = memref.alloc() : memref<1024xf32>
+  call @scatter(%x, %g) : (memref<16xf32>, memref<1024xf32>) -> ()
+  call @scatter_kept(%x, %out) : (memref<16xf32>, memref<1024xf32>) -> ()
+  memref.dealloc %g : memref<1024xf32>
+  return
+}

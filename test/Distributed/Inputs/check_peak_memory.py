@@ -7,6 +7,12 @@ For every step of every rank (rank r > 0 writes NAME.rank<r>.jsonl):
     buffers) is within 10% of planned_peak_bytes (ds-plan-memory);
   - it is at most the default memory budget of ds-schedule-comm, 90% of
     the machine's memory over the ranks on this host.
+And the resident set: peak_rss_bytes (getrusage) is within 10% of
+planned_rss_bytes, the step's planned peak (less what an NVMe offload
+keeps in files) plus process_bytes, what the process held before its
+first step (code, libraries, the compiler, the runtime, the data: its
+resident set then, less the step's tensors' pages in memory), with the
+step's share of the plan printed (at GPT-tiny the process is nearly all).
 With BASELINE (the same run without ds-schedule-comm), the plan predicts
 the difference between the two peaks (prefetched gathers add to it; the
 last micro-batch's gradients reduced as they are made, instead of kept
@@ -44,6 +50,11 @@ print(f"measured {run[0]['peak_tracked_bytes']} B, planned {run[0]['planned_peak
 print("peak within 10% of the plan" if worst <= 0.10 else f"OFF by {worst:.1%}")
 print("within the memory budget" if all(m["peak_tracked_bytes"] <= budget for m in run) else "BUDGET BROKEN")
 
+worst_rss, share = 0.0, 1.0
+for m in run:
+    worst_rss = max(worst_rss, abs(m["peak_rss_bytes"] - m["planned_rss_bytes"]) / m["peak_rss_bytes"])
+    share = min(share, 1 - m["process_bytes"] / m["planned_rss_bytes"])
+
 if len(sys.argv) > 3:
     base = lines(sys.argv[3])
     dm = run[-1]["peak_tracked_bytes"] - base[-1]["peak_tracked_bytes"]
@@ -51,3 +62,6 @@ if len(sys.argv) > 3:
     print(f"scheduling changes the peak by {dm} B measured, {dp} B planned")
     ok = (dm > 0) == (dp > 0) and abs(dm - dp) <= 0.20 * run[-1]["peak_tracked_bytes"]
     print("the plan follows the schedule" if ok else "PLAN MISSES THE SCHEDULE")
+
+print(f"the step is {share:.0%} of the planned resident set or more")
+print("peak RSS within 10% of the plan with the process" if worst_rss <= 0.10 else f"RSS OFF by {worst_rss:.1%}")
