@@ -354,11 +354,18 @@ void foldOutParamCopies(ModuleOp module) {
       if (!out || out.getOwner() != &entry || !out.hasOneUse() || !alloc ||
           alloc->getBlock() != &entry || alloc.getType() != out.getType())
         continue;
-      // The copy is the buffer's last use.
-      if (llvm::any_of(alloc->getUsers(), [&](Operation *user) {
-            Operation *at = entry.findAncestorOpInBlock(*user);
-            return user != copy && (!at || copy->isBeforeInBlock(at));
-          }))
+      // The copy is the last use of the buffer and of every view of it.
+      bool usedAfter = false;
+      SmallVector<Value> worklist = {alloc.getResult()};
+      while (!worklist.empty() && !usedAfter)
+        for (Operation *user : worklist.pop_back_val().getUsers()) {
+          Operation *at = entry.findAncestorOpInBlock(*user);
+          usedAfter |= user != copy && (!at || copy->isBeforeInBlock(at));
+          for (Value r : user->getResults())
+            if (isa<BaseMemRefType>(r.getType()))
+              worklist.push_back(r);
+        }
+      if (usedAfter)
         continue;
       unsigned i = out.getArgNumber();
       if (!llvm::all_of(sites->second, [&](func::CallOp call) {

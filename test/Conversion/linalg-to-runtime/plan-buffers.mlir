@@ -138,3 +138,28 @@ func.func @callers(%x: memref<16xf32>, %out: memref<1024xf32>) {
   memref.dealloc %g : memref<1024xf32>
   return
 }
+
+// -----
+
+// A view of the buffer written after the copy: the out-param keeps the
+// value at the copy, so the copy stays.
+// CHECK-LABEL: func private @written_after
+// CHECK:         %[[T:.*]] = memref.view
+// CHECK:         memref.copy %[[T]], %arg1
+// CHECK:         memref.store
+func.func private @written_after(%x: memref<16xf32>, %out: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<16xf32>
+  %v = memref.subview %t[0] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1]>>
+  memref.copy %x, %t : memref<16xf32> to memref<16xf32>
+  memref.copy %t, %out : memref<16xf32> to memref<16xf32>
+  memref.store %zero, %v[%c0] : memref<8xf32, strided<[1]>>
+  return
+}
+func.func @calls_written_after(%x: memref<16xf32>) {
+  %g = memref.alloc() : memref<16xf32>
+  call @written_after(%x, %g) : (memref<16xf32>, memref<16xf32>) -> ()
+  memref.dealloc %g : memref<16xf32>
+  return
+}
