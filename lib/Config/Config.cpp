@@ -1524,11 +1524,6 @@ Config resolveObject(const json &root, const ResolveOptions &options) {
          "use bf16 or fp32, or offload to \"cpu\"");
   if (c.fp16.enabled && c.bf16.enabled)
     fail("fp16.enabled and bf16.enabled are both true; enable at most one");
-  if (c.pipeline.stages > 1 && c.zero.offloadParam.enabled())
-    fail("zero_optimization.offload_param with pipeline.stages " +
-         num(c.pipeline.stages) +
-         ": offloaded parameters inside a pipeline are not supported yet; "
-         "remove offload_param or use one stage");
 
   // Megatron's and DeepSpeed's grid: TP innermost, then SP, DP and PP.
   int64_t modelParallel =
