@@ -18,12 +18,6 @@ llvm::Expected<std::unique_ptr<Evaluator>>
 Evaluator::open(const TrainOptions &options, const cfg::Config &config) {
   if (options.evalDataPath.empty())
     return nullptr;
-  if (config.pipeline.stages > 1 && config.pipeline.virtualStages > 1)
-    return createStringError("--eval-data with an interleaved pipeline "
-                             "(pipeline.virtual_stages %lld) is not "
-                             "supported yet; use virtual_stages 1 to "
-                             "evaluate",
-                             (long long)config.pipeline.virtualStages);
   if (config.moe.enabled &&
       config.moe.evalCapacityFactor != config.moe.capacityFactor)
     return createStringError(

@@ -28,14 +28,6 @@ llvm::Error mlir::ds::buildTrainingPipeline(OpPassManager &pm,
         "pipeline stage " + std::to_string(stage) + " is not one of the " +
         std::to_string(pipe.stages) + " stages of pipeline.stages");
 
-  // Each stage's @eval_step streams a micro-batch through its chunk; an
-  // interleaved stage has several chunks, which it does not chain yet.
-  if (eval && pipelined && pipe.virtualStages > 1)
-    return llvm::createStringError(
-        "an eval function with an interleaved pipeline "
-        "(pipeline.virtual_stages " +
-        std::to_string(pipe.virtualStages) +
-        ") is not supported yet; use virtual_stages 1 to evaluate");
   pm.addPass(createVerifyModelContract());
   if (config.tensorParallel.autotpSize > 1) {
     // First: the grid's tp axis, and the autodiff mirrors f and g.

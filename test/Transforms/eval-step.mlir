@@ -50,3 +50,4 @@ func.func @forward(
   %loss = dsnn.mse_loss %y, %t : tensor<2x4xbf16>, tensor<2x4xbf16> -> tensor<bf16>
   return %loss : tensor<bf16>
 }
+

@@ -8,7 +8,8 @@
 // the copy streams one micro-batch: each dsdist.pipe_input argument
 // becomes a dsdist.recv from "pp" offset -1, each dsdist.pipe_output
 // result a dsdist.send to "pp" offset 1, and a stage without the loss
-// returns 0.0 (the driver takes the last stage's loss).
+// returns 0.0 (the driver takes the last stage's loss). An interleaved
+// stage's chunks (@forward_chunk<j>) are chained into one such function.
 //
 //===----------------------------------------------------------------------===//
 #include "ds/Transforms/Passes.h"
@@ -21,6 +22,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::ds {
 #define GEN_PASS_DEF_EVALSTEP
@@ -72,12 +74,113 @@ void streamThroughStages(func::FuncOp eval) {
   eval.removeResAttrsAttr();
 }
 
+/// An interleaved stage holds several model chunks (`@forward_chunk<j>`,
+/// global chunk j * stages + stage). Its eval forward chains them for one
+/// micro-batch, as the model's forward visits them: each chunk after the
+/// model's first receives its pipe inputs from the stage before on the
+/// ring, each before the model's last sends its pipe outputs to the stage
+/// after. The arguments are the union of the chunks', each parameter,
+/// state or batch argument once. A stage without the model's last chunk
+/// returns 0: the driver takes the last stage's loss.
+FailureOr<func::FuncOp> chainChunks(ModuleOp module,
+                                    MutableArrayRef<func::FuncOp> chunks,
+                                    StringRef name) {
+  auto info =
+      module->getAttrOfType<DictionaryAttr>(pipeline::kPipelineAttrName);
+  auto stageAttr = info ? info.getAs<IntegerAttr>("stage") : IntegerAttr();
+  auto stagesAttr = info ? info.getAs<IntegerAttr>("stages") : IntegerAttr();
+  if (!stageAttr || !stagesAttr)
+    return module.emitError() << "ds-eval-step: @" << chunks.front().getName()
+                              << " without the module's dsdist.pipeline "
+                                 "stage and stages (ds-pipeline-split)";
+  int64_t stage = stageAttr.getInt(), stages = stagesAttr.getInt();
+  int64_t last = stages * static_cast<int64_t>(chunks.size()) - 1;
+  MLIRContext *ctx = module.getContext();
+  Location loc = chunks.front().getLoc();
+  auto lossType = RankedTensorType::get({}, Float32Type::get(ctx));
+
+  // The union of the chunks' arguments other than pipe inputs.
+  SmallVector<DictionaryAttr> attrs;
+  SmallVector<Type> types;
+  SmallVector<SmallVector<int>> position(chunks.size());
+  for (auto [j, chunk] : llvm::enumerate(chunks))
+    for (unsigned i = 0; i < chunk.getNumArguments(); ++i) {
+      DictionaryAttr a = chunk.getArgAttrDict(i);
+      if (chunk.getArgAttr(i, pipeline::kPipeInputAttrName)) {
+        position[j].push_back(-1);
+        continue;
+      }
+      auto *it = a ? llvm::find(attrs, a) : attrs.end();
+      if (it == attrs.end()) {
+        attrs.push_back(a);
+        types.push_back(chunk.getArgumentTypes()[i]);
+        it = attrs.end() - 1;
+      }
+      position[j].push_back(it - attrs.begin());
+    }
+
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(chunks.back());
+  auto eval = func::FuncOp::create(b, loc, name,
+                                   FunctionType::get(ctx, types, lossType));
+  for (auto [i, a] : llvm::enumerate(attrs))
+    if (a)
+      eval.setArgAttrs(i, a);
+  Block *entry = eval.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value loss;
+  for (auto [j, chunk] : llvm::enumerate(chunks)) {
+    int64_t global = static_cast<int64_t>(j) * stages + stage;
+    IRMapping mapping;
+    // Pipe inputs in their order, as the sender returns them.
+    SmallVector<std::pair<int64_t, unsigned>> inputs;
+    for (unsigned i = 0; i < chunk.getNumArguments(); ++i)
+      if (position[j][i] < 0)
+        inputs.push_back(
+            {chunk
+                 .getArgAttrOfType<IntegerAttr>(i, pipeline::kPipeInputAttrName)
+                 .getInt(),
+             i});
+      else
+        mapping.map(chunk.getArgument(i), entry->getArgument(position[j][i]));
+    llvm::sort(inputs);
+    for (auto [index, i] : inputs)
+      mapping.map(chunk.getArgument(i),
+                  dist::RecvOp::create(b, loc, chunk.getArgumentTypes()[i],
+                                       kPipeAxis, -1));
+    Block &body = chunk.getBody().front();
+    for (Operation &op : body.without_terminator())
+      b.clone(op, mapping);
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (global == last) {
+      loss = mapping.lookup(ret.getOperand(0));
+      continue;
+    }
+    for (Value v : ret.getOperands())
+      dist::SendOp::create(b, loc, mapping.lookup(v), kPipeAxis, 1);
+  }
+  if (!loss)
+    loss = arith::ConstantOp::create(b, loc, lossType,
+                                     DenseElementsAttr::get(lossType, 0.0f));
+  else if (loss.getType() != lossType)
+    eval.setFunctionType(FunctionType::get(ctx, types, loss.getType()));
+  func::ReturnOp::create(b, loc, loss);
+  return eval;
+}
+
 struct EvalStepPass : mlir::ds::impl::EvalStepBase<EvalStepPass> {
   using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>(entry);
+    // An interleaved stage's chunks (ds-pipeline-split).
+    SmallVector<func::FuncOp> chunks;
+    while (auto chunk = module.lookupSymbol<func::FuncOp>(
+               (entry + "_chunk" + Twine(chunks.size())).str()))
+      chunks.push_back(chunk);
+    if (!forward && !chunks.empty())
+      forward = chunks.front();
     if (!forward || forward.isExternal()) {
       module.emitError() << "ds-eval-step: no func.func @" << entry
                          << " with a body (the model contract)";
@@ -102,24 +205,39 @@ struct EvalStepPass : mlir::ds::impl::EvalStepBase<EvalStepPass> {
                              "only what a pipeline stage sends on";
       return signalPassFailure();
     }
-    WalkResult capacity = forward.walk([&](nn::MoEOp op) {
-      if (op.getEvalCapacityFactor() == op.getCapacityFactor())
-        return WalkResult::advance();
-      op.emitError() << "ds-eval-step: eval_capacity_factor "
-                     << op.getEvalCapacityFactor().convertToDouble()
-                     << " differs from capacity_factor "
-                     << op.getCapacityFactor().convertToDouble()
-                     << ", which the expert region's types are built for; "
-                        "evaluate with equal factors";
-      return WalkResult::interrupt();
-    });
+    SmallVector<func::FuncOp> pieces =
+        chunks.empty() ? SmallVector<func::FuncOp>{forward} : chunks;
+    WalkResult capacity = WalkResult::advance();
+    for (func::FuncOp piece : pieces) {
+      if (capacity.wasInterrupted())
+        break;
+      capacity = piece.walk([&](nn::MoEOp op) {
+        if (op.getEvalCapacityFactor() == op.getCapacityFactor())
+          return WalkResult::advance();
+        op.emitError() << "ds-eval-step: eval_capacity_factor "
+                       << op.getEvalCapacityFactor().convertToDouble()
+                       << " differs from capacity_factor "
+                       << op.getCapacityFactor().convertToDouble()
+                       << ", which the expert region's types are built for; "
+                          "evaluate with equal factors";
+        return WalkResult::interrupt();
+      });
+    }
     if (capacity.wasInterrupted())
       return signalPassFailure();
 
     OpBuilder b(module.getContext());
-    b.setInsertionPointAfter(forward);
-    auto eval = cast<func::FuncOp>(b.clone(*forward));
-    eval.setName(result);
+    func::FuncOp eval;
+    if (chunks.size() > 1) {
+      FailureOr<func::FuncOp> chained = chainChunks(module, chunks, result);
+      if (failed(chained))
+        return signalPassFailure();
+      eval = *chained;
+    } else {
+      b.setInsertionPointAfter(forward);
+      eval = cast<func::FuncOp>(b.clone(*forward));
+      eval.setName(result);
+    }
     eval.walk([&](nn::DropoutOp op) {
       op.getResult().replaceAllUsesWith(op.getInput());
       op.erase();
@@ -137,7 +255,8 @@ struct EvalStepPass : mlir::ds::impl::EvalStepBase<EvalStepPass> {
           eval.getArgument(i).use_empty())
         (void)eval.eraseArgument(i);
     }
-    streamThroughStages(eval);
+    if (chunks.size() <= 1)
+      streamThroughStages(eval);
     // The driver reads the loss as f32, however the model computes it.
     auto ret = cast<func::ReturnOp>(eval.getBody().front().getTerminator());
     auto lossType = dyn_cast<RankedTensorType>(ret.getOperand(0).getType());
