@@ -74,6 +74,16 @@ std::optional<int64_t> reshapedDim(nn::ReshapeOp op, int64_t dim) {
   return std::nullopt;
 }
 
+/// Whether `v` is a linear's output, directly or as the result of the layer
+/// (a module called on its own) that computed it.
+bool madeByLinear(Value v) {
+  if (auto result = dyn_cast<OpResult>(v))
+    if (auto layer = dyn_cast<nn::LayerOp>(result.getOwner()))
+      v = layer.getBody().front().getTerminator()->getOperand(
+          result.getResultNumber());
+  return isa_and_nonnull<nn::LinearOp>(v.getDefiningOp());
+}
+
 /// Everything a column linear's cut reaches: the values on 1/T of a dim,
 /// the row linears it ends in, and the first problem that stops it.
 struct Reach {
@@ -126,7 +136,9 @@ bool feedsAttention(nn::LinearOp column) {
     for (Operation *user : v.getUsers()) {
       if (isa<nn::AttentionOp, nn::BatchMatmulOp>(user))
         return true;
-      if (!isa<nn::LinearOp>(user))
+      if (isa<nn::YieldOp>(user) && isa<nn::LayerOp>(user->getParentOp()))
+        llvm::append_range(work, user->getParentOp()->getResults());
+      else if (!isa<nn::LinearOp>(user))
         llvm::append_range(work, user->getResults());
     }
   }
@@ -224,8 +236,7 @@ void TensorParallelPass::visit(
   } else if (auto split = dyn_cast<nn::SplitOp>(user)) {
     // Along the cut dim only as a fused projection's equal blocks (Q, K,
     // V); GQA's unequal Q and KV blocks have no such piece yet.
-    bool fused = split.getDim() == dim &&
-                 isa_and_nonnull<nn::LinearOp>(v.getDefiningOp()) &&
+    bool fused = split.getDim() == dim && madeByLinear(v) &&
                  llvm::all_equal(split.getResultTypes());
     if (split.getDim() != dim || fused) {
       if (fused)
@@ -241,6 +252,31 @@ void TensorParallelPass::visit(
     ArrayRef<int64_t> perm = transpose.getPermutation();
     auto it = llvm::find(perm, dim);
     return cutTo(transpose.getResult(), it - perm.begin());
+  } else if (isa<nn::YieldOp>(user) && isa<nn::LayerOp>(user->getParentOp())) {
+    // Out of its layer: a projection called as a module of its own.
+    return cutTo(user->getParentOp()->getResult(use.getOperandNumber()), dim);
+  } else if (auto select = dyn_cast<nn::SelectOp>(user)) {
+    // masked_fill with a mask from the data: a branch cut like the value
+    // where it spans the cut dim, read whole where it broadcasts along it
+    // (a fill constant). The i1 mask has no gradient to lose, so it may be
+    // read whole even when computed.
+    auto result = cast<RankedTensorType>(select.getType());
+    int64_t at = dim + result.getRank() - rankOf(v);
+    if (use.getOperandNumber() != 0 &&
+        cast<RankedTensorType>(v.getType()).getDimSize(dim) ==
+            result.getDimSize(at)) {
+      for (OpOperand &other : user->getOpOperands()) {
+        if (&other == &use)
+          continue;
+        auto type = cast<RankedTensorType>(other.get().getType());
+        int64_t d = at - (result.getRank() - type.getRank());
+        if (d >= 0 && type.getDimSize(d) != 1)
+          r.needs.push_back({&other, d});
+        else if (other.getOperandNumber() != 0)
+          r.wholes.push_back(&other);
+      }
+      return cutTo(select.getResult(), at);
+    }
   } else if (auto softmax = dyn_cast<nn::SoftmaxOp>(user)) {
     // Attention written out (an imported model's scores): normalizing
     // along another dim than the heads keeps each head on its rank.
