@@ -767,15 +767,15 @@ TEST(ConfigMutual, Fp16AndBf16) {
             "fp16.enabled and bf16.enabled are both true; enable at most one");
 }
 
-TEST(ConfigMutual, PipelineWithOffloadParam) {
-  EXPECT_EQ(
-      parseError(withBatch(R"("zero_optimization": {"stage": 3,
+TEST(ConfigMutual, PipelineWithOffloadParamIsFine) {
+  // On the CPU target the offloaded states are host memory already, so
+  // inside a pipeline as on one stage.
+  Config c = parseOk(withBatch(R"("zero_optimization": {"stage": 3,
                                   "offload_param": {"device": "cpu"}},
                               "pipeline": {"stages": 2})"),
-                 2),
-      "zero_optimization.offload_param with pipeline.stages 2: offloaded "
-      "parameters inside a pipeline are not supported yet; remove "
-      "offload_param or use one stage");
+                     2);
+  EXPECT_TRUE(c.zero.offloadParam.enabled());
+  EXPECT_EQ(c.pipeline.stages, 2);
 }
 
 TEST(ConfigMutual, PipelineWithZero2And3IsFine) {
